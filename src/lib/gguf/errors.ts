@@ -1,0 +1,59 @@
+import {ExitCode, RunnerError} from '../errors.js'
+
+/**
+ * Every refusal of a GGUF file. `code` is stable (tests and scripts match on it), `offset` is the byte
+ * offset in the file of the field that was wrong, `field` names it (`tensor_count`, `kv[3].key`,
+ * `tensor 'blk.0.attn_q.weight'.ne[1]`).
+ */
+export class GgufError extends RunnerError {
+  readonly offset: number
+  readonly field: string
+  readonly file: string | undefined
+
+  constructor(code: string, field: string, offset: number, detail: string, file?: string) {
+    super(code, `${file ? `${file}: ` : ''}${field} at byte ${offset}: ${detail}`, ExitCode.invalidModel)
+    this.name = 'GgufError'
+    this.field = field
+    this.offset = offset
+    this.file = file
+  }
+}
+
+/** The stable codes, one place so that docs and tests can list them. */
+export const GgufErrorCode = {
+  notFound: 'GGUF_NOT_FOUND',
+  io: 'GGUF_IO',
+  badMagic: 'GGUF_BAD_MAGIC',
+  bigEndian: 'GGUF_BIG_ENDIAN',
+  unsupportedVersion: 'GGUF_UNSUPPORTED_VERSION',
+  truncated: 'GGUF_TRUNCATED',
+  tensorCount: 'GGUF_TENSOR_COUNT',
+  kvCount: 'GGUF_KV_COUNT',
+  stringLength: 'GGUF_STRING_LENGTH',
+  badUtf8: 'GGUF_BAD_UTF8',
+  badValueType: 'GGUF_BAD_VALUE_TYPE',
+  arrayLength: 'GGUF_ARRAY_LENGTH',
+  arrayDepth: 'GGUF_ARRAY_DEPTH',
+  badBool: 'GGUF_BAD_BOOL',
+  duplicateKey: 'GGUF_DUPLICATE_KEY',
+  badAlignment: 'GGUF_BAD_ALIGNMENT',
+  badNDims: 'GGUF_BAD_N_DIMS',
+  badDim: 'GGUF_BAD_DIM',
+  shapeOverflow: 'GGUF_SHAPE_OVERFLOW',
+  unknownType: 'GGUF_UNKNOWN_TYPE',
+  removedType: 'GGUF_REMOVED_TYPE',
+  blockMultiple: 'GGUF_BLOCK_MULTIPLE',
+  misalignedTensor: 'GGUF_MISALIGNED_TENSOR',
+  tensorOutOfFile: 'GGUF_TENSOR_OUT_OF_FILE',
+  tensorOverlap: 'GGUF_TENSOR_OVERLAP',
+  duplicateTensor: 'GGUF_DUPLICATE_TENSOR',
+  tensorName: 'GGUF_TENSOR_NAME',
+  shardMissing: 'GGUF_SHARD_MISSING',
+  shardMismatch: 'GGUF_SHARD_MISMATCH',
+  metaMissing: 'GGUF_META_MISSING',
+  metaType: 'GGUF_META_TYPE',
+  metaRange: 'GGUF_META_RANGE',
+  writeOverwritesInput: 'GGUF_WRITE_OVERWRITES_INPUT',
+  writeBadTensor: 'GGUF_WRITE_BAD_TENSOR',
+  writeBadValue: 'GGUF_WRITE_BAD_VALUE',
+} as const
