@@ -215,7 +215,8 @@ describe('runner inspect: summary of stories260K', () => {
     assert.equal(rows.get('tensors'), String(tensors.length))
     assert.match(rows.get('parameters') ?? '', new RegExp(`\\(${params}\\)$`))
     assert.equal(rows.get('tokenizer'), nlcMeta(info.metadata, 'tokenizer.ggml.model'))
-    assert.match(rows.get('F32') ?? '', new RegExp(`^${tensors.length} tensors, .*\\((\\d+) bytes\\)$`))
+    // README: stories260K's tensor types are "F32" only, so the F32 row holds every tensor at 4 bytes per element.
+    assert.match(rows.get('F32') ?? '', new RegExp(`^${tensors.length} tensors, .*\\(${params * 4} bytes\\)$`))
   })
 })
 
