@@ -565,6 +565,19 @@ describe('runner inspect on a split model (llama.cpp split convention)', () => {
     }
   })
 
+  // Inspecting shard 2 when shard 1 is gone: the first shard is read first, and must be named as missing.
+  test('a missing first shard is refused with GGUF_SHARD_MISSING', (t) => {
+    if (!needShared(t)) return
+    const lone = join(dir, 'lone-second')
+    mkdirSync(lone, {recursive: true})
+    const only = join(lone, basename(shard2))
+    copyFileSync(shard2, only)
+    const r = runCli(['inspect', only])
+    assert.equal(r.status, 3, r.stderr)
+    assert.match(r.stderr, /stories-00001-of-00002\.gguf/)
+    assert.match(r.stderr, /\[GGUF_SHARD_MISSING\]\n$/)
+  })
+
   test('a missing shard is refused with GGUF_SHARD_MISSING', (t) => {
     if (!needShared(t)) return
     const lone = join(dir, 'lone')
@@ -581,4 +594,25 @@ describe('runner inspect on a split model (llama.cpp split convention)', () => {
     assert.equal(r2.status, 3)
     assert.equal(parseJson<{error: {code: string}}>(r2, 'shard missing --json').error.code, 'GGUF_SHARD_MISSING')
   })
+})
+
+test('a chat template is reported as present (summary and --json)', async () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'runner-chat-'))
+  try {
+    const path = join(tmp, 'chat.gguf')
+    await writeGguf(path, {
+      kvs: [
+        {key: 'general.architecture', type: GgufValueType.STRING, value: 'llama'},
+        {key: 'tokenizer.chat_template', type: GgufValueType.STRING, value: '{% for m in messages %}{{ m.content }}{% endfor %}'},
+      ],
+      tensors: [],
+    })
+    const r = runCli(['inspect', path])
+    assert.equal(r.status, 0, r.stderr)
+    assert.match(r.stdout, /^chat template\s+yes$/m)
+    const j = JSON.parse(runCli(['inspect', path, '--json']).stdout)
+    assert.equal(j.summary.hasChatTemplate, true)
+  } finally {
+    rmSync(tmp, {recursive: true, force: true})
+  }
 })

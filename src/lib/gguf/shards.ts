@@ -33,7 +33,7 @@ export function shardPaths(path: string): string[] | undefined {
 /** Read a GGUF model: one file, or every shard of a split set (any shard's path may be given). */
 export function readGgufModel(path: string): GgufModelFiles {
   const paths = shardPaths(path)
-  const first = readGgufFile(paths ? paths[0]! : path)
+  const first = paths ? readShard(paths[0]!) : readGgufFile(path)
   const declared = splitCount(first)
   if (!paths || (paths.length === 1 && declared <= 1)) {
     if (declared > 1) {
@@ -82,6 +82,7 @@ function single(f: GgufFile): GgufModelFiles {
   return {path: f.path, shards: [f], version: f.version, kvs: f.kvs, metadata: f.metadata, tensors: f.tensors, totalBytes: f.fileSize}
 }
 
+/** Read one shard; a shard that is absent is named as a missing shard, not as a missing file. */
 function readShard(path: string): GgufFile {
   try {
     return readGgufFile(path)
