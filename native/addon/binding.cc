@@ -3,10 +3,11 @@
 // NODE_ADDON_API_CPP_EXCEPTIONS_ALL, anything else such as std::bad_alloc) are caught by
 // node-addon-api at each callback and rethrown as JavaScript errors, so none can unwind
 // into Node and end the process. Nothing here writes to stdout.
-#include <napi.h>
+
 
 #include <string>
 
+#include "bindings.h"
 #include "runner.h"
 
 namespace {
@@ -38,6 +39,9 @@ Napi::Value AbiVersion(const Napi::CallbackInfo& info) {
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  runner_addon::RegisterKernelBindings(env, exports);
+  runner_addon::RegisterSamplerBindings(env, exports);
+  runner_addon::RegisterEngineBindings(env, exports);
   exports.Set("cpuFeatures", Napi::Function::New(env, CpuFeatures, "cpuFeatures"));
   exports.Set("version", Napi::Function::New(env, Version, "version"));
   exports.Set("abiVersion", Napi::Function::New(env, AbiVersion, "abiVersion"));

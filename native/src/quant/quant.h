@@ -1,0 +1,91 @@
+/*
+ * quant.h: the weight-type table the engine computes with. One entry per ggml type the engine
+ * supports; each entry has a scalar reference (the spec, written to read top to bottom) and SIMD
+ * variants that must give bitwise the same results on every input, blocking and tail.
+ *
+ * How a quantized matmul works (as llama.cpp does it): the activations of one token (a row of
+ * n floats) are quantized once per matmul with `from_float` of the weight's `vec_dot_type`
+ * (Q8_0 blocks for Q4_0/Q5_0/Q8_0 weights, Q8_1 blocks for Q4_1/Q5_1, F16 for F16 weights, BF16 for
+ * BF16, plain F32 for F32), then every output element is one `vec_dot(n, &out, weight_row, act_row)`.
+ * Integer block sums are exact; the float part has ONE order, fixed in the scalar reference.
+ *
+ * Layouts are ggml's (ggml-common.h), so GGUF tensor bytes are used in place.
+ */
+#ifndef RUNNER_QUANT_H
+#define RUNNER_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runner.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ggml type ids the engine implements (a subset of src/lib/gguf/types.ts). */
+enum {
+    RUNNER_TYPE_F32 = 0,
+    RUNNER_TYPE_F16 = 1,
+    RUNNER_TYPE_Q4_0 = 2,
+    RUNNER_TYPE_Q4_1 = 3,
+    RUNNER_TYPE_Q5_0 = 6,
+    RUNNER_TYPE_Q5_1 = 7,
+    RUNNER_TYPE_Q8_0 = 8,
+    RUNNER_TYPE_Q8_1 = 9,
+    RUNNER_TYPE_BF16 = 30,
+};
+
+/* Kernel variants, picked once from runner_cpu_features(); a NULL slot means "not implemented". */
+typedef enum runner_kernel_variant {
+    RUNNER_KERNEL_SCALAR = 0,
+    RUNNER_KERNEL_AVX2 = 1,   /* AVX2 + FMA + F16C */
+    RUNNER_KERNEL_AVX512 = 2, /* AVX-512 F/BW/VL/DQ, and VNNI where the kernel uses it (see `needs`) */
+    RUNNER_KERNEL_COUNT
+} runner_kernel_variant;
+
+/* *s = dot(x, y) over n values: x is n values of the weight type, y n values of its vec_dot_type. */
+typedef void (*runner_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
+/* y[0..n) = the n values x holds, as floats. */
+typedef void (*runner_to_float_fn)(const void *x, float *y, int64_t n);
+/* y = x[0..n) encoded in the type (n a multiple of the block size). */
+typedef void (*runner_from_float_fn)(const float *x, void *y, int64_t n);
+
+typedef struct runner_type_traits {
+    int32_t type;           /* ggml type id */
+    const char *name;       /* ggml's name: "Q4_0" */
+    int64_t block_size;     /* values per block */
+    size_t type_size;       /* bytes per block */
+    int32_t vec_dot_type;   /* type the activations are converted to before vec_dot */
+    runner_to_float_fn to_float;                         /* scalar reference dequantizer */
+    /* Quantizer used for WEIGHTS: bit-identical to llama.cpp's quantize_row_*_ref (what
+     * llama_model_quantize writes without an importance matrix). NULL where not provided. */
+    runner_from_float_fn from_float_ref;
+    /* Quantizer used for ACTIVATIONS (only on types that are some type's vec_dot_type), per
+     * variant; every variant gives the same bytes as [RUNNER_KERNEL_SCALAR]. */
+    runner_from_float_fn from_float[RUNNER_KERNEL_COUNT];
+    runner_vec_dot_fn vec_dot[RUNNER_KERNEL_COUNT];      /* NULL where the variant is absent */
+    runner_cpu_mask needs[RUNNER_KERNEL_COUNT];          /* features each variant requires */
+} runner_type_traits;
+
+/* The entry for a ggml type id, or NULL when the engine does not implement it. */
+const runner_type_traits *runner_type_traits_get(int32_t type);
+
+/* Every implemented entry, in type-id order; *count receives how many. */
+const runner_type_traits *const *runner_type_traits_all(int32_t *count);
+
+/* The fastest variant of `slot` (vec_dot or from_float) this CPU can run for the type. */
+runner_kernel_variant runner_kernel_pick_vec_dot(const runner_type_traits *t, runner_cpu_mask cpu);
+runner_kernel_variant runner_kernel_pick_from_float(const runner_type_traits *t, runner_cpu_mask cpu);
+
+/* IEEE half and bfloat16 conversions, ties to even, as ggml (F16C) does them. */
+float runner_fp16_to_fp32(uint16_t h);
+uint16_t runner_fp32_to_fp16(float f);
+float runner_bf16_to_fp32(uint16_t h);
+uint16_t runner_fp32_to_bf16(float f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RUNNER_QUANT_H */
