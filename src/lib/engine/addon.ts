@@ -90,7 +90,9 @@ function packageNameOf(packageJsonPath: string): unknown {
 
 /** Where the build puts the addon: <package root>/native/build/Release/runner_native.node. */
 export function addonPath(): string {
-  return join(findPackageRoot(), ADDON_RELATIVE_PATH)
+  // RUNNER_NATIVE_ADDON points at another build of the addon (a developer's second build folder,
+  // so that two builds can run side by side); the default is the one npm ci builds.
+  return process.env.RUNNER_NATIVE_ADDON || join(findPackageRoot(), ADDON_RELATIVE_PATH)
 }
 
 /**
