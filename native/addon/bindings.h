@@ -3,11 +3,29 @@
 #pragma once
 #include <napi.h>
 
+#include <vector>
+
+extern "C" {
+#include "sample/sample.h"
+}
+
 namespace runner_addon {
 // kernels_binding.cc: typeTraits() and the test hooks that run one kernel variant on given bytes.
 void RegisterKernelBindings(Napi::Env env, Napi::Object exports);
 // sampler_binding.cc: test hooks for the native sampler over a logits array.
 void RegisterSamplerBindings(Napi::Env env, Napi::Object exports);
+// Sampler parameters read from a JavaScript object ({temperature, topK, topP, minP, repeatPenalty,
+// presencePenalty, frequencyPenalty, penaltyLastN, seed, nTopLogprobs, logprobs?, logitBias?,
+// exemptTokens?}), validated by name; shared by samplerCreate and generate. Bind() points the
+// params at the owned arrays (call it again after moving the object).
+struct SamplerParams {
+  runner_sampler_params p{};
+  std::vector<int32_t> bias_tokens;
+  std::vector<float> bias_values;
+  std::vector<int32_t> exempt;
+  const runner_sampler_params &Bind();
+};
+SamplerParams ReadSamplerParams(const Napi::Env &env, const Napi::Object &obj);
 // engine_binding.cc: models, contexts, decode, generate.
 void RegisterEngineBindings(Napi::Env env, Napi::Object exports);
 }  // namespace runner_addon

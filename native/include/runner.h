@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 1
+#define RUNNER_ABI_VERSION 2
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -70,6 +70,176 @@ const char *runner_cpu_feature_name(int feature);
 static inline int runner_cpu_has(runner_cpu_mask mask, runner_cpu_feature feature) {
     return (unsigned)feature < (unsigned)RUNNER_CPU_FEATURE_COUNT && ((mask >> (unsigned)feature) & 1u) != 0;
 }
+
+
+/* ---- status ---------------------------------------------------------------- */
+
+typedef enum runner_status {
+    RUNNER_OK = 0,
+    RUNNER_ERR_INVALID_ARGUMENT = 1, /* a parameter out of range; the message names it */
+    RUNNER_ERR_IO = 2,               /* a model file could not be opened or mapped */
+    RUNNER_ERR_MODEL = 3,            /* the model's config or tensors are inconsistent or out of the file */
+    RUNNER_ERR_NO_MEMORY = 4,        /* an allocation (sized with overflow checks) failed */
+    RUNNER_ERR_UNSUPPORTED = 5,      /* a tensor type or feature this engine does not implement */
+    RUNNER_ERR_CONTEXT_FULL = 6,     /* the tokens do not fit in the context */
+    RUNNER_ERR_ABORTED = 7           /* the abort flag was raised */
+} runner_status;
+
+/* ---- models ------------------------------------------------------------------ */
+
+/*
+ * What each weight is for. TypeScript (src/lib/arch) maps tensor names to roles; the engine never
+ * parses names or metadata. Append new roles before RUNNER_ROLE_COUNT; never renumber.
+ */
+typedef enum runner_tensor_role {
+    RUNNER_ROLE_TOKEN_EMBD = 0, /* [n_embd, n_vocab] */
+    RUNNER_ROLE_OUTPUT_NORM,    /* [n_embd] */
+    RUNNER_ROLE_OUTPUT,         /* [n_embd, n_vocab]; absent: tied to token_embd */
+    RUNNER_ROLE_ATTN_NORM,      /* per layer [n_embd] */
+    RUNNER_ROLE_ATTN_Q,         /* per layer [n_embd, n_head * head_dim] */
+    RUNNER_ROLE_ATTN_K,         /* per layer [n_embd, n_head_kv * head_dim] */
+    RUNNER_ROLE_ATTN_V,         /* per layer [n_embd, n_head_kv * head_dim] */
+    RUNNER_ROLE_ATTN_OUT,       /* per layer [n_head * head_dim, n_embd] */
+    RUNNER_ROLE_FFN_NORM,       /* per layer [n_embd] */
+    RUNNER_ROLE_FFN_GATE,       /* per layer [n_embd, n_ff] */
+    RUNNER_ROLE_FFN_UP,         /* per layer [n_embd, n_ff] */
+    RUNNER_ROLE_FFN_DOWN,       /* per layer [n_ff, n_embd] */
+    RUNNER_ROLE_COUNT
+} runner_tensor_role;
+
+#define RUNNER_MAX_LAYERS 1024
+
+/* Stable name of a role ("attn_q"), or NULL when out of range; TypeScript checks its table against these. */
+const char *runner_tensor_role_name(int32_t role);
+
+/* One weight: where its bytes are (file index into the paths given to runner_model_load). */
+typedef struct runner_tensor_desc {
+    int32_t role;     /* runner_tensor_role */
+    int32_t layer;    /* block index, or -1 for model-wide tensors */
+    int32_t type;     /* ggml type id */
+    int32_t n_dims;
+    int64_t ne[4];    /* ggml order: ne[0] is the contiguous dimension */
+    int32_t file;
+    uint64_t offset;  /* absolute byte offset in that file */
+    uint64_t size;    /* bytes */
+} runner_tensor_desc;
+
+typedef enum runner_rope_type { RUNNER_ROPE_NORM = 0, RUNNER_ROPE_NEOX = 2 } runner_rope_type;
+
+/* The transformer's shape and numerics, built by src/lib/arch from metadata. */
+typedef struct runner_model_config {
+    int32_t n_vocab;
+    int32_t n_embd;
+    int32_t n_layer;
+    int32_t n_head;
+    int32_t n_head_kv;
+    int32_t head_dim;
+    int32_t n_ff;
+    int32_t n_ctx_train;
+    int32_t n_rot;           /* rope dimensions, <= head_dim */
+    int32_t rope_type;       /* runner_rope_type */
+    float rope_freq_base;
+    float rope_freq_scale;   /* 1 / linear scaling factor */
+    float norm_eps;
+} runner_model_config;
+
+typedef struct runner_model runner_model;
+
+/* Progress of the load (bytes of weights made resident so far); return nonzero to cancel. */
+typedef int (*runner_progress_fn)(void *user, uint64_t done, uint64_t total);
+
+/*
+ * Map the files read-only and bind every tensor in place (no copy). Checks again, before use,
+ * that each tensor's extent lies inside its file and that its shape and type fit its role and the
+ * config. `err` receives a message naming the tensor or field on failure.
+ */
+runner_status runner_model_load(const runner_model_config *config, const char *const *paths, int32_t n_paths,
+                                const runner_tensor_desc *tensors, int32_t n_tensors, runner_progress_fn progress,
+                                void *progress_user, runner_model **out, char *err, int32_t err_len);
+void runner_model_free(runner_model *model);
+
+/* ---- contexts ------------------------------------------------------------------ */
+
+typedef enum runner_kv_type { RUNNER_KV_F16 = 1, RUNNER_KV_F32 = 0 } runner_kv_type;
+
+typedef struct runner_context_params {
+    int32_t n_ctx;     /* KV cache positions */
+    int32_t n_batch;   /* most tokens one forward step processes (scratch is sized for it) */
+    int32_t n_threads; /* workers, including the calling thread */
+    int32_t kv_type;   /* runner_kv_type */
+} runner_context_params;
+
+typedef struct runner_context runner_context;
+
+runner_status runner_context_create(runner_model *model, const runner_context_params *params, runner_context **out,
+                                    char *err, int32_t err_len);
+void runner_context_free(runner_context *ctx);
+
+/* Positions [0, n) of the KV cache hold valid entries. */
+int32_t runner_context_n_past(const runner_context *ctx);
+
+/* Forget every position >= n_keep. */
+runner_status runner_kv_truncate(runner_context *ctx, int32_t n_keep);
+
+typedef enum runner_logits_mode { RUNNER_LOGITS_NONE = 0, RUNNER_LOGITS_LAST = 1, RUNNER_LOGITS_ALL = 2 } runner_logits_mode;
+
+/*
+ * Evaluate tokens[0..n) at positions [pos, pos + n), pos <= n_past (positions >= pos are
+ * overwritten). logits receives n_vocab floats (LAST) or n * n_vocab (ALL). The result for a
+ * position does not depend on n, on n_batch, on the thread count or on how a prompt was split over
+ * calls: the determinism contract. `abort_flag` (may be NULL) is checked between layers.
+ */
+runner_status runner_decode(runner_context *ctx, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
+                            float *logits, const volatile int32_t *abort_flag, char *err, int32_t err_len);
+
+/* Read access to the last logits row computed (n_vocab floats), or NULL. */
+const float *runner_context_logits(const runner_context *ctx);
+int32_t runner_model_n_vocab(const runner_model *model);
+
+/* ---- generation ----------------------------------------------------------------- */
+
+struct runner_sampler_params; /* src/sample/sample.h */
+struct runner_sample_result;
+
+typedef enum runner_finish_reason {
+    RUNNER_FINISH_LENGTH = 0,  /* max_tokens reached */
+    RUNNER_FINISH_EOG = 1,     /* an end-of-generation token was sampled (not reported as a token) */
+    RUNNER_FINISH_ABORTED = 2, /* the abort flag was raised */
+    RUNNER_FINISH_STOPPED = 3, /* the token callback asked to stop */
+    RUNNER_FINISH_CONTEXT = 4  /* the context is full */
+} runner_finish_reason;
+
+typedef struct runner_generate_params {
+    const int32_t *prompt; /* evaluated at positions [pos, pos + n_prompt) before the first draw */
+    int32_t n_prompt;      /* >= 1 */
+    int32_t pos;           /* <= n_past */
+    const int32_t *history; /* tokens before pos that the penalties should see (may be NULL) */
+    int32_t n_history;
+    int32_t max_tokens;    /* >= 0 */
+    const int32_t *eog_tokens;
+    int32_t n_eog;
+    const struct runner_sampler_params *sampling;
+} runner_generate_params;
+
+typedef struct runner_generate_stats {
+    int32_t n_prompt;
+    int32_t n_generated; /* tokens reported through the callback */
+    int32_t finish;      /* runner_finish_reason */
+    int32_t eog_token;   /* the end-of-generation token sampled, or -1 */
+    double prompt_ms;
+    double decode_ms;    /* sampling + evaluating generated tokens */
+} runner_generate_stats;
+
+/* Called once per generated token, on the generating thread; return nonzero to stop. */
+typedef int (*runner_token_fn)(void *user, const struct runner_sample_result *result);
+
+/*
+ * Prompt processing, then sample / evaluate / sample ... entirely in native code: the per-token
+ * path never waits on JavaScript. The abort flag is checked between tokens and between layers.
+ */
+runner_status runner_generate(runner_context *ctx, const runner_generate_params *params, runner_token_fn on_token,
+                              void *user, const volatile int32_t *abort_flag, runner_generate_stats *stats, char *err,
+                              int32_t err_len);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -14,7 +14,7 @@ import {ExitCode, RunnerError} from '../errors.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 1
+export const ADDON_ABI_VERSION = 2
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -42,13 +42,102 @@ export type CpuFeatureName = (typeof CPU_FEATURE_NAMES)[number]
  */
 export type CpuFeatures = Readonly<Record<CpuFeatureName, boolean>>
 
-/** What runner_native.node exports (native/addon/binding.cc). */
+/** Opaque engine handles (Napi::External); only the functions below accept them. */
+export type NativeModelHandle = {readonly __brand: 'NativeModel'}
+export type NativeContextHandle = {readonly __brand: 'NativeContext'}
+
+/** runner_model_config, field for field. */
+export interface NativeModelConfig {
+  nVocab: number
+  nEmbd: number
+  nLayer: number
+  nHead: number
+  nHeadKv: number
+  headDim: number
+  nFf: number
+  nCtxTrain: number
+  nRot: number
+  /** 0 norm (adjacent pairs), 2 neox (i with i + n/2). */
+  ropeType: number
+  ropeFreqBase: number
+  ropeFreqScale: number
+  normEps: number
+}
+
+/** runner_tensor_desc: role id, layer (-1 model-wide), ggml type id, ne (ggml order), file index, byte range. */
+export interface NativeTensorDesc {
+  role: number
+  layer: number
+  type: number
+  ne: number[]
+  file: number
+  offset: number
+  size: number
+}
+
+export interface NativeSamplingParams {
+  temperature: number
+  topK: number
+  topP: number
+  minP: number
+  repeatPenalty: number
+  presencePenalty: number
+  frequencyPenalty: number
+  penaltyLastN: number
+  seed: bigint
+  nTopLogprobs: number
+  /** Compute the chosen token's log-probability (costs one exp per vocabulary entry). */
+  logprobs: boolean
+  logitBias: Array<[number, number]>
+}
+
+export interface NativeGenerateParams {
+  prompt: Int32Array
+  pos: number
+  history?: Int32Array
+  maxTokens: number
+  eogTokens: Int32Array
+  sampling: NativeSamplingParams
+}
+
+/** runner_generate_stats; finish is runner_finish_reason. */
+export interface NativeGenerateStats {
+  nPrompt: number
+  nGenerated: number
+  finish: number
+  eogToken: number
+  promptMs: number
+  decodeMs: number
+}
+
+/** What runner_native.node exports (native/addon/*.cc). */
 export interface NativeAddon {
   /** RUNNER_ABI_VERSION the addon was compiled with. */
   abiVersion(): number
   /** package.json version the engine was built as. */
   version(): string
   cpuFeatures(): CpuFeatures
+  /** Role names in runner_tensor_role order. */
+  tensorRoles(): string[]
+  modelLoad(
+    config: NativeModelConfig,
+    paths: string[],
+    tensors: NativeTensorDesc[],
+    onProgress?: (done: number, total: number) => void,
+  ): Promise<NativeModelHandle>
+  modelFree(model: NativeModelHandle): void
+  contextCreate(model: NativeModelHandle, params: {nCtx: number; nBatch: number; threads: number; kvType: number}): Promise<NativeContextHandle>
+  contextFree(ctx: NativeContextHandle): void
+  /** flags: Int32Array [abort, stop], checked by the engine between layers and tokens. */
+  decode(ctx: NativeContextHandle, tokens: Int32Array, pos: number, logitsMode: number, logits?: Float32Array, flags?: Int32Array): Promise<void>
+  kvTruncate(ctx: NativeContextHandle, nKeep: number): void
+  nPast(ctx: NativeContextHandle): number
+  generate(
+    ctx: NativeContextHandle,
+    params: NativeGenerateParams,
+    onToken: (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null) => void,
+    flags?: Int32Array,
+  ): Promise<NativeGenerateStats>
 }
 
 const ADDON_RELATIVE_PATH = join('native', 'build', 'Release', 'runner_native.node')

@@ -1,0 +1,307 @@
+/*
+ * The forward pass of the llama family, as a sequence of pool tasks per layer. Every task splits
+ * its work over whole output elements (tokens, rows, heads), never across a reduction, so each
+ * value is computed by one thread in one fixed order: results do not depend on the thread count,
+ * the batch size or how a prompt was chunked.
+ *
+ * Numerics follow ggml where it makes a choice (ENGINE.md): RMS norm sums squares in double, rope
+ * angles come from the per-context cache built by repeated multiplication, softmax sums in double
+ * and scales by the float reciprocal, SiLU is x / (1 + e^-x), and quantized weights dot against
+ * activations quantized once per matmul.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "model/model.h"
+
+/* ---- small row operations ----------------------------------------------------------------- */
+
+static void rmsnorm_row(const float *x, const float *w, float *y, int64_t n, float eps) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / (double)n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+}
+
+static void rope_row(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int neox, const float *cs,
+                     const float *sn) {
+    const int32_t half = n_rot / 2;
+    for (int32_t h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        for (int32_t i = 0; i < half; i++) {
+            const int32_t a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = x0 * cs[i] - x1 * sn[i];
+            v[b] = x0 * sn[i] + x1 * cs[i];
+        }
+    }
+}
+
+static float silu(float x) {
+    return x / (1.0f + expf(-x));
+}
+
+/* ---- matmul groups: weights that share one input ------------------------------------------- */
+
+#define GROUP_MAX 3
+#define ROW_TILE 16
+
+typedef struct matmul_group {
+    runner_context *ctx;
+    int32_t n_tok;
+    const float *in;            /* [n_tok][n_in] */
+    int64_t n_in;
+    int n_w;
+    const runner_weight *w[GROUP_MAX];
+    float *out[GROUP_MAX];      /* [n_tok][w->ne[1]] */
+    int accumulate[GROUP_MAX];  /* add into out (residual) instead of storing */
+    int slot[GROUP_MAX];        /* which activation slot holds this weight's input */
+    int32_t slot_type[RUNNER_ACT_SLOTS];
+    int n_slots;
+    /* optional pre-step per token before quantizing: RMS norm of src with weight */
+    const float *norm_src;      /* [n_tok][n_in] or NULL */
+    const float *norm_w;
+} matmul_group;
+
+static const uint8_t *act_row(const matmul_group *g, int slot, int32_t t) {
+    const runner_scratch *s = &g->ctx->s;
+    if (g->slot_type[slot] == RUNNER_TYPE_F32) return (const uint8_t *)(g->in + (size_t)t * g->n_in);
+    return s->act_q + ((size_t)slot * g->ctx->params.n_batch + (size_t)t) * s->act_q_row_bytes;
+}
+
+/* Task 1: (optional norm) and quantize each token's input once per activation type. */
+static void group_prepare_task(void *arg, int ith, int nth) {
+    matmul_group *g = arg;
+    const runner_model *m = g->ctx->model;
+    int64_t t0, t1;
+    runner_split(g->n_tok, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        float *row = (float *)g->in + (size_t)t * g->n_in;
+        if (g->norm_src) rmsnorm_row(g->norm_src + (size_t)t * g->n_in, g->norm_w, row, g->n_in, m->cfg.norm_eps);
+        for (int s = 0; s < g->n_slots; s++) {
+            if (g->slot_type[s] == RUNNER_TYPE_F32) continue;
+            m->act_from_float[g->slot_type[s]](row, (void *)act_row(g, s, (int32_t)t), g->n_in);
+        }
+    }
+}
+
+/* Task 2: every output row of every weight, split in contiguous ranges over threads. */
+static void group_dot_task(void *arg, int ith, int nth) {
+    matmul_group *g = arg;
+    int64_t total = 0;
+    for (int i = 0; i < g->n_w; i++) total += g->w[i]->ne[1];
+    int64_t r0, r1;
+    runner_split(total, ith, nth, &r0, &r1);
+    int64_t base = 0;
+    for (int i = 0; i < g->n_w && r0 < r1; i++) {
+        const runner_weight *w = g->w[i];
+        const int64_t rows = w->ne[1];
+        int64_t a = r0 - base, b = r1 - base;
+        base += rows;
+        if (b <= 0 || a >= rows) continue;
+        if (a < 0) a = 0;
+        if (b > rows) b = rows;
+        for (int64_t rt = a; rt < b; rt += ROW_TILE) {
+            const int64_t re = rt + ROW_TILE < b ? rt + ROW_TILE : b;
+            for (int32_t t = 0; t < g->n_tok; t++) {
+                const uint8_t *y = act_row(g, g->slot[i], t);
+                float *o = g->out[i] + (size_t)t * rows;
+                for (int64_t r = rt; r < re; r++) {
+                    float v;
+                    w->vec_dot(w->ne[0], &v, w->data + (size_t)r * w->row_bytes, y);
+                    o[r] = g->accumulate[i] ? o[r] + v : v;
+                }
+            }
+        }
+    }
+}
+
+static void group_add(matmul_group *g, const runner_weight *w, float *out, int accumulate) {
+    const int i = g->n_w++;
+    g->w[i] = w;
+    g->out[i] = out;
+    g->accumulate[i] = accumulate;
+    const int32_t type = w->traits->vec_dot_type;
+    int s = 0;
+    while (s < g->n_slots && g->slot_type[s] != type) s++;
+    if (s == g->n_slots) g->slot_type[g->n_slots++] = type;
+    g->slot[i] = s;
+}
+
+static void group_run(matmul_group *g) {
+    runner_pool_run(g->ctx->pool, group_prepare_task, g);
+    runner_pool_run(g->ctx->pool, group_dot_task, g);
+}
+
+/* ---- per-token element-wise tasks --------------------------------------------------------- */
+
+typedef struct step {
+    runner_context *ctx;
+    const int32_t *tokens;
+    int32_t n_tok;
+    int32_t pos;
+    int32_t layer;
+} step;
+
+static void embed_task(void *arg, int ith, int nth) {
+    step *st = arg;
+    const runner_model *m = st->ctx->model;
+    const runner_weight *e = &m->tok_embd;
+    int64_t t0, t1;
+    runner_split(st->n_tok, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++)
+        e->traits->to_float(e->data + (size_t)st->tokens[t] * e->row_bytes, st->ctx->s.x + (size_t)t * m->cfg.n_embd,
+                            m->cfg.n_embd);
+}
+
+static void rope_store_task(void *arg, int ith, int nth) {
+    step *st = arg;
+    runner_context *ctx = st->ctx;
+    const runner_model_config *c = &ctx->model->cfg;
+    const size_t n_q = (size_t)c->n_head * c->head_dim, n_kv = (size_t)c->n_head_kv * c->head_dim;
+    const int32_t half = c->n_rot / 2;
+    const int neox = c->rope_type == RUNNER_ROPE_NEOX;
+    int64_t t0, t1;
+    runner_split(st->n_tok, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        const int32_t p = st->pos + (int32_t)t;
+        const float *cs = ctx->rope_cos + (size_t)p * half, *sn = ctx->rope_sin + (size_t)p * half;
+        float *q = ctx->s.q + t * n_q, *k = ctx->s.k + t * n_kv, *v = ctx->s.v + t * n_kv;
+        rope_row(q, c->n_head, c->head_dim, c->n_rot, neox, cs, sn);
+        rope_row(k, c->n_head_kv, c->head_dim, c->n_rot, neox, cs, sn);
+        const size_t at = (size_t)p * n_kv;
+        if (ctx->params.kv_type == RUNNER_KV_F16) {
+            uint16_t *kc = (uint16_t *)ctx->k_cache[st->layer] + at, *vc = (uint16_t *)ctx->v_cache[st->layer] + at;
+            for (size_t i = 0; i < n_kv; i++) {
+                kc[i] = runner_fp32_to_fp16(k[i]);
+                vc[i] = runner_fp32_to_fp16(v[i]);
+            }
+        } else {
+            memcpy((float *)ctx->k_cache[st->layer] + at, k, n_kv * sizeof(float));
+            memcpy((float *)ctx->v_cache[st->layer] + at, v, n_kv * sizeof(float));
+        }
+    }
+}
+
+/* Causal attention for each (token, head): keys 0..p in order, softmax, values in order. */
+static void attention_task(void *arg, int ith, int nth) {
+    step *st = arg;
+    runner_context *ctx = st->ctx;
+    const runner_model_config *c = &ctx->model->cfg;
+    const int32_t hd = c->head_dim, group = c->n_head / c->n_head_kv;
+    const size_t n_q = (size_t)c->n_head * hd, n_kv = (size_t)c->n_head_kv * hd;
+    const int f16 = ctx->params.kv_type == RUNNER_KV_F16;
+    const runner_type_traits *kt = runner_type_traits_get(f16 ? RUNNER_TYPE_F16 : RUNNER_TYPE_F32);
+    const runner_vec_dot_fn dot = kt->vec_dot[runner_kernel_pick_vec_dot(kt, ctx->model->cpu)];
+    float *scores = ctx->s.scores + (size_t)ith * ctx->params.n_ctx;
+    uint16_t *q16 = ctx->s.q16 + (size_t)ith * hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    int64_t i0, i1;
+    runner_split((int64_t)st->n_tok * c->n_head, ith, nth, &i0, &i1);
+    for (int64_t i = i0; i < i1; i++) {
+        const int32_t t = (int32_t)(i / c->n_head), h = (int32_t)(i % c->n_head), g = h / group;
+        const int32_t p = st->pos + t;
+        const float *q = ctx->s.q + (size_t)t * n_q + (size_t)h * hd;
+        const void *qv = q;
+        if (f16) {
+            /* As ggml does for an F16 cache: the query is rounded to F16 before the dot. */
+            for (int32_t d = 0; d < hd; d++) q16[d] = runner_fp32_to_fp16(q[d]);
+            qv = q16;
+        }
+        float max = -INFINITY;
+        for (int32_t j = 0; j <= p; j++) {
+            const uint8_t *krow = (const uint8_t *)ctx->k_cache[st->layer] + ((size_t)j * n_kv + (size_t)g * hd) * ctx->kv_elem_bytes;
+            float s;
+            dot(hd, &s, krow, qv);
+            s *= scale;
+            scores[j] = s;
+            if (s > max) max = s;
+        }
+        double sum = 0.0;
+        for (int32_t j = 0; j <= p; j++) {
+            const float e = expf(scores[j] - max);
+            scores[j] = e;
+            sum += (double)e;
+        }
+        const float inv = (float)(1.0 / sum);
+        float *out = ctx->s.att + (size_t)t * n_q + (size_t)h * hd;
+        for (int32_t d = 0; d < hd; d++) out[d] = 0.0f;
+        for (int32_t j = 0; j <= p; j++) {
+            float pj = scores[j] * inv;
+            if (f16) {
+                pj = runner_fp16_to_fp32(runner_fp32_to_fp16(pj)); /* ggml rounds the weights to F16 too */
+                const uint16_t *vrow = (const uint16_t *)ctx->v_cache[st->layer] + (size_t)j * n_kv + (size_t)g * hd;
+                for (int32_t d = 0; d < hd; d++) out[d] += pj * runner_fp16_to_fp32(vrow[d]);
+            } else {
+                const float *vrow = (const float *)ctx->v_cache[st->layer] + (size_t)j * n_kv + (size_t)g * hd;
+                for (int32_t d = 0; d < hd; d++) out[d] += pj * vrow[d];
+            }
+        }
+    }
+}
+
+static void swiglu_task(void *arg, int ith, int nth) {
+    step *st = arg;
+    runner_context *ctx = st->ctx;
+    const int64_t n_ff = ctx->model->cfg.n_ff;
+    int64_t t0, t1;
+    runner_split(st->n_tok, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        float *g = ctx->s.gate + t * n_ff;
+        const float *u = ctx->s.up + t * n_ff;
+        for (int64_t i = 0; i < n_ff; i++) g[i] = silu(g[i]) * u[i];
+    }
+}
+
+static int aborted(const volatile int32_t *flag) {
+    return flag && *flag;
+}
+
+runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
+                             const volatile int32_t *abort_flag, char *err, int32_t err_len) {
+    const runner_model *m = ctx->model;
+    const runner_model_config *c = &m->cfg;
+    runner_scratch *s = &ctx->s;
+    const int64_t n_embd = c->n_embd, n_q = (int64_t)c->n_head * c->head_dim;
+    step st = {.ctx = ctx, .tokens = tokens, .n_tok = n, .pos = pos, .layer = 0};
+
+    runner_pool_run(ctx->pool, embed_task, &st);
+    for (int32_t l = 0; l < c->n_layer; l++) {
+        if (aborted(abort_flag)) return runner_fail(err, err_len, RUNNER_ERR_ABORTED, "aborted at layer %d", l);
+        const runner_layer *L = &m->layers[l];
+        st.layer = l;
+
+        matmul_group qkv = {.ctx = ctx, .n_tok = n, .in = s->xn, .n_in = n_embd, .norm_src = s->x, .norm_w = (const float *)L->attn_norm.data};
+        group_add(&qkv, &L->wq, s->q, 0);
+        group_add(&qkv, &L->wk, s->k, 0);
+        group_add(&qkv, &L->wv, s->v, 0);
+        group_run(&qkv);
+
+        runner_pool_run(ctx->pool, rope_store_task, &st);
+        runner_pool_run(ctx->pool, attention_task, &st);
+
+        matmul_group wo = {.ctx = ctx, .n_tok = n, .in = s->att, .n_in = n_q};
+        group_add(&wo, &L->wo, s->x, 1);
+        group_run(&wo);
+
+        matmul_group ffn = {.ctx = ctx, .n_tok = n, .in = s->xn, .n_in = n_embd, .norm_src = s->x, .norm_w = (const float *)L->ffn_norm.data};
+        group_add(&ffn, &L->w_gate, s->gate, 0);
+        group_add(&ffn, &L->w_up, s->up, 0);
+        group_run(&ffn);
+
+        runner_pool_run(ctx->pool, swiglu_task, &st);
+
+        matmul_group down = {.ctx = ctx, .n_tok = n, .in = s->gate, .n_in = c->n_ff};
+        group_add(&down, &L->w_down, s->x, 1);
+        group_run(&down);
+    }
+    if (logits_mode == RUNNER_LOGITS_NONE) return RUNNER_OK;
+    /* The head runs only on the tokens whose logits are wanted (LAST: the final one, into row 0). */
+    const int32_t first = logits_mode == RUNNER_LOGITS_LAST ? n - 1 : 0;
+    matmul_group head = {.ctx = ctx, .n_tok = n - first, .in = s->xn, .n_in = n_embd,
+                         .norm_src = s->x + (size_t)first * n_embd, .norm_w = (const float *)m->output_norm.data};
+    group_add(&head, &m->output, s->logits, 0);
+    group_run(&head);
+    return RUNNER_OK;
+}

@@ -1,0 +1,90 @@
+/* Internal layout of models and contexts, shared by the loader, the forward pass and generation. */
+#ifndef RUNNER_MODEL_H
+#define RUNNER_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/threadpool.h"
+#include "quant/quant.h"
+#include "runner.h"
+
+/* A weight matrix bound in place in the mapped file: ne[0] = n_in (contiguous), ne[1] = n_out. */
+typedef struct runner_weight {
+    const uint8_t *data;             /* NULL when the tensor is absent */
+    const runner_type_traits *traits;
+    int64_t ne[4];
+    size_t row_bytes;                /* bytes of one row of ne[0] values */
+    runner_vec_dot_fn vec_dot;       /* the variant picked for this CPU */
+} runner_weight;
+
+typedef struct runner_layer {
+    runner_weight attn_norm, wq, wk, wv, wo;
+    runner_weight ffn_norm, w_gate, w_up, w_down;
+} runner_layer;
+
+typedef struct runner_mapping {
+    void *base;
+    size_t size;
+} runner_mapping;
+
+struct runner_model {
+    runner_model_config cfg;
+    runner_mapping *maps;
+    int32_t n_maps;
+    runner_weight tok_embd, output_norm, output;
+    runner_layer *layers;
+    runner_cpu_mask cpu;
+    /* Activation quantizer per vec_dot_type, picked for this CPU (indexed by ggml type id). */
+    runner_from_float_fn act_from_float[64];
+};
+
+/* Distinct activation types one group of matmuls (weights sharing an input) may need at once. */
+#define RUNNER_ACT_SLOTS 3
+
+/* Activations of one step, sized once for n_batch tokens. [n_tok][dim] row-major. */
+typedef struct runner_scratch {
+    float *x;       /* residual stream [n_batch][n_embd] */
+    float *xn;      /* normed input of a sublayer [n_batch][max(n_embd, n_q)] */
+    float *q;       /* [n_batch][n_head * head_dim] */
+    float *k;       /* [n_batch][n_head_kv * head_dim] */
+    float *v;       /* [n_batch][n_head_kv * head_dim] */
+    float *att;     /* attention output [n_batch][n_head * head_dim] */
+    float *gate;    /* [n_batch][n_ff] */
+    float *up;      /* [n_batch][n_ff] */
+    float *logits;  /* [n_batch][n_vocab] */
+    uint8_t *act_q; /* quantized activations: RUNNER_ACT_SLOTS x [n_batch][act_q_row_bytes] */
+    size_t act_q_row_bytes;
+    float *scores;  /* attention scores, one row of n_ctx per thread */
+    uint16_t *q16;  /* per thread: the query rounded to F16 (F16 cache), head_dim */
+} runner_scratch;
+
+struct runner_context {
+    runner_model *model;
+    runner_context_params params;
+    runner_pool *pool;
+    int32_t n_past;
+    /* KV cache: per layer [n_ctx][n_head_kv][head_dim] of F16 or F32. */
+    void **k_cache;
+    void **v_cache;
+    size_t kv_elem_bytes;
+    runner_scratch s;
+    /* Rope angles: [n_ctx][n_rot/2] cos and sin, computed once per context as ggml does. */
+    float *rope_cos;
+    float *rope_sin;
+    int32_t has_logits;
+};
+
+/* Error message helper: formats into err (if any) and returns the status. */
+runner_status runner_fail(char *err, int32_t err_len, runner_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* One forward step over n <= n_batch tokens at positions [pos, pos + n). Writes logits rows for
+ * the tokens selected by logits_mode into ctx->s.logits (row i for token i, or row 0 for LAST). */
+runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
+                             const volatile int32_t *abort_flag, char *err, int32_t err_len);
+
+#endif

@@ -1,0 +1,145 @@
+import {Flags} from '@oclif/core'
+
+import {RunnerCommand} from '../lib/cli/runner-command.js'
+import {Model} from '../lib/engine/model.js'
+import {ExitCode, RunnerError} from '../lib/errors.js'
+import {resolveSamplingOptions} from '../lib/sampling/index.js'
+import {formatBytes} from '../lib/util/format.js'
+import {readPrompt} from '../lib/util/prompt-input.js'
+
+export default class Run extends RunnerCommand {
+  static override summary = 'Generate text from a prompt with a GGUF model.'
+  static override description =
+    'Loads the model (memory-mapped, no copy), evaluates the prompt and streams the continuation to stdout as it is ' +
+    'generated. A summary (load time, prompt and decode speed, peak memory) goes to stderr. The prompt comes from ' +
+    '--prompt, --file or standard input. Ctrl+C stops cleanly and keeps what was generated (exit 130).'
+
+  static override examples = [
+    {description: 'Greedy continuation, the same llama.cpp prints', command: '<%= config.bin %> run -m ../shared/models/stories260K.gguf -p "Once upon a time" -n 64 --temp 0'},
+    {description: 'Sampled, reproducible with a seed', command: '<%= config.bin %> run -m model.gguf -p "Write a haiku" --temp 0.7 --top-p 0.9 --seed 42'},
+    {description: 'Prompt from a file, result as JSON for scripts', command: '<%= config.bin %> run -m model.gguf --file prompt.txt -n 128 --json'},
+    {description: 'Prompt from standard input', command: 'echo "Once upon a time" | <%= config.bin %> run -m model.gguf -n 32'},
+  ]
+
+  static override flags = {
+    model: Flags.string({char: 'm', description: 'GGUF model file (or any shard of a split model)', required: true, helpValue: 'FILE'}),
+    prompt: Flags.string({char: 'p', description: 'prompt text', exclusive: ['file'], helpValue: 'TEXT'}),
+    file: Flags.string({char: 'f', description: 'read the prompt from a file', exclusive: ['prompt'], helpValue: 'FILE'}),
+    'n-predict': Flags.integer({char: 'n', description: 'tokens to generate; -1 = until end of text or a full context', default: -1, min: -1}),
+    'ctx-size': Flags.integer({char: 'c', description: "context size in tokens (default: the model's, at most 4096)", min: 1}),
+    'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step while reading the prompt', default: 512, min: 1}),
+    temp: Flags.string({description: 'temperature; 0 = greedy', helpValue: 'T'}),
+    'top-k': Flags.integer({description: 'keep the k most likely tokens (0 = off)'}),
+    'top-p': Flags.string({description: 'keep the smallest set with this cumulative probability (1 = off)', helpValue: 'P'}),
+    'min-p': Flags.string({description: 'drop tokens less likely than min-p times the most likely (0 = off)', helpValue: 'P'}),
+    'repeat-penalty': Flags.string({description: 'penalize repeats of recent tokens (1 = off)', helpValue: 'X'}),
+    'repeat-last-n': Flags.integer({description: 'how many recent tokens the penalties look at'}),
+    'presence-penalty': Flags.string({description: 'subtract from tokens already present (0 = off)', helpValue: 'X'}),
+    'frequency-penalty': Flags.string({description: 'subtract per occurrence (0 = off)', helpValue: 'X'}),
+    seed: Flags.string({description: 'random seed (any 64-bit value, 0 included; default: random, reported)', helpValue: 'N'}),
+    threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
+    'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
+    'no-bos': Flags.boolean({description: 'do not add the beginning-of-sequence token the model asks for'}),
+    json: Flags.boolean({description: 'print one JSON document (text, token ids, finish reason, timings) instead of streaming'}),
+  }
+
+  async run(): Promise<void> {
+    const {flags} = await this.parse(Run)
+    const prompt = await readPrompt(flags.prompt, flags.file)
+    const sampling = resolveSamplingOptions({
+      temperature: num(flags.temp, '--temp'),
+      topK: flags['top-k'],
+      topP: num(flags['top-p'], '--top-p'),
+      minP: num(flags['min-p'], '--min-p'),
+      repeatPenalty: num(flags['repeat-penalty'], '--repeat-penalty'),
+      penaltyLastN: flags['repeat-last-n'],
+      presencePenalty: num(flags['presence-penalty'], '--presence-penalty'),
+      frequencyPenalty: num(flags['frequency-penalty'], '--frequency-penalty'),
+      seed: flags.seed === undefined ? undefined : parseSeed(flags.seed),
+    })
+
+    const t0 = performance.now()
+    const model = await Model.load(flags.model, {onProgress: progressLine(flags.json)})
+    const loadMs = performance.now() - t0
+    const tokenizer = model.tokenizer
+    const ids = tokenizer.encode(prompt, {addSpecial: !flags['no-bos'], parseSpecial: false})
+    const nCtx = flags['ctx-size'] ?? Math.min(model.config.nCtxTrain, 4096)
+    if (ids.length >= nCtx) {
+      throw new RunnerError('PROMPT_TOO_LONG', `the prompt is ${ids.length} tokens but the context holds ${nCtx}; raise -c (at most the model's ${model.config.nCtxTrain}) or shorten the prompt`, ExitCode.usage)
+    }
+    const ctx = await model.createContext({nCtx, nBatch: flags['batch-size'], threads: flags.threads, kvType: flags['kv-type'] as 'f16' | 'f32'})
+    const maxTokens = flags['n-predict'] < 0 ? nCtx - ids.length : flags['n-predict']
+
+    const abort = new AbortController()
+    const onSigint = () => abort.abort()
+    process.once('SIGINT', onSigint)
+    const stream = ctx.generate(ids, {maxTokens, sampling, signal: abort.signal})
+    try {
+      for await (const t of stream) if (!flags.json) process.stdout.write(t.text)
+    } finally {
+      process.removeListener('SIGINT', onSigint)
+    }
+    const result = await stream.result
+    const rss = process.resourceUsage().maxRSS * 1024
+    const timings = {
+      loadMs: round(loadMs),
+      promptMs: round(result.promptMs),
+      decodeMs: round(result.decodeMs),
+      promptTokensPerSecond: round((1000 * result.promptTokens) / Math.max(result.promptMs, 1e-9)),
+      decodeTokensPerSecond: round((1000 * result.tokens.length) / Math.max(result.decodeMs, 1e-9)),
+    }
+    if (flags.json) {
+      this.log(
+        JSON.stringify({
+          text: result.text,
+          tokens: result.tokens,
+          promptTokens: ids,
+          finishReason: result.finishReason,
+          seed: sampling.seed.toString(),
+          timings,
+          peakRssBytes: rss,
+        }),
+      )
+    } else {
+      if (process.stdout.isTTY && !result.text.endsWith('\n')) process.stdout.write('\n')
+      process.stderr.write(
+        `load ${timings.loadMs} ms · prompt ${result.promptTokens} tokens, ${timings.promptTokensPerSecond} tok/s · ` +
+          `decode ${result.tokens.length} tokens, ${timings.decodeTokensPerSecond} tok/s · peak RSS ${formatBytes(rss)} · ` +
+          `${result.finishReason} · seed ${sampling.seed}\n`,
+      )
+    }
+    ctx.dispose()
+    model.dispose()
+    if (result.finishReason === 'aborted') this.exit(ExitCode.interrupted)
+  }
+}
+
+function num(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined
+  const n = Number(v)
+  if (v.trim() === '' || !Number.isFinite(n)) throw new RunnerError('BAD_FLAG', `${flag} ${JSON.stringify(v)} is not a number`, ExitCode.usage)
+  return n
+}
+
+function parseSeed(v: string): bigint {
+  try {
+    const n = BigInt(v)
+    if (n < 0n || n >= 1n << 64n) throw new RangeError()
+    return n
+  } catch {
+    throw new RunnerError('BAD_FLAG', `--seed ${JSON.stringify(v)} must be an integer from 0 to 2^64-1`, ExitCode.usage)
+  }
+}
+
+function round(x: number): number {
+  return Math.round(x * 10) / 10
+}
+
+/** A progress line on stderr while a big model loads (only on a terminal, never with --json). */
+function progressLine(json: boolean): ((done: number, total: number) => void) | undefined {
+  if (json || !process.stderr.isTTY) return undefined
+  return (done, total) => {
+    process.stderr.write(`\rloading ${((100 * done) / Math.max(total, 1)).toFixed(0)}% (${formatBytes(done)} of ${formatBytes(total)})`)
+    if (done >= total) process.stderr.write('\r\x1b[K')
+  }
+}

@@ -1,0 +1,26 @@
+import type {ArchitectureSpec} from './types.js'
+
+const vec = (c: {nEmbd: number}) => [c.nEmbd]
+
+/**
+ * llama (and mistral-style files that say `general.architecture = llama`): RMS norm, rope with
+ * adjacent pairs (llama.cpp's LLAMA_ROPE_TYPE_NORM), grouped-query attention, SwiGLU.
+ */
+export const llama: ArchitectureSpec = {
+  name: 'llama',
+  ropeType: 'norm',
+  tensors: [
+    {role: 'token_embd', name: 'token_embd.weight', perLayer: false, shape: (c) => [c.nEmbd, c.nVocab]},
+    {role: 'output_norm', name: 'output_norm.weight', perLayer: false, shape: vec, f32Only: true},
+    {role: 'output', name: 'output.weight', perLayer: false, shape: (c) => [c.nEmbd, c.nVocab], optional: true},
+    {role: 'attn_norm', name: 'blk.{L}.attn_norm.weight', perLayer: true, shape: vec, f32Only: true},
+    {role: 'attn_q', name: 'blk.{L}.attn_q.weight', perLayer: true, shape: (c) => [c.nEmbd, c.nHead * c.headDim]},
+    {role: 'attn_k', name: 'blk.{L}.attn_k.weight', perLayer: true, shape: (c) => [c.nEmbd, c.nHeadKv * c.headDim]},
+    {role: 'attn_v', name: 'blk.{L}.attn_v.weight', perLayer: true, shape: (c) => [c.nEmbd, c.nHeadKv * c.headDim]},
+    {role: 'attn_output', name: 'blk.{L}.attn_output.weight', perLayer: true, shape: (c) => [c.nHead * c.headDim, c.nEmbd]},
+    {role: 'ffn_norm', name: 'blk.{L}.ffn_norm.weight', perLayer: true, shape: vec, f32Only: true},
+    {role: 'ffn_gate', name: 'blk.{L}.ffn_gate.weight', perLayer: true, shape: (c) => [c.nEmbd, c.nFf]},
+    {role: 'ffn_up', name: 'blk.{L}.ffn_up.weight', perLayer: true, shape: (c) => [c.nEmbd, c.nFf]},
+    {role: 'ffn_down', name: 'blk.{L}.ffn_down.weight', perLayer: true, shape: (c) => [c.nFf, c.nEmbd]},
+  ],
+}

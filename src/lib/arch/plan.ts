@@ -1,0 +1,156 @@
+import {ExitCode, RunnerError} from '../errors.js'
+import {type GgufModelFiles, GgufMetadata, GgufValueType, isGgufArray} from '../gguf/index.js'
+import {llama} from './llama.js'
+import type {ArchitectureSpec, ModelConfig, ModelPlan, TensorBinding} from './types.js'
+
+/** The architectures the engine admits; any other is refused by name. */
+export const ARCHITECTURES: ReadonlyMap<string, ArchitectureSpec> = new Map([[llama.name, llama]])
+
+/** ggml types the engine has kernels for (native typeTraits() agrees: test/native). */
+export const ENGINE_WEIGHT_TYPES: ReadonlySet<string> = new Set(['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1'])
+
+/** Ceilings far above real models, so a hostile header cannot size an allocation. */
+export const HPARAM_LIMITS = {
+  nEmbd: 65_536,
+  nLayer: 1024,
+  nHead: 1024,
+  headDim: 1024,
+  nFf: 1 << 20,
+  nCtx: 1 << 24,
+  nVocab: 1 << 24,
+} as const
+
+function bad(code: string, message: string, exit: (typeof ExitCode)[keyof typeof ExitCode] = ExitCode.invalidModel): never {
+  throw new RunnerError(code, message, exit)
+}
+
+/**
+ * Turn a GGUF model into what the engine loads: a config built from metadata (every value checked
+ * by name) and every tensor bound to its role, its shape checked against the config. Refuses unknown
+ * architectures, unsupported types, missing, misshapen or unexpected tensors, before anything is
+ * allocated by the engine.
+ */
+export function planModel(model: GgufModelFiles): ModelPlan {
+  const first = model.shards[0]!
+  const meta = new GgufMetadata(model.metadata, first.kvOffsets, model.path)
+  const archName = meta.has('general.architecture') ? meta.string('general.architecture') : bad('ARCH_MISSING', `${model.path}: general.architecture is missing`)
+  const spec = ARCHITECTURES.get(archName)
+  if (!spec) {
+    bad('ARCH_UNSUPPORTED', `architecture "${archName}" is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`, ExitCode.unsupported)
+  }
+  const config = buildConfig(meta, archName, spec, model)
+  const files = model.shards.map((s) => s.path)
+  return {config, files, tensors: bindTensors(model, spec, config, files)}
+}
+
+function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, model: GgufModelFiles): ModelConfig {
+  const L = HPARAM_LIMITS
+  for (const key of [`${a}.attention.head_count`, `${a}.attention.head_count_kv`]) {
+    const kv = model.metadata.get(key)
+    if (kv && isGgufArray(kv.value)) bad('ARCH_UNSUPPORTED', `${key}: per-layer head counts are not supported yet`, ExitCode.unsupported)
+  }
+  const nEmbd = meta.uint(`${a}.embedding_length`, {min: 1, max: L.nEmbd})
+  const nLayer = meta.uint(`${a}.block_count`, {min: 1, max: L.nLayer})
+  const nHead = meta.uint(`${a}.attention.head_count`, {min: 1, max: L.nHead})
+  const nHeadKv = meta.uintOr(`${a}.attention.head_count_kv`, nHead, {min: 1, max: L.nHead})
+  if (nHead % nHeadKv !== 0) {
+    bad('ARCH_BAD_HPARAMS', `${a}.attention.head_count ${nHead} is not a multiple of ${a}.attention.head_count_kv ${nHeadKv}`)
+  }
+  let headDim: number
+  if (meta.has(`${a}.attention.key_length`)) {
+    headDim = meta.uint(`${a}.attention.key_length`, {min: 2, max: L.headDim})
+  } else {
+    if (nEmbd % nHead !== 0) bad('ARCH_BAD_HPARAMS', `${a}.embedding_length ${nEmbd} is not divisible by ${a}.attention.head_count ${nHead}`)
+    headDim = nEmbd / nHead
+  }
+  const valueLength = meta.uintOr(`${a}.attention.value_length`, headDim, {min: 1, max: L.headDim})
+  if (valueLength !== headDim) bad('ARCH_UNSUPPORTED', `${a}.attention.value_length ${valueLength} differs from key_length ${headDim}`, ExitCode.unsupported)
+  if (headDim % 2 !== 0 || headDim > L.headDim) bad('ARCH_BAD_HPARAMS', `head dimension ${headDim} must be even and at most ${L.headDim}`)
+  const nRot = meta.uintOr(`${a}.rope.dimension_count`, headDim, {min: 2, max: L.headDim})
+  if (nRot > headDim || nRot % 2 !== 0) bad('ARCH_BAD_HPARAMS', `${a}.rope.dimension_count ${nRot} must be even and at most the head dimension ${headDim}`)
+  const nFf = meta.uint(`${a}.feed_forward_length`, {min: 1, max: L.nFf})
+  const nCtxTrain = meta.uint(`${a}.context_length`, {min: 1, max: L.nCtx})
+  const ropeFreqBase = meta.floatOr(`${a}.rope.freq_base`, 10000, {min: Number.MIN_VALUE, max: 1e12})
+  const scalingType = meta.stringOr(`${a}.rope.scaling.type`, 'none')
+  let ropeFreqScale = 1
+  if (scalingType === 'linear') {
+    const factor = meta.has(`${a}.rope.scaling.factor`) ? meta.float(`${a}.rope.scaling.factor`, {min: 1e-3, max: 1e6}) : 1
+    ropeFreqScale = 1 / factor
+  } else if (scalingType !== 'none') {
+    bad('ARCH_UNSUPPORTED', `${a}.rope.scaling.type "${scalingType}" is not supported (none, linear)`, ExitCode.unsupported)
+  }
+  if (meta.has(`${a}.rope.scale_linear`)) ropeFreqScale = 1 / meta.float(`${a}.rope.scale_linear`, {min: 1e-3, max: 1e6})
+  const normEps = meta.float(`${a}.attention.layer_norm_rms_epsilon`, {min: 0, max: 1})
+
+  const tokens = model.metadata.get('tokenizer.ggml.tokens')
+  if (!tokens || !isGgufArray(tokens.value) || tokens.value.itemType !== GgufValueType.STRING) {
+    bad('ARCH_BAD_VOCAB', 'tokenizer.ggml.tokens is missing or is not an array of strings')
+  }
+  const nVocab = tokens.value.items.length
+  if (nVocab < 1 || nVocab > L.nVocab) bad('ARCH_BAD_VOCAB', `tokenizer.ggml.tokens has ${nVocab} entries, outside [1, ${L.nVocab}]`)
+  if (meta.has(`${a}.vocab_size`)) {
+    const declared = meta.uint(`${a}.vocab_size`)
+    if (declared !== nVocab) bad('ARCH_BAD_VOCAB', `${a}.vocab_size ${declared} disagrees with tokenizer.ggml.tokens (${nVocab} entries)`)
+  }
+  const tied = !model.tensors.some((t) => t.name === 'output.weight')
+  return {
+    architecture: a,
+    nVocab,
+    nEmbd,
+    nLayer,
+    nHead,
+    nHeadKv,
+    headDim,
+    nFf,
+    nCtxTrain,
+    nRot,
+    ropeType: spec.ropeType,
+    ropeFreqBase,
+    ropeFreqScale,
+    normEps,
+    tiedEmbeddings: tied,
+  }
+}
+
+function bindTensors(model: GgufModelFiles, spec: ArchitectureSpec, config: ModelConfig, files: string[]): TensorBinding[] {
+  const byName = new Map(model.tensors.map((t) => [t.name, t]))
+  const used = new Set<string>()
+  const out: TensorBinding[] = []
+  for (const s of spec.tensors) {
+    const layers = s.perLayer ? Array.from({length: config.nLayer}, (_, i) => i) : [-1]
+    for (const layer of layers) {
+      const name = s.name.replace('{L}', String(layer))
+      const t = byName.get(name)
+      if (!t) {
+        if (s.optional) continue
+        bad('ARCH_MISSING_TENSOR', `tensor ${name} is missing`)
+      }
+      used.add(name)
+      const want = s.shape(config)
+      const got = [...t.shape]
+      while (got.length > want.length && got[got.length - 1] === 1) got.pop()
+      if (got.length !== want.length || got.some((d, i) => d !== want[i])) {
+        bad('ARCH_BAD_TENSOR_SHAPE', `tensor ${name} has shape [${t.shape.join(', ')}], the metadata implies [${want.join(', ')}]`)
+      }
+      if (!ENGINE_WEIGHT_TYPES.has(t.type.name)) {
+        bad('ARCH_UNSUPPORTED_TYPE', `tensor ${name} is ${t.type.name}, which the engine does not support yet (${[...ENGINE_WEIGHT_TYPES].join(', ')})`, ExitCode.unsupported)
+      }
+      if (s.f32Only && t.type.name !== 'F32') {
+        bad('ARCH_UNSUPPORTED_TYPE', `tensor ${name} is ${t.type.name}; norm weights must be F32`, ExitCode.unsupported)
+      }
+      out.push({
+        name,
+        role: s.role,
+        layer,
+        type: t.type,
+        shape: t.shape,
+        file: files.indexOf(t.file),
+        offset: t.offset,
+        byteSize: t.byteSize,
+      })
+    }
+  }
+  const extra = model.tensors.find((t) => !used.has(t.name))
+  if (extra) bad('ARCH_UNKNOWN_TENSOR', `tensor ${extra.name} is not part of the ${spec.name} architecture as the engine knows it`, ExitCode.unsupported)
+  return out
+}

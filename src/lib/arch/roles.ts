@@ -1,0 +1,24 @@
+/**
+ * Tensor roles: what each weight is for. The ids are the engine's `runner_tensor_role` (runner.h);
+ * a test checks this table against the native names (one owner per fact, the other side agrees).
+ */
+export const TENSOR_ROLES = [
+  'token_embd',
+  'output_norm',
+  'output',
+  'attn_norm',
+  'attn_q',
+  'attn_k',
+  'attn_v',
+  'attn_output',
+  'ffn_norm',
+  'ffn_gate',
+  'ffn_up',
+  'ffn_down',
+] as const
+
+export type TensorRole = (typeof TENSOR_ROLES)[number]
+
+export function roleId(role: TensorRole): number {
+  return TENSOR_ROLES.indexOf(role)
+}

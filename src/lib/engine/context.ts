@@ -1,0 +1,263 @@
+import {ExitCode, RunnerError} from '../errors.js'
+import type {SamplingOptions} from '../sampling/index.js'
+import {loadAddon, type NativeContextHandle, type NativeGenerateStats} from './addon.js'
+import {engineError} from './errors.js'
+import type {Model} from './model.js'
+
+export interface ContextOptions {
+  /** KV cache positions (default: the model's training context, at most 4096). */
+  readonly nCtx?: number
+  /** Most tokens one forward step processes (default 512). */
+  readonly nBatch?: number
+  /** Worker threads including the calling one (default: physical cores, at most 32). */
+  readonly threads?: number
+  readonly kvType?: 'f16' | 'f32'
+}
+
+export type LogitsMode = 'none' | 'last' | 'all'
+const LOGITS_MODE: Record<LogitsMode, number> = {none: 0, last: 1, all: 2}
+
+export interface GenerateOptions {
+  readonly maxTokens: number
+  /** Resolved and validated by src/lib/sampling (resolveSamplingOptions). */
+  readonly sampling: SamplingOptions
+  /** Where the prompt starts in the cache (default: after what the cache holds). */
+  readonly pos?: number
+  /** Stops the generation (finish reason "aborted"); Ctrl+C in the CLI. */
+  readonly signal?: AbortSignal
+  /** Tokens that end generation (default: the tokenizer's end-of-generation set). */
+  readonly stopTokens?: readonly number[]
+}
+
+export interface GeneratedToken {
+  readonly token: number
+  /** The text this token completes (may be empty while a UTF-8 sequence is incomplete). */
+  readonly text: string
+  /** log p(token) under the model (NaN unless sampling.logprobs). */
+  readonly logprob: number
+  readonly top?: ReadonlyArray<{readonly token: number; readonly logprob: number}>
+}
+
+export type FinishReason = 'length' | 'eos' | 'aborted' | 'stopped' | 'context'
+const FINISH: readonly FinishReason[] = ['length', 'eos', 'aborted', 'stopped', 'context']
+
+export interface GenerationResult {
+  readonly tokens: number[]
+  readonly text: string
+  readonly finishReason: FinishReason
+  readonly promptTokens: number
+  readonly promptMs: number
+  readonly decodeMs: number
+}
+
+/**
+ * A KV cache and scratch over a model. One call at a time (decode or generate); long calls run on a
+ * worker thread, so the event loop stays free.
+ */
+export class Context {
+  private handle: NativeContextHandle | undefined
+
+  constructor(
+    readonly model: Model,
+    handle: NativeContextHandle,
+    readonly options: Required<ContextOptions>,
+  ) {
+    this.handle = handle
+  }
+
+  private get native(): NativeContextHandle {
+    if (!this.handle) throw new RunnerError('CONTEXT_DISPOSED', 'the context has been disposed')
+    return this.handle
+  }
+
+  /** Positions of the KV cache that hold valid entries. */
+  get nPast(): number {
+    return loadAddon().nPast(this.native)
+  }
+
+  /**
+   * Evaluate tokens at [pos, pos + n) (default pos: nPast). Returns the logits of the last token
+   * ('last', n_vocab floats) or of every token ('all', n × n_vocab), or nothing ('none').
+   */
+  async decode(tokens: ArrayLike<number>, options: {pos?: number; logits?: LogitsMode; signal?: AbortSignal} = {}): Promise<Float32Array | undefined> {
+    const mode = options.logits ?? 'last'
+    const ids = Int32Array.from(tokens)
+    const nVocab = this.model.config.nVocab
+    const out = mode === 'none' ? undefined : new Float32Array(mode === 'all' ? nVocab * ids.length : nVocab)
+    const flags = abortFlags(options.signal)
+    try {
+      await loadAddon().decode(this.native, ids, options.pos ?? this.nPast, LOGITS_MODE[mode], out, flags.array)
+    } catch (error) {
+      throw engineError(error)
+    } finally {
+      flags.release()
+    }
+    return out
+  }
+
+  /** Forget every position at or after nKeep. */
+  kvTruncate(nKeep: number): void {
+    try {
+      loadAddon().kvTruncate(this.native, nKeep)
+    } catch (error) {
+      throw engineError(error)
+    }
+  }
+
+  /**
+   * Evaluate the prompt, then sample up to maxTokens tokens, streaming each as it is made. The
+   * whole loop runs in native code; tokens arrive through a thread-safe queue. Breaking out of the
+   * iteration stops the generation (finish reason "stopped").
+   */
+  generate(prompt: ArrayLike<number>, options: GenerateOptions): TokenStream {
+    return new TokenStream(this, Int32Array.from(prompt), options)
+  }
+
+  /** @internal */
+  startGenerate(
+    prompt: Int32Array,
+    options: GenerateOptions,
+    onToken: (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null) => void,
+    flags: Int32Array,
+  ): Promise<NativeGenerateStats> {
+    const tok = this.model.tokenizer
+    const s = options.sampling
+    if (!Number.isInteger(options.maxTokens) || options.maxTokens < 0) {
+      throw new RunnerError('GENERATE_BAD_OPTION', `maxTokens ${options.maxTokens} must be a non-negative integer`, ExitCode.usage)
+    }
+    if (prompt.length === 0) throw new RunnerError('GENERATE_EMPTY_PROMPT', 'the prompt has no tokens', ExitCode.usage)
+    const pos = options.pos ?? this.nPast
+    if (pos + prompt.length > this.options.nCtx) {
+      throw new RunnerError(
+        'CONTEXT_FULL',
+        `the prompt (${prompt.length} tokens at position ${pos}) does not fit in the context of ${this.options.nCtx} tokens; use a larger context (-c) or a shorter prompt`,
+        ExitCode.usage,
+      )
+    }
+    return loadAddon().generate(
+      this.native,
+      {
+        prompt,
+        pos,
+        maxTokens: options.maxTokens,
+        eogTokens: Int32Array.from(options.stopTokens ?? [...tok.eogTokens]),
+        sampling: {
+          temperature: s.temperature,
+          topK: s.topK,
+          topP: s.topP,
+          minP: s.minP,
+          repeatPenalty: s.repeatPenalty,
+          presencePenalty: s.presencePenalty,
+          frequencyPenalty: s.frequencyPenalty,
+          penaltyLastN: s.penaltyLastN,
+          seed: s.seed,
+          nTopLogprobs: s.topLogprobs,
+          logprobs: s.logprobs,
+          logitBias: [...(s.logitBias ?? new Map<number, number>()).entries()],
+        },
+      },
+      onToken,
+      flags,
+    )
+  }
+
+  dispose(): void {
+    if (this.handle) loadAddon().contextFree(this.handle)
+    this.handle = undefined
+  }
+}
+
+/** An Int32Array [abort, stop] the engine polls, raised by an AbortSignal. */
+function abortFlags(signal: AbortSignal | undefined): {array: Int32Array; release: () => void} {
+  const array = new Int32Array(2)
+  if (!signal) return {array, release: () => {}}
+  const onAbort = () => {
+    array[0] = 1
+  }
+  if (signal.aborted) onAbort()
+  signal.addEventListener('abort', onAbort)
+  return {array, release: () => signal.removeEventListener('abort', onAbort)}
+}
+
+/** The tokens of one generation, as an async iterator, and its result once it ends. */
+export class TokenStream implements AsyncIterable<GeneratedToken> {
+  readonly result: Promise<GenerationResult>
+  private readonly queue: GeneratedToken[] = []
+  private wake: (() => void) | undefined
+  private done = false
+  private readonly flags: {array: Int32Array; release: () => void}
+
+  constructor(ctx: Context, prompt: Int32Array, options: GenerateOptions) {
+    this.flags = abortFlags(options.signal)
+    const decoder = ctx.model.tokenizer.createStreamDecoder()
+    const tokens: number[] = []
+    let text = ''
+    const onToken = (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null) => {
+      const piece = decoder.push(token)
+      tokens.push(token)
+      text += piece
+      const top = topIds && topLogprobs ? Array.from(topIds, (id, i) => ({token: id, logprob: topLogprobs[i]!})) : undefined
+      this.queue.push({token, text: piece, logprob, ...(top ? {top} : {})})
+      this.wake?.()
+    }
+    let started: Promise<NativeGenerateStats>
+    try {
+      started = ctx.startGenerate(prompt, options, onToken, this.flags.array)
+    } catch (error) {
+      started = Promise.reject(error)
+    }
+    this.result = started.then(
+      (stats) => {
+        const tail = decoder.end()
+        if (tail) {
+          text += tail
+          this.queue.push({token: -1, text: tail, logprob: 0})
+        }
+        return {
+          tokens,
+          text,
+          finishReason: FINISH[stats.finish] ?? 'length',
+          promptTokens: stats.nPrompt,
+          promptMs: stats.promptMs,
+          decodeMs: stats.decodeMs,
+        }
+      },
+      (error: unknown) => {
+        throw engineError(error)
+      },
+    )
+    this.result
+      .finally(() => {
+        this.done = true
+        this.flags.release()
+        this.wake?.()
+      })
+      .catch(() => {})
+  }
+
+  /** Ask the engine to stop after the current token (finish reason "stopped"). */
+  stop(): void {
+    this.flags.array[1] = 1
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<GeneratedToken> {
+    try {
+      for (;;) {
+        const next = this.queue.shift()
+        if (next) {
+          // The decoder's flush at the end carries token -1: text only.
+          yield next
+          continue
+        }
+        if (this.done) break
+        await new Promise<void>((resolve) => {
+          this.wake = resolve
+        })
+        this.wake = undefined
+      }
+      await this.result
+    } finally {
+      if (!this.done) this.stop()
+    }
+  }
+}

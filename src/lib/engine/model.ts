@@ -1,0 +1,105 @@
+import {roleId} from '../arch/index.js'
+import {type ModelConfig, type ModelPlan, planModel} from '../arch/index.js'
+import {ExitCode, RunnerError} from '../errors.js'
+import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
+import {createTokenizer, type Tokenizer} from '../tokenizer/index.js'
+import {defaultThreads} from '../util/cpu.js'
+import {loadAddon, type NativeModelConfig, type NativeModelHandle, type NativeTensorDesc} from './addon.js'
+import {Context, type ContextOptions} from './context.js'
+import {engineError} from './errors.js'
+
+export interface LoadOptions {
+  /** Bytes of weights made resident so far, and the total (called on the main thread). */
+  readonly onProgress?: (done: number, total: number) => void
+}
+
+/**
+ * A loaded model: the GGUF header, the plan (config and tensor bindings), the tokenizer, and the
+ * engine's handle to the weights, mapped in place. Loading runs on a worker thread.
+ */
+export class Model {
+  private handle: NativeModelHandle | undefined
+
+  private constructor(
+    readonly gguf: GgufModelFiles,
+    readonly plan: ModelPlan,
+    readonly tokenizer: Tokenizer,
+    handle: NativeModelHandle,
+  ) {
+    this.handle = handle
+  }
+
+  static async load(path: string, options: LoadOptions = {}): Promise<Model> {
+    const gguf = readGgufModel(path)
+    const plan = planModel(gguf)
+    const tokenizer = createTokenizer(gguf)
+    if (tokenizer.vocabSize !== plan.config.nVocab) {
+      throw new RunnerError('ARCH_BAD_VOCAB', `the tokenizer has ${tokenizer.vocabSize} tokens but the model ${plan.config.nVocab}`, ExitCode.invalidModel)
+    }
+    const addon = loadAddon()
+    try {
+      const handle = await addon.modelLoad(nativeConfig(plan.config), [...plan.files], plan.tensors.map(nativeTensor), options.onProgress)
+      return new Model(gguf, plan, tokenizer, handle)
+    } catch (error) {
+      throw engineError(error)
+    }
+  }
+
+  get config(): ModelConfig {
+    return this.plan.config
+  }
+
+  /** The engine handle; refuses use after dispose. */
+  get native(): NativeModelHandle {
+    if (!this.handle) throw new RunnerError('MODEL_DISPOSED', 'the model has been disposed')
+    return this.handle
+  }
+
+  async createContext(options: ContextOptions = {}): Promise<Context> {
+    const nCtx = options.nCtx ?? Math.min(this.config.nCtxTrain, 4096)
+    const nBatch = Math.min(options.nBatch ?? 512, nCtx)
+    const threads = options.threads ?? defaultThreads()
+    const kvType = options.kvType ?? 'f16'
+    const check = (name: string, v: number, min: number, max: number) => {
+      if (!Number.isInteger(v) || v < min || v > max) throw new RunnerError('CONTEXT_BAD_OPTION', `${name} ${v} must be an integer in [${min}, ${max}]`, ExitCode.usage)
+    }
+    check('context size', nCtx, 1, 1 << 24)
+    check('batch size', nBatch, 1, 65536)
+    check('threads', threads, 1, 256)
+    if (kvType !== 'f16' && kvType !== 'f32') throw new RunnerError('CONTEXT_BAD_OPTION', `kv type ${String(kvType)} must be f16 or f32`, ExitCode.usage)
+    try {
+      const handle = await loadAddon().contextCreate(this.native, {nCtx, nBatch, threads, kvType: kvType === 'f16' ? 1 : 0})
+      return new Context(this, handle, {nCtx, nBatch, threads, kvType})
+    } catch (error) {
+      throw engineError(error)
+    }
+  }
+
+  /** Release the weights; contexts made from this model keep them mapped until they are disposed. */
+  dispose(): void {
+    if (this.handle) loadAddon().modelFree(this.handle)
+    this.handle = undefined
+  }
+}
+
+function nativeConfig(c: ModelConfig): NativeModelConfig {
+  return {
+    nVocab: c.nVocab,
+    nEmbd: c.nEmbd,
+    nLayer: c.nLayer,
+    nHead: c.nHead,
+    nHeadKv: c.nHeadKv,
+    headDim: c.headDim,
+    nFf: c.nFf,
+    nCtxTrain: c.nCtxTrain,
+    nRot: c.nRot,
+    ropeType: c.ropeType === 'neox' ? 2 : 0,
+    ropeFreqBase: c.ropeFreqBase,
+    ropeFreqScale: c.ropeFreqScale,
+    normEps: c.normEps,
+  }
+}
+
+function nativeTensor(t: ModelPlan['tensors'][number]): NativeTensorDesc {
+  return {role: roleId(t.role), layer: t.layer, type: t.type.id, ne: [...t.shape], file: t.file, offset: t.offset, size: t.byteSize}
+}
