@@ -71,11 +71,10 @@ static const uint8_t *act_row(const matmul_group *g, int slot, int32_t t) {
 }
 
 /* Task 1: (optional norm) and quantize each token's input once per activation type. */
-static void group_prepare_task(void *arg, int ith, int nth) {
+static void group_prepare_task(void *arg, int64_t t0, int64_t t1, int ith) {
+    (void)ith;
     matmul_group *g = arg;
     const runner_model *m = g->ctx->model;
-    int64_t t0, t1;
-    runner_split(g->n_tok, ith, nth, &t0, &t1);
     for (int64_t t = t0; t < t1; t++) {
         float *row = (float *)g->in + (size_t)t * g->n_in;
         if (g->norm_src) rmsnorm_row(g->norm_src + (size_t)t * g->n_in, g->norm_w, row, g->n_in, m->cfg.norm_eps);
@@ -86,13 +85,10 @@ static void group_prepare_task(void *arg, int ith, int nth) {
     }
 }
 
-/* Task 2: every output row of every weight, split in contiguous ranges over threads. */
-static void group_dot_task(void *arg, int ith, int nth) {
+/* Task 2: a range of output rows of the group's weights, concatenated. */
+static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
+    (void)ith;
     matmul_group *g = arg;
-    int64_t total = 0;
-    for (int i = 0; i < g->n_w; i++) total += g->w[i]->ne[1];
-    int64_t r0, r1;
-    runner_split(total, ith, nth, &r0, &r1);
     int64_t base = 0;
     for (int i = 0; i < g->n_w && r0 < r1; i++) {
         const runner_weight *w = g->w[i];
@@ -129,9 +125,16 @@ static void group_add(matmul_group *g, const runner_weight *w, float *out, int a
     g->slot[i] = s;
 }
 
+static int64_t token_chunk(const runner_context *ctx, int64_t n) {
+    const int64_t parts = 4 * (int64_t)ctx->params.n_threads;
+    return n < parts ? 1 : (n + parts - 1) / parts;
+}
+
 static void group_run(matmul_group *g) {
-    runner_pool_run(g->ctx->pool, group_prepare_task, g);
-    runner_pool_run(g->ctx->pool, group_dot_task, g);
+    int64_t rows = 0;
+    for (int i = 0; i < g->n_w; i++) rows += g->w[i]->ne[1];
+    runner_pool_for(g->ctx->pool, g->n_tok, token_chunk(g->ctx, g->n_tok), group_prepare_task, g);
+    runner_pool_for(g->ctx->pool, rows, ROW_TILE, group_dot_task, g);
 }
 
 /* ---- per-token element-wise tasks --------------------------------------------------------- */
@@ -144,26 +147,24 @@ typedef struct step {
     int32_t layer;
 } step;
 
-static void embed_task(void *arg, int ith, int nth) {
+static void embed_task(void *arg, int64_t t0, int64_t t1, int ith) {
+    (void)ith;
     step *st = arg;
     const runner_model *m = st->ctx->model;
     const runner_weight *e = &m->tok_embd;
-    int64_t t0, t1;
-    runner_split(st->n_tok, ith, nth, &t0, &t1);
     for (int64_t t = t0; t < t1; t++)
         e->traits->to_float(e->data + (size_t)st->tokens[t] * e->row_bytes, st->ctx->s.x + (size_t)t * m->cfg.n_embd,
                             m->cfg.n_embd);
 }
 
-static void rope_store_task(void *arg, int ith, int nth) {
+static void rope_store_task(void *arg, int64_t t0, int64_t t1, int ith) {
+    (void)ith;
     step *st = arg;
     runner_context *ctx = st->ctx;
     const runner_model_config *c = &ctx->model->cfg;
     const size_t n_q = (size_t)c->n_head * c->head_dim, n_kv = (size_t)c->n_head_kv * c->head_dim;
     const int32_t half = c->n_rot / 2;
     const int neox = c->rope_type == RUNNER_ROPE_NEOX;
-    int64_t t0, t1;
-    runner_split(st->n_tok, ith, nth, &t0, &t1);
     for (int64_t t = t0; t < t1; t++) {
         const int32_t p = st->pos + (int32_t)t;
         const float *cs = ctx->rope_cos + (size_t)p * half, *sn = ctx->rope_sin + (size_t)p * half;
@@ -185,7 +186,7 @@ static void rope_store_task(void *arg, int ith, int nth) {
 }
 
 /* Causal attention for each (token, head): keys 0..p in order, softmax, values in order. */
-static void attention_task(void *arg, int ith, int nth) {
+static void attention_task(void *arg, int64_t i0, int64_t i1, int ith) {
     step *st = arg;
     runner_context *ctx = st->ctx;
     const runner_model_config *c = &ctx->model->cfg;
@@ -197,8 +198,6 @@ static void attention_task(void *arg, int ith, int nth) {
     float *scores = ctx->s.scores + (size_t)ith * ctx->params.n_ctx;
     uint16_t *q16 = ctx->s.q16 + (size_t)ith * hd;
     const float scale = 1.0f / sqrtf((float)hd);
-    int64_t i0, i1;
-    runner_split((int64_t)st->n_tok * c->n_head, ith, nth, &i0, &i1);
     for (int64_t i = i0; i < i1; i++) {
         const int32_t t = (int32_t)(i / c->n_head), h = (int32_t)(i % c->n_head), g = h / group;
         const int32_t p = st->pos + t;
@@ -241,12 +240,11 @@ static void attention_task(void *arg, int ith, int nth) {
     }
 }
 
-static void swiglu_task(void *arg, int ith, int nth) {
+static void swiglu_task(void *arg, int64_t t0, int64_t t1, int ith) {
+    (void)ith;
     step *st = arg;
     runner_context *ctx = st->ctx;
     const int64_t n_ff = ctx->model->cfg.n_ff;
-    int64_t t0, t1;
-    runner_split(st->n_tok, ith, nth, &t0, &t1);
     for (int64_t t = t0; t < t1; t++) {
         float *g = ctx->s.gate + t * n_ff;
         const float *u = ctx->s.up + t * n_ff;
@@ -266,7 +264,7 @@ runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t
     const int64_t n_embd = c->n_embd, n_q = (int64_t)c->n_head * c->head_dim;
     step st = {.ctx = ctx, .tokens = tokens, .n_tok = n, .pos = pos, .layer = 0};
 
-    runner_pool_run(ctx->pool, embed_task, &st);
+    runner_pool_for(ctx->pool, n, token_chunk(ctx, n), embed_task, &st);
     for (int32_t l = 0; l < c->n_layer; l++) {
         if (aborted(abort_flag)) return runner_fail(err, err_len, RUNNER_ERR_ABORTED, "aborted at layer %d", l);
         const runner_layer *L = &m->layers[l];
@@ -278,8 +276,8 @@ runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t
         group_add(&qkv, &L->wv, s->v, 0);
         group_run(&qkv);
 
-        runner_pool_run(ctx->pool, rope_store_task, &st);
-        runner_pool_run(ctx->pool, attention_task, &st);
+        runner_pool_for(ctx->pool, n, token_chunk(ctx, n), rope_store_task, &st);
+        runner_pool_for(ctx->pool, (int64_t)n * c->n_head, 1, attention_task, &st);
 
         matmul_group wo = {.ctx = ctx, .n_tok = n, .in = s->att, .n_in = n_q};
         group_add(&wo, &L->wo, s->x, 1);
@@ -290,7 +288,7 @@ runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t
         group_add(&ffn, &L->w_up, s->up, 0);
         group_run(&ffn);
 
-        runner_pool_run(ctx->pool, swiglu_task, &st);
+        runner_pool_for(ctx->pool, n, token_chunk(ctx, n), swiglu_task, &st);
 
         matmul_group down = {.ctx = ctx, .n_tok = n, .in = s->gate, .n_in = c->n_ff};
         group_add(&down, &L->w_down, s->x, 1);

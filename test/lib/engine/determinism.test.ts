@@ -1,0 +1,81 @@
+/**
+ * The determinism contract (ARCHITECTURE.md): the logits of a position depend only on the model,
+ * the tokens before it and the build. Bitwise equal for 1, 2 and 3 threads, for batch sizes 1, 7, 32
+ * and the whole prompt, and for any chunking of the prompt over several calls; seeded sampling gives
+ * the same tokens every time.
+ */
+import assert from 'node:assert/strict'
+import {readFileSync} from 'node:fs'
+import {after, before, describe, test} from 'node:test'
+
+import {Model} from '../../../src/lib/engine/model.js'
+import {resolveSamplingOptions} from '../../../src/lib/sampling/index.js'
+import {bits} from '../../helpers/engine.js'
+import {hasShared, NO_SHARED_REASON, sharedPath} from '../../helpers/shared.js'
+
+// F32 weights, a quantized type (integer dot of Q4_0 x Q8_0), F16 weights; F16 and F32 caches.
+const CASES = [
+  {file: 'models/stories260K.gguf', kvType: 'f16'},
+  {file: 'fixtures/llama-q4_0.gguf', kvType: 'f16'},
+  {file: 'fixtures/llama-f16.gguf', kvType: 'f32'},
+] as const
+
+describe('determinism', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
+  for (const c of CASES) {
+    describe(`${c.file} (KV ${c.kvType})`, () => {
+      let model: Model
+      let prompt: number[]
+      before(async () => {
+        model = await Model.load(sharedPath(c.file))
+        prompt = JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')).teacher_forced.ids
+      })
+      after(() => model?.dispose())
+
+      async function logits(opts: {threads: number; nBatch: number; chunks?: number[]}): Promise<Float32Array> {
+        const ctx = await model.createContext({nCtx: 128, nBatch: opts.nBatch, threads: opts.threads, kvType: c.kvType})
+        const nVocab = model.config.nVocab
+        const out = new Float32Array(prompt.length * nVocab)
+        let pos = 0
+        for (const n of opts.chunks ?? [prompt.length]) {
+          const part = (await ctx.decode(prompt.slice(pos, pos + n), {pos, logits: 'all'}))!
+          out.set(part, pos * nVocab)
+          pos += n
+        }
+        ctx.dispose()
+        return out
+      }
+
+      test('bitwise equal across threads, batch sizes and prompt chunking', async () => {
+        const base = bits(await logits({threads: 1, nBatch: prompt.length}))
+        const variants: Array<[string, {threads: number; nBatch: number; chunks?: number[]}]> = [
+          ['2 threads', {threads: 2, nBatch: prompt.length}],
+          ['3 threads', {threads: 3, nBatch: prompt.length}],
+          ['batch 1', {threads: 1, nBatch: 1}],
+          ['batch 7', {threads: 2, nBatch: 7}],
+          ['batch 32', {threads: 3, nBatch: 32}],
+          ['chunks 1+4+15+44', {threads: 2, nBatch: 64, chunks: [1, 4, 15, 44]}],
+          ['chunks 31+33', {threads: 1, nBatch: 16, chunks: [31, 33]}],
+        ]
+        for (const [name, v] of variants) assert.ok(base.equals(bits(await logits(v))), `${name} differs from 1 thread, one batch`)
+      })
+
+      test('seeded sampling gives the same tokens, whatever the thread count', async () => {
+        const sampling = resolveSamplingOptions({temperature: 0.9, topK: 40, topP: 0.95, minP: 0.05, seed: 1234n})
+        const run = async (threads: number) => {
+          const ctx = await model.createContext({nCtx: 128, threads, kvType: c.kvType})
+          const r = await ctx.generate(prompt.slice(0, 8), {maxTokens: 40, sampling}).result
+          ctx.dispose()
+          return r.tokens
+        }
+        const a = await run(1)
+        assert.deepEqual(await run(1), a)
+        assert.deepEqual(await run(2), a)
+        const other = resolveSamplingOptions({temperature: 0.9, topK: 40, topP: 0.95, minP: 0.05, seed: 1235n})
+        const ctx = await model.createContext({nCtx: 128, threads: 1, kvType: c.kvType})
+        const b = (await ctx.generate(prompt.slice(0, 8), {maxTokens: 40, sampling: other}).result).tokens
+        ctx.dispose()
+        assert.notDeepEqual(b, a, 'another seed should give another sample')
+      })
+    })
+  }
+})
