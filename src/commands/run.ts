@@ -68,7 +68,8 @@ export default class Run extends RunnerCommand {
       throw new RunnerError('PROMPT_TOO_LONG', `the prompt is ${ids.length} tokens but the context holds ${nCtx}; raise -c (at most the model's ${model.config.nCtxTrain}) or shorten the prompt`, ExitCode.usage)
     }
     const ctx = await model.createContext({nCtx, nBatch: flags['batch-size'], threads: flags.threads, kvType: flags['kv-type'] as 'f16' | 'f32'})
-    const maxTokens = flags['n-predict'] < 0 ? nCtx - ids.length : flags['n-predict']
+    // -1: no cap of our own; the engine stops when the context is full and says so (finish reason "context").
+    const maxTokens = flags['n-predict'] < 0 ? nCtx : flags['n-predict']
 
     const abort = new AbortController()
     const onSigint = () => abort.abort()

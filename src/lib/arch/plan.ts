@@ -1,5 +1,5 @@
 import {ExitCode, RunnerError} from '../errors.js'
-import {type GgufModelFiles, GgufMetadata, GgufValueType, isGgufArray} from '../gguf/index.js'
+import {type GgufModelFiles, GgufMetadata, GgufValueType, isGgufArray, valueTypeName} from '../gguf/index.js'
 import {llama} from './llama.js'
 import type {ArchitectureSpec, ModelConfig, ModelPlan, TensorBinding} from './types.js'
 
@@ -7,7 +7,7 @@ import type {ArchitectureSpec, ModelConfig, ModelPlan, TensorBinding} from './ty
 export const ARCHITECTURES: ReadonlyMap<string, ArchitectureSpec> = new Map([[llama.name, llama]])
 
 /** ggml types the engine has kernels for (native typeTraits() agrees: test/native). */
-export const ENGINE_WEIGHT_TYPES: ReadonlySet<string> = new Set(['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1'])
+export const ENGINE_WEIGHT_TYPES: ReadonlySet<string> = new Set(['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_1'])
 
 /** Ceilings far above real models, so a hostile header cannot size an allocation. */
 export const HPARAM_LIMITS = {
@@ -36,7 +36,7 @@ export function planModel(model: GgufModelFiles): ModelPlan {
   const archName = meta.has('general.architecture') ? meta.string('general.architecture') : bad('ARCH_MISSING', `${model.path}: general.architecture is missing`)
   const spec = ARCHITECTURES.get(archName)
   if (!spec) {
-    bad('ARCH_UNSUPPORTED', `architecture "${archName}" is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`, ExitCode.unsupported)
+    bad('ARCH_UNSUPPORTED', `general.architecture "${archName}" is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`, ExitCode.unsupported)
   }
   const config = buildConfig(meta, archName, spec, model)
   const files = model.shards.map((s) => s.path)
@@ -57,15 +57,18 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
     bad('ARCH_BAD_HPARAMS', `${a}.attention.head_count ${nHead} is not a multiple of ${a}.attention.head_count_kv ${nHeadKv}`)
   }
   let headDim: number
+  let headDimSource: string
   if (meta.has(`${a}.attention.key_length`)) {
     headDim = meta.uint(`${a}.attention.key_length`, {min: 2, max: L.headDim})
+    headDimSource = `${a}.attention.key_length ${headDim}`
   } else {
     if (nEmbd % nHead !== 0) bad('ARCH_BAD_HPARAMS', `${a}.embedding_length ${nEmbd} is not divisible by ${a}.attention.head_count ${nHead}`)
     headDim = nEmbd / nHead
+    headDimSource = `${a}.embedding_length ${nEmbd} / ${a}.attention.head_count ${nHead}`
   }
   const valueLength = meta.uintOr(`${a}.attention.value_length`, headDim, {min: 1, max: L.headDim})
   if (valueLength !== headDim) bad('ARCH_UNSUPPORTED', `${a}.attention.value_length ${valueLength} differs from key_length ${headDim}`, ExitCode.unsupported)
-  if (headDim % 2 !== 0 || headDim > L.headDim) bad('ARCH_BAD_HPARAMS', `head dimension ${headDim} must be even and at most ${L.headDim}`)
+  if (headDim % 2 !== 0 || headDim > L.headDim) bad('ARCH_BAD_HPARAMS', `head dimension ${headDim} (${headDimSource}) must be even and at most ${L.headDim}`)
   const nRot = meta.uintOr(`${a}.rope.dimension_count`, headDim, {min: 2, max: L.headDim})
   if (nRot > headDim || nRot % 2 !== 0) bad('ARCH_BAD_HPARAMS', `${a}.rope.dimension_count ${nRot} must be even and at most the head dimension ${headDim}`)
   const nFf = meta.uint(`${a}.feed_forward_length`, {min: 1, max: L.nFf})
@@ -84,7 +87,8 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
 
   const tokens = model.metadata.get('tokenizer.ggml.tokens')
   if (!tokens || !isGgufArray(tokens.value) || tokens.value.itemType !== GgufValueType.STRING) {
-    bad('ARCH_BAD_VOCAB', 'tokenizer.ggml.tokens is missing or is not an array of strings')
+    const found = !tokens ? 'it is missing' : isGgufArray(tokens.value) ? `found an array of ${valueTypeName(tokens.value.itemType)}` : `found ${valueTypeName(tokens.type)}`
+    bad('ARCH_BAD_VOCAB', `tokenizer.ggml.tokens must be an array of strings; ${found}`)
   }
   const nVocab = tokens.value.items.length
   if (nVocab < 1 || nVocab > L.nVocab) bad('ARCH_BAD_VOCAB', `tokenizer.ggml.tokens has ${nVocab} entries, outside [1, ${L.nVocab}]`)
