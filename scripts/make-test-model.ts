@@ -9,11 +9,18 @@
  * fixtures' initialisation: projections N(0, 1/in), norms 1 + N(0, 0.05²), embeddings N(0, 0.5²),
  * output N(0, 9/n_embd). Each tensor draws from its own stream (seed + tensor name), so a tensor's
  * bytes do not depend on the shape of the others. 1-D tensors stay F32, as llama.cpp writes them.
+ *
+ * Quantized types (q8_0, q4_0, q4_1, q5_0, q5_1) quantize the very float32 weights the f32 model of
+ * the same seed holds, with the engine's weight quantizer (bit-identical to llama.cpp's
+ * quantize_row_*_ref, through the native addon), as `llama-quantize --pure` would: every 2-D
+ * tensor gets the type, except one whose ne0 is not a multiple of 32, which falls back to F16.
+ * Tensors are generated and quantized a chunk of rows at a time, so memory stays flat.
  */
 import {resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 
+import {quantizeRef} from '../src/lib/engine/kernels.js'
 import {GgmlType, type GgmlTypeInfo, ggmlTypeById, type GgufKv, GgufValueType, readGgufModel, writeGguf} from '../src/lib/gguf/index.js'
 import {f32ToF16Bits} from '../src/lib/util/half.js'
 import {deriveSeed, SeededRandom} from '../src/lib/util/random.js'
@@ -27,7 +34,7 @@ export interface TestModelSpec {
   readonly nFf: number
   readonly nCtx: number
   /** Weight type of the 2-D tensors. */
-  readonly type: 'f32' | 'f16'
+  readonly type: TestModelType
   readonly seed: bigint
   /** GGUF whose `tokenizer.*` metadata is copied. */
   readonly tokenizerFrom: string
@@ -43,12 +50,24 @@ export interface TestModelSpec {
 export const DEFAULT_TOKENIZER = resolve(fileURLToPath(import.meta.url), '../../../shared/models/stories260K.gguf')
 
 const TOKEN_TYPE_UNUSED = 5
-const WEIGHT_TYPES: Record<TestModelSpec['type'], GgmlTypeInfo> = {
+
+export const TEST_MODEL_TYPES = ['f32', 'f16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1'] as const
+export type TestModelType = (typeof TEST_MODEL_TYPES)[number]
+
+const WEIGHT_TYPES: Record<TestModelType, GgmlTypeInfo> = {
   f32: ggmlTypeById(GgmlType.F32)!,
   f16: ggmlTypeById(GgmlType.F16)!,
+  q8_0: ggmlTypeById(GgmlType.Q8_0)!,
+  q4_0: ggmlTypeById(GgmlType.Q4_0)!,
+  q4_1: ggmlTypeById(GgmlType.Q4_1)!,
+  q5_0: ggmlTypeById(GgmlType.Q5_0)!,
+  q5_1: ggmlTypeById(GgmlType.Q5_1)!,
 }
-/** general.file_type: llama.cpp's LLAMA_FTYPE_ALL_F32 and LLAMA_FTYPE_MOSTLY_F16. */
-const FILE_TYPES: Record<TestModelSpec['type'], number> = {f32: 0, f16: 1}
+/** general.file_type: llama.cpp's LLAMA_FTYPE_ALL_F32, _MOSTLY_F16, _MOSTLY_Q8_0, _Q4_0, _Q4_1, _Q5_0, _Q5_1. */
+const FILE_TYPES: Record<TestModelType, number> = {f32: 0, f16: 1, q8_0: 7, q4_0: 2, q4_1: 3, q5_0: 8, q5_1: 9}
+/** llama.cpp's GGML_QNT_VERSION, written as general.quantization_version in quantized files. */
+const QUANTIZATION_VERSION = 2
+const isQuantized = (t: TestModelType) => t !== 'f32' && t !== 'f16'
 
 interface TensorPlan {
   name: string
@@ -94,10 +113,22 @@ function plan(s: TestModelSpec, nVocab: number): TensorPlan[] {
   return tensors
 }
 
-/** Encode `count` weights from `init` as F32 or F16 bytes, in chunks, so huge tensors stream. */
-function* weights(t: TensorPlan, type: GgmlTypeInfo, seed: bigint): Iterable<Uint8Array> {
+/** Encode the weights of `t` from `init` in `type`, in chunks, so huge tensors stream. */
+function* weights(t: TensorPlan, type: GgmlTypeInfo, seed: bigint, fromF32: boolean): Iterable<Uint8Array> {
   const rng = new SeededRandom(deriveSeed(seed, t.name))
   const total = t.shape.reduce((a, b) => a * b, 1)
+  if (type.id !== GgmlType.F32 && (type.id !== GgmlType.F16 || fromF32)) {
+    // Through float32, as llama.cpp quantizes an F32 model: whole rows per chunk.
+    const ne0 = t.shape[0]!
+    const rows = Math.max(1, Math.floor((1 << 18) / ne0))
+    for (let done = 0; done < total; done += rows * ne0) {
+      const n = Math.min(rows * ne0, total - done)
+      const out = new Float32Array(n)
+      for (let i = 0; i < n; i++) out[i] = t.init(rng)
+      yield quantizeRef(type, out)
+    }
+    return
+  }
   const chunk = 1 << 18
   for (let done = 0; done < total; done += chunk) {
     const n = Math.min(chunk, total - done)
@@ -111,6 +142,13 @@ function* weights(t: TensorPlan, type: GgmlTypeInfo, seed: bigint): Iterable<Uin
       yield new Uint8Array(out.buffer)
     }
   }
+}
+
+/** The type a tensor is written in: 1-D stay F32; quantized types fall back to F16 where ne0 % 32 != 0. */
+function tensorType(shape: readonly number[], type: TestModelType): GgmlTypeInfo {
+  if (shape.length === 1) return WEIGHT_TYPES.f32
+  const want = WEIGHT_TYPES[type]
+  return shape[0]! % want.blockSize === 0 ? want : WEIGHT_TYPES.f16
 }
 
 function tokenizerKvs(path: string, nVocab: number | undefined): {kvs: GgufKv[]; nVocab: number} {
@@ -157,6 +195,7 @@ export async function makeTestModel(out: string, spec: TestModelSpec, onProgress
     str('general.type', 'model'),
     str('general.name', spec.name ?? `runner-test-${a}`),
     u32('general.file_type', FILE_TYPES[spec.type]),
+    ...(isQuantized(spec.type) ? [u32('general.quantization_version', QUANTIZATION_VERSION)] : []),
     u32(`${a}.vocab_size`, nVocab),
     u32(`${a}.context_length`, spec.nCtx),
     u32(`${a}.embedding_length`, spec.nEmbd),
@@ -169,16 +208,16 @@ export async function makeTestModel(out: string, spec: TestModelSpec, onProgress
     f32(`${a}.attention.layer_norm_rms_epsilon`, spec.rmsEps ?? 1e-5),
     ...tokenizer,
   ]
-  const weightType = WEIGHT_TYPES[spec.type]
+  if (!TEST_MODEL_TYPES.includes(spec.type)) throw new Error(`type ${String(spec.type)} is not one of ${TEST_MODEL_TYPES.join(', ')}`)
   const tensors = plan(spec, nVocab).map((t) => {
-    const type = t.shape.length === 1 ? WEIGHT_TYPES.f32 : weightType
-    return {name: t.name, type, shape: t.shape, data: () => weights(t, type, spec.seed)}
+    const type = tensorType(t.shape, spec.type)
+    return {name: t.name, type, shape: t.shape, data: () => weights(t, type, spec.seed, isQuantized(spec.type))}
   })
   await writeGguf(out, {kvs, tensors}, {inputs: [spec.tokenizerFrom], onProgress})
 }
 
 const USAGE = `usage: tsx scripts/make-test-model.ts --out FILE [--arch llama] [--n-embd 128] [--n-layer 2]
-  [--n-head 8] [--n-head-kv 2] [--n-ff 352] [--context 256] [--type f32|f16] [--seed 1]
+  [--n-head 8] [--n-head-kv 2] [--n-ff 352] [--context 256] [--type f32|f16|q8_0|q4_0|q4_1|q5_0|q5_1] [--seed 1]
   [--vocab N] [--tokenizer-from FILE.gguf] [--tied] [--rope-base 10000] [--eps 1e-5] [--name NAME]
 
 TinyLlama-1.1B shape: --n-embd 2048 --n-layer 22 --n-head 32 --n-head-kv 4 --n-ff 5632 --vocab 32000 --context 2048`
@@ -211,7 +250,8 @@ async function main(): Promise<void> {
     process.exit(values.help ? 0 : 2)
   }
   if (values.arch !== 'llama') throw new Error(`--arch ${values.arch} is not supported yet (only llama)`)
-  if (values.type !== 'f32' && values.type !== 'f16') throw new Error(`--type ${values.type} is not supported yet (f32 or f16)`)
+  const type = TEST_MODEL_TYPES.find((t) => t === values.type)
+  if (!type) throw new Error(`--type ${values.type} is not supported (${TEST_MODEL_TYPES.join(', ')})`)
   const int = (flag: string, v: string) => {
     const n = Number(v)
     if (!Number.isSafeInteger(n)) throw new Error(`--${flag} must be an integer, got ${v}`)
@@ -225,7 +265,7 @@ async function main(): Promise<void> {
     nHeadKv: int('n-head-kv', values['n-head-kv']),
     nFf: int('n-ff', values['n-ff']),
     nCtx: int('context', values.context),
-    type: values.type,
+    type,
     seed: BigInt(values.seed),
     tokenizerFrom: values['tokenizer-from'],
     nVocab: values.vocab === undefined ? undefined : int('vocab', values.vocab),

@@ -1,5 +1,367 @@
+// The kernels' Node-API face (native/src/quant/quant.h): the weight-type table, and test hooks that
+// run one named variant of one kernel on bytes JavaScript gives. Only conversion and argument
+// checks live here. Every bad argument throws a JavaScript error with a `code` and a message naming
+// the argument; nothing here can end the process or read or write outside the arrays it was given.
+//
+// The hooks are synchronous: they serve tests, scripts (make-test-model quantizes one chunk of rows
+// per call) and the microbenchmark, never a request path.
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
 #include "bindings.h"
+#include "quant/quant.h"
+
+namespace {
+
+[[noreturn]] void Throw(const Napi::Env& env, bool type_error, const char* code, const std::string& message) {
+  Napi::Error error = type_error ? Napi::Error(Napi::TypeError::New(env, message)) : Napi::Error::New(env, message);
+  error.Value().Set("code", Napi::String::New(env, code));
+  throw error;
+}
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  return s;
+}
+
+// A type given as a ggml id (number) or name ("Q4_0", case-insensitive).
+const runner_type_traits* RequireType(const Napi::Env& env, const Napi::Value& v, const char* fn) {
+  const std::string where = std::string(fn) + ": type";
+  if (v.IsNumber()) {
+    const double id = v.As<Napi::Number>().DoubleValue();
+    if (std::isfinite(id) && std::trunc(id) == id && id >= 0 && id <= INT32_MAX) {
+      if (const runner_type_traits* t = runner_type_traits_get(static_cast<int32_t>(id))) return t;
+    }
+    const std::string shown = std::isfinite(id) && std::trunc(id) == id && std::fabs(id) < 1e15 ? std::to_string(static_cast<long long>(id)) : std::to_string(id);
+    Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", where + " " + shown + " is not a type the engine implements");
+  }
+  if (v.IsString()) {
+    const std::string name = Upper(v.As<Napi::String>().Utf8Value());
+    int32_t count = 0;
+    const runner_type_traits* const* all = runner_type_traits_all(&count);
+    for (int32_t i = 0; i < count; ++i) {
+      if (name == all[i]->name) return all[i];
+    }
+    Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", where + " '" + name + "' is not a type the engine implements");
+  }
+  Throw(env, true, "KERNEL_BAD_ARGUMENT", where + " must be a ggml type id or name");
+}
+
+enum class Slot { kVecDot, kVecDot2, kFromFloat };
+
+bool Built(const runner_type_traits* t, Slot slot, int v) {
+  switch (slot) {
+    case Slot::kVecDot: return t->vec_dot[v] != nullptr;
+    case Slot::kVecDot2: return t->vec_dot2[v] != nullptr;
+    case Slot::kFromFloat: return t->from_float[v] != nullptr;
+  }
+  return false;
+}
+
+// vec_dot2 needs what vec_dot of the same variant needs.
+bool Usable(const runner_type_traits* t, Slot slot, runner_kernel_variant v, runner_cpu_mask cpu) {
+  if (!Built(t, slot, v)) return false;
+  return slot == Slot::kFromFloat ? runner_kernel_from_float_usable(t, v, cpu) != 0 : runner_kernel_vec_dot_usable(t, v, cpu) != 0;
+}
+
+const char* SlotName(Slot slot) {
+  return slot == Slot::kVecDot ? "vec_dot" : slot == Slot::kVecDot2 ? "vec_dot2" : "from_float";
+}
+
+runner_kernel_variant RequireVariant(const Napi::Env& env, const Napi::Value& v, const runner_type_traits* t, Slot slot, const char* fn) {
+  const std::string where = std::string(fn) + ": variant";
+  if (!v.IsString()) Throw(env, true, "KERNEL_BAD_ARGUMENT", where + " must be a string ('scalar', 'avx2' or 'avx512')");
+  const std::string name = v.As<Napi::String>().Utf8Value();
+  for (int i = 0; i < RUNNER_KERNEL_COUNT; ++i) {
+    if (name != runner_kernel_variant_name(i)) continue;
+    const auto variant = static_cast<runner_kernel_variant>(i);
+    if (!Built(t, slot, i)) {
+      Throw(env, false, "KERNEL_VARIANT_UNAVAILABLE", where + " '" + name + "': " + t->name + " has no " + SlotName(slot) + " of that variant in this build");
+    }
+    if (!Usable(t, slot, variant, runner_cpu_features())) {
+      Throw(env, false, "KERNEL_VARIANT_UNAVAILABLE", where + " '" + name + "': this CPU lacks a feature " + t->name + "'s " + SlotName(slot) + " of that variant needs");
+    }
+    return variant;
+  }
+  Throw(env, false, "KERNEL_BAD_ARGUMENT", where + " '" + name + "' is not one of 'scalar', 'avx2', 'avx512'");
+}
+
+int64_t RequireCount(const Napi::Env& env, const Napi::Value& v, const std::string& where) {
+  if (!v.IsNumber()) Throw(env, true, "KERNEL_BAD_ARGUMENT", where + " must be a number");
+  const double x = v.As<Napi::Number>().DoubleValue();
+  if (!(std::isfinite(x) && std::trunc(x) == x && x >= 0 && x <= 9007199254740991.0)) {
+    Throw(env, false, "KERNEL_BAD_ARGUMENT", where + " must be a non-negative integer");
+  }
+  return static_cast<int64_t>(x);
+}
+
+// Bytes that n values of t take; refuses n that is not a multiple of the block size.
+size_t RowBytes(const Napi::Env& env, const runner_type_traits* t, int64_t n, const std::string& where) {
+  size_t bytes = 0;
+  const int rc = runner_type_row_bytes(t, n, &bytes);
+  if (rc == -1) {
+    Throw(env, false, "KERNEL_BAD_ARGUMENT",
+          where + " = " + std::to_string(n) + " is not a multiple of " + t->name + "'s block size " + std::to_string(t->block_size));
+  }
+  if (rc != 0) Throw(env, false, "KERNEL_BAD_ARGUMENT", where + " = " + std::to_string(n) + " is too large");
+  return bytes;
+}
+
+Napi::Uint8Array RequireBytes(const Napi::Env& env, const Napi::Value& v, const std::string& where) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    Throw(env, true, "KERNEL_BAD_ARGUMENT", where + " must be a Uint8Array");
+  }
+  return v.As<Napi::Uint8Array>();
+}
+
+Napi::Float32Array RequireFloats(const Napi::Env& env, const Napi::Value& v, const std::string& where) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+    Throw(env, true, "KERNEL_BAD_ARGUMENT", where + " must be a Float32Array");
+  }
+  return v.As<Napi::Float32Array>();
+}
+
+void RequireArgs(const Napi::CallbackInfo& info, size_t min, const char* usage) {
+  if (info.Length() < min) Throw(info.Env(), true, "KERNEL_BAD_ARGUMENT", std::string("expected ") + usage);
+}
+
+Napi::Array VariantNames(const Napi::Env& env, const runner_type_traits* t, Slot slot) {
+  const runner_cpu_mask cpu = runner_cpu_features();
+  Napi::Array out = Napi::Array::New(env);
+  uint32_t k = 0;
+  for (int i = 0; i < RUNNER_KERNEL_COUNT; ++i) {
+    if (Usable(t, slot, static_cast<runner_kernel_variant>(i), cpu)) out.Set(k++, Napi::String::New(env, runner_kernel_variant_name(i)));
+  }
+  return out;
+}
+
+// typeTraits() -> [{type, name, blockSize, typeSize, vecDotType, variants, vecDot2Variants,
+//                   fromFloatVariants, hasQuantizeRef, pickedVecDot, pickedFromFloat}], in type-id
+// order. Variant lists hold what this build has AND this CPU can run.
+Napi::Value TypeTraits(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const runner_cpu_mask cpu = runner_cpu_features();
+  int32_t count = 0;
+  const runner_type_traits* const* all = runner_type_traits_all(&count);
+  Napi::Array out = Napi::Array::New(env, static_cast<size_t>(count));
+  for (int32_t i = 0; i < count; ++i) {
+    const runner_type_traits* t = all[i];
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("type", Napi::Number::New(env, t->type));
+    o.Set("name", Napi::String::New(env, t->name));
+    o.Set("blockSize", Napi::Number::New(env, static_cast<double>(t->block_size)));
+    o.Set("typeSize", Napi::Number::New(env, static_cast<double>(t->type_size)));
+    o.Set("vecDotType", Napi::Number::New(env, t->vec_dot_type));
+    o.Set("variants", VariantNames(env, t, Slot::kVecDot));
+    o.Set("vecDot2Variants", VariantNames(env, t, Slot::kVecDot2));
+    o.Set("fromFloatVariants", VariantNames(env, t, Slot::kFromFloat));
+    o.Set("hasQuantizeRef", Napi::Boolean::New(env, t->from_float_ref != nullptr));
+    const runner_kernel_variant vd = runner_kernel_pick_vec_dot(t, cpu);
+    o.Set("pickedVecDot", t->vec_dot[vd] ? Napi::Value(Napi::String::New(env, runner_kernel_variant_name(vd))) : env.Null());
+    const runner_kernel_variant ff = runner_kernel_pick_from_float(t, cpu);
+    o.Set("pickedFromFloat", t->from_float[ff] ? Napi::Value(Napi::String::New(env, runner_kernel_variant_name(ff))) : env.Null());
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+// The weight and activation rows of one vec_dot call, checked against n.
+struct DotArgs {
+  const runner_type_traits* t;
+  runner_kernel_variant variant;
+  runner_vec_dot_fn fn;
+  int64_t n;
+  const uint8_t* x;
+  size_t x_len;
+  size_t x_row;
+  const uint8_t* y;
+};
+
+DotArgs RequireDotArgs(const Napi::CallbackInfo& info, const char* fn, bool rows) {
+  Napi::Env env = info.Env();
+  const std::string f(fn);
+  const runner_type_traits* t = RequireType(env, info[0], fn);
+  const runner_kernel_variant v = RequireVariant(env, info[1], t, Slot::kVecDot, fn);
+  const int64_t n = RequireCount(env, info[2], f + ": n");
+  const runner_type_traits* yt = runner_type_traits_get(t->vec_dot_type);
+  if (!yt) Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", f + ": " + t->name + "'s vec_dot_type is not implemented");
+  const size_t x_bytes = RowBytes(env, t, n, f + ": n");
+  const size_t y_bytes = RowBytes(env, yt, n, f + ": n");
+  Napi::Uint8Array x = RequireBytes(env, info[3], f + ": x");
+  Napi::Uint8Array y = RequireBytes(env, info[4], f + ": y");
+  if (rows ? (x_bytes == 0 || x.ByteLength() == 0 || x.ByteLength() % x_bytes != 0) : x.ByteLength() != x_bytes) {
+    Throw(env, false, "KERNEL_BAD_ARGUMENT",
+          f + ": x has " + std::to_string(x.ByteLength()) + " bytes; " + std::to_string(n) + " values of " + t->name + " take " +
+              std::to_string(x_bytes) + (rows ? " per row" : ""));
+  }
+  if (y.ByteLength() != y_bytes) {
+    Throw(env, false, "KERNEL_BAD_ARGUMENT",
+          f + ": y has " + std::to_string(y.ByteLength()) + " bytes; " + std::to_string(n) + " values of " + yt->name + " take " +
+              std::to_string(y_bytes));
+  }
+  return DotArgs{t, v, t->vec_dot[v], n, x.Data(), x.ByteLength(), x_bytes, y.Data()};
+}
+
+// kernelVecDot(type, variant, n, x: Uint8Array, y: Uint8Array) -> number
+Napi::Value KernelVecDot(const Napi::CallbackInfo& info) {
+  RequireArgs(info, 5, "kernelVecDot(type, variant, n, x: Uint8Array, y: Uint8Array)");
+  const DotArgs a = RequireDotArgs(info, "kernelVecDot", false);
+  float s = 0.0f;
+  a.fn(a.n, &s, a.x, a.y);
+  return Napi::Number::New(info.Env(), s);
+}
+
+// kernelVecDot2(type, variant, n, x: Uint8Array, y: Uint8Array, bx?) -> [number, number]: rows x[0..)
+// and x[bx..) (bx defaults to the row size; x must hold exactly bx + one row) through vec_dot2.
+Napi::Value KernelVecDot2(const Napi::CallbackInfo& info) {
+  RequireArgs(info, 5, "kernelVecDot2(type, variant, n, x: Uint8Array, y: Uint8Array, bx?)");
+  Napi::Env env = info.Env();
+  const runner_type_traits* t = RequireType(env, info[0], "kernelVecDot2");
+  const runner_kernel_variant v = RequireVariant(env, info[1], t, Slot::kVecDot2, "kernelVecDot2");
+  const int64_t n = RequireCount(env, info[2], "kernelVecDot2: n");
+  const runner_type_traits* yt = runner_type_traits_get(t->vec_dot_type);
+  if (!yt) Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", std::string("kernelVecDot2: ") + t->name + "'s vec_dot_type is not implemented");
+  const size_t row = RowBytes(env, t, n, "kernelVecDot2: n");
+  const size_t y_bytes = RowBytes(env, yt, n, "kernelVecDot2: n");
+  Napi::Uint8Array x = RequireBytes(env, info[3], "kernelVecDot2: x");
+  Napi::Uint8Array y = RequireBytes(env, info[4], "kernelVecDot2: y");
+  size_t bx = row;
+  if (info.Length() > 5 && !info[5].IsUndefined()) {
+    const int64_t b = RequireCount(env, info[5], "kernelVecDot2: bx");
+    if (static_cast<size_t>(b) < row) Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelVecDot2: bx must be at least the row size " + std::to_string(row));
+    bx = static_cast<size_t>(b);
+  }
+  if (x.ByteLength() != bx + row) {
+    Throw(env, false, "KERNEL_BAD_ARGUMENT",
+          "kernelVecDot2: x has " + std::to_string(x.ByteLength()) + " bytes; two rows " + std::to_string(bx) + " bytes apart take " + std::to_string(bx + row));
+  }
+  if (y.ByteLength() != y_bytes) {
+    Throw(env, false, "KERNEL_BAD_ARGUMENT",
+          "kernelVecDot2: y has " + std::to_string(y.ByteLength()) + " bytes; " + std::to_string(n) + " values of " + yt->name + " take " + std::to_string(y_bytes));
+  }
+  float s[2] = {0.0f, 0.0f};
+  t->vec_dot2[v](n, s, x.Data(), bx, y.Data());
+  Napi::Array out = Napi::Array::New(env, 2);
+  out.Set(0u, Napi::Number::New(env, s[0]));
+  out.Set(1u, Napi::Number::New(env, s[1]));
+  return out;
+}
+
+// kernelBenchVecDot(type, variant, n, x: Uint8Array (one or more rows), y: Uint8Array, iters, rowsPerCall = 1)
+//   -> nanoseconds per row, running `iters` rows of x in turn (so a large x measures streaming from
+//   memory and a one-row x the kernel from cache). rowsPerCall 2 instead runs runner_vec_dot_rows over
+//   all rows of x per pass (vec_dot2 on rows i and i + rows/2 where the variant has it), rounding
+//   iters up to whole passes.
+Napi::Value KernelBenchVecDot(const Napi::CallbackInfo& info) {
+  RequireArgs(info, 6, "kernelBenchVecDot(type, variant, n, x: Uint8Array, y: Uint8Array, iters, rowsPerCall?)");
+  Napi::Env env = info.Env();
+  const DotArgs a = RequireDotArgs(info, "kernelBenchVecDot", true);
+  const int64_t iters = RequireCount(env, info[5], "kernelBenchVecDot: iters");
+  if (iters < 1) Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelBenchVecDot: iters must be at least 1");
+  int64_t per_call = 1;
+  if (info.Length() > 6 && !info[6].IsUndefined()) per_call = RequireCount(env, info[6], "kernelBenchVecDot: rowsPerCall");
+  const size_t rows = a.x_len / a.x_row;
+  if (per_call != 1 && (per_call != 2 || rows < 2)) {
+    Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelBenchVecDot: rowsPerCall must be 1, or 2 with at least two rows in x");
+  }
+  volatile float sink = 0.0f;
+  std::vector<float> out(rows);
+  const auto start = std::chrono::steady_clock::now();
+  size_t r = 0;
+  int64_t done = 0;
+  while (done < iters) {
+    if (per_call == 2) {
+      // All rows of x per pass, as a matvec would: runner_vec_dot_rows pairs row i with row i + rows/2.
+      runner_vec_dot_rows(a.t, a.variant, a.n, out.data(), a.x, a.x_row, static_cast<int64_t>(rows), a.y);
+      sink = sink + out[0];
+      done += static_cast<int64_t>(rows);
+      continue;
+    }
+    float s = 0.0f;
+    a.fn(a.n, &s, a.x + r * a.x_row, a.y);
+    sink = sink + s;
+    done += 1;
+    if (++r == rows) r = 0;
+  }
+  const auto stop = std::chrono::steady_clock::now();
+  (void)sink;
+  const double ns = std::chrono::duration<double, std::nano>(stop - start).count();
+  return Napi::Number::New(env, ns / static_cast<double>(done));
+}
+
+// Copy of an output buffer placed `offset` bytes into a fresh ArrayBuffer (to test any alignment).
+Napi::Uint8Array NewBytes(const Napi::Env& env, size_t bytes, size_t offset) {
+  Napi::ArrayBuffer buf = Napi::ArrayBuffer::New(env, bytes + offset);
+  return Napi::Uint8Array::New(env, bytes, buf, offset);
+}
+
+// kernelFromFloat(type, variant, x: Float32Array, dstOffset = 0) -> Uint8Array (activation quantizer);
+// the result is written dstOffset bytes into its buffer.
+Napi::Value KernelFromFloat(const Napi::CallbackInfo& info) {
+  RequireArgs(info, 3, "kernelFromFloat(type, variant, x: Float32Array, dstOffset?)");
+  Napi::Env env = info.Env();
+  const runner_type_traits* t = RequireType(env, info[0], "kernelFromFloat");
+  const runner_kernel_variant v = RequireVariant(env, info[1], t, Slot::kFromFloat, "kernelFromFloat");
+  Napi::Float32Array x = RequireFloats(env, info[2], "kernelFromFloat: x");
+  size_t offset = 0;
+  if (info.Length() > 3 && !info[3].IsUndefined()) {
+    const int64_t o = RequireCount(env, info[3], "kernelFromFloat: dstOffset");
+    if (o > 63) Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelFromFloat: dstOffset must be 0..63");
+    offset = static_cast<size_t>(o);
+  }
+  const int64_t n = static_cast<int64_t>(x.ElementLength());
+  const size_t bytes = RowBytes(env, t, n, "kernelFromFloat: x.length");
+  Napi::Uint8Array out = NewBytes(env, bytes, offset);
+  if (n > 0) t->from_float[v](x.Data(), out.Data(), n);
+  return out;
+}
+
+// kernelQuantizeRef(type, x: Float32Array) -> Uint8Array (weight quantizer, llama.cpp's bytes).
+Napi::Value KernelQuantizeRef(const Napi::CallbackInfo& info) {
+  RequireArgs(info, 2, "kernelQuantizeRef(type, x: Float32Array)");
+  Napi::Env env = info.Env();
+  const runner_type_traits* t = RequireType(env, info[0], "kernelQuantizeRef");
+  if (!t->from_float_ref) Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", std::string("kernelQuantizeRef: ") + t->name + " has no weight quantizer");
+  Napi::Float32Array x = RequireFloats(env, info[1], "kernelQuantizeRef: x");
+  const int64_t n = static_cast<int64_t>(x.ElementLength());
+  const size_t bytes = RowBytes(env, t, n, "kernelQuantizeRef: x.length");
+  Napi::Uint8Array out = NewBytes(env, bytes, 0);
+  if (n > 0) t->from_float_ref(x.Data(), out.Data(), n);
+  return out;
+}
+
+// kernelToFloat(type, bytes: Uint8Array, n) -> Float32Array (dequantize).
+Napi::Value KernelToFloat(const Napi::CallbackInfo& info) {
+  RequireArgs(info, 3, "kernelToFloat(type, bytes: Uint8Array, n)");
+  Napi::Env env = info.Env();
+  const runner_type_traits* t = RequireType(env, info[0], "kernelToFloat");
+  Napi::Uint8Array bytes = RequireBytes(env, info[1], "kernelToFloat: bytes");
+  const int64_t n = RequireCount(env, info[2], "kernelToFloat: n");
+  const size_t want = RowBytes(env, t, n, "kernelToFloat: n");
+  if (bytes.ByteLength() != want) {
+    Throw(env, false, "KERNEL_BAD_ARGUMENT",
+          "kernelToFloat: bytes has " + std::to_string(bytes.ByteLength()) + " bytes; " + std::to_string(n) + " values of " + t->name +
+              " take " + std::to_string(want));
+  }
+  Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(n));
+  if (n > 0) t->to_float(bytes.Data(), out.Data(), n);
+  return out;
+}
+
+}  // namespace
 
 namespace runner_addon {
-void RegisterKernelsBindings(Napi::Env, Napi::Object) {}
+void RegisterKernelBindings(Napi::Env env, Napi::Object exports) {
+  exports.Set("typeTraits", Napi::Function::New(env, TypeTraits, "typeTraits"));
+  exports.Set("kernelVecDot", Napi::Function::New(env, KernelVecDot, "kernelVecDot"));
+  exports.Set("kernelVecDot2", Napi::Function::New(env, KernelVecDot2, "kernelVecDot2"));
+  exports.Set("kernelBenchVecDot", Napi::Function::New(env, KernelBenchVecDot, "kernelBenchVecDot"));
+  exports.Set("kernelFromFloat", Napi::Function::New(env, KernelFromFloat, "kernelFromFloat"));
+  exports.Set("kernelQuantizeRef", Napi::Function::New(env, KernelQuantizeRef, "kernelQuantizeRef"));
+  exports.Set("kernelToFloat", Napi::Function::New(env, KernelToFloat, "kernelToFloat"));
+}
 }  // namespace runner_addon

@@ -1,6 +1,8 @@
 /**
  * scripts/make-test-model.ts: deterministic files that llama.cpp (node-llama-cpp 3.22.1) loads,
- * describes with the shape we asked for, and runs.
+ * describes with the shape we asked for, and runs; quantized files hold exactly the engine's
+ * quantizeRef (llama.cpp's quantize_row_*_ref, see test/native/quant-fixtures.test.ts) of the
+ * float32 weights of the f32 file made with the same seed, with llama.cpp's file-type codes.
  */
 import assert from 'node:assert/strict'
 import {createHash} from 'node:crypto'
@@ -11,8 +13,9 @@ import {after, describe, test} from 'node:test'
 
 import {getLlama, readGgufFileInfo} from 'node-llama-cpp'
 
-import {makeTestModel, type TestModelSpec} from '../../scripts/make-test-model.js'
-import {readGgufModel} from '../../src/lib/gguf/index.js'
+import {makeTestModel, type TestModelSpec, type TestModelType} from '../../scripts/make-test-model.js'
+import {quantizeRef} from '../../src/lib/engine/kernels.js'
+import {type GgufTensorInfo, readGgufModel} from '../../src/lib/gguf/index.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../helpers/shared.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'runner-make-'))
@@ -32,6 +35,10 @@ const spec = (over: Partial<TestModelSpec> = {}): TestModelSpec => ({
   ...over,
 })
 const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex')
+const tensorBytes = (t: GgufTensorInfo) => readFileSync(t.file).subarray(t.offset, t.offset + t.byteSize)
+/** llama.cpp's LLAMA_FTYPE_* for each --type. */
+const FTYPE: Record<TestModelType, number> = {f32: 0, f16: 1, q8_0: 7, q4_0: 2, q4_1: 3, q5_0: 8, q5_1: 9}
+const GGML_ID: Record<TestModelType, number> = {f32: 0, f16: 1, q8_0: 8, q4_0: 2, q4_1: 3, q5_0: 6, q5_1: 7}
 
 describe('make-test-model', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   test('the same seed gives the same bytes; another seed gives other bytes', async () => {
@@ -42,7 +49,7 @@ describe('make-test-model', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
     assert.notEqual(sha(join(dir, 'a.gguf')), sha(join(dir, 'c.gguf')))
   })
 
-  for (const type of ['f32', 'f16'] as const) {
+  for (const type of ['f32', 'f16', 'q8_0', 'q4_0'] as const) {
     test(`${type}: llama.cpp reads the shape we asked for, loads the model and generates`, async () => {
       const path = join(dir, `run-${type}.gguf`)
       await makeTestModel(path, spec({type, nVocab: 600}))
@@ -55,8 +62,9 @@ describe('make-test-model', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
       assert.equal(md.llama.context_length, 128)
       assert.deepEqual(md.llama.attention, {head_count: 4, head_count_kv: 2, layer_norm_rms_epsilon: Math.fround(1e-5)})
       assert.equal(md.tokenizer.ggml.tokens.length, 600)
-      const wantType = type === 'f32' ? 0 : 1
-      for (const t of info.fullTensorInfo!) assert.equal(t.ggmlType, t.dimensions.length === 1 ? 0 : wantType, t.name)
+      assert.equal(md.general.file_type, FTYPE[type])
+      assert.equal(md.general.quantization_version, type === 'f32' || type === 'f16' ? undefined : 2)
+      for (const t of info.fullTensorInfo!) assert.equal(t.ggmlType, t.dimensions.length === 1 ? 0 : GGML_ID[type], t.name)
 
       const llama = await getLlama({gpu: false, build: 'never', logLevel: 'error'})
       const model = await llama.loadModel({modelPath: path})
@@ -77,6 +85,32 @@ describe('make-test-model', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
       }
     })
   }
+
+  test('quantized tensors are quantizeRef of the f32 model with the same seed; ne0 % 32 != 0 falls back to F16', async () => {
+    // n_ff 100: ffn_down has ne0 = 100, which no 32-value block divides (llama-quantize --pure writes F16).
+    const shape = {nFf: 100, nVocab: 600}
+    const f32Path = join(dir, 'ref-f32.gguf')
+    await makeTestModel(f32Path, spec(shape))
+    const ref = new Map(readGgufModel(f32Path).tensors.map((t) => [t.name, t]))
+    for (const type of ['q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1'] as const) {
+      const path = join(dir, `ref-${type}.gguf`)
+      await makeTestModel(path, spec({...shape, type}))
+      const model = readGgufModel(path)
+      assert.equal(model.metadata.get('general.file_type')?.value, FTYPE[type], `${type} general.file_type`)
+      assert.equal(model.metadata.get('general.quantization_version')?.value, 2, `${type} general.quantization_version`)
+      let fallbacks = 0
+      for (const t of model.tensors) {
+        const f = ref.get(t.name)!
+        const floats = new Float32Array(new Uint8Array(tensorBytes(f)).buffer)
+        const want = t.shape.length === 1 ? 'F32' : t.shape[0]! % 32 === 0 ? type.toUpperCase() : 'F16'
+        assert.equal(t.type.name, want, `${type} ${t.name}`)
+        if (want === 'F16') fallbacks++
+        const expected = want === 'F32' ? new Uint8Array(floats.buffer) : quantizeRef(want, floats)
+        assert.ok(Buffer.from(tensorBytes(t)).equals(Buffer.from(expected)), `${type} ${t.name}: bytes are quantizeRef(${want}) of the f32 tensor`)
+      }
+      assert.equal(fallbacks, 2, `${type}: the two ffn_down tensors fell back to F16`)
+    }
+  })
 
   test('the tokenizer metadata is copied from the source file unchanged', async () => {
     const path = join(dir, 'tok.gguf')

@@ -7,9 +7,12 @@
  * n floats) are quantized once per matmul with `from_float` of the weight's `vec_dot_type`
  * (Q8_0 blocks for Q4_0/Q5_0/Q8_0 weights, Q8_1 blocks for Q4_1/Q5_1, F16 for F16 weights, BF16 for
  * BF16, plain F32 for F32), then every output element is one `vec_dot(n, &out, weight_row, act_row)`.
- * Integer block sums are exact; the float part has ONE order, fixed in the scalar reference.
+ * Integer block sums are exact; the float part has ONE order, fixed in the scalar reference
+ * (docs/kernels.md, "Canonical orders").
  *
- * Layouts are ggml's (ggml-common.h), so GGUF tensor bytes are used in place.
+ * Layouts are ggml's (ggml-common.h), so GGUF tensor bytes are used in place. Kernels accept any
+ * byte alignment of x and y (GGUF data is only 32-byte aligned and block rows are 18, 20, ... bytes);
+ * float arrays (`const float *`) must be naturally aligned.
  */
 #ifndef RUNNER_QUANT_H
 #define RUNNER_QUANT_H
@@ -40,13 +43,18 @@ enum {
 typedef enum runner_kernel_variant {
     RUNNER_KERNEL_SCALAR = 0,
     RUNNER_KERNEL_AVX2 = 1,   /* AVX2 + FMA + F16C */
-    RUNNER_KERNEL_AVX512 = 2, /* AVX-512 F/BW/VL/DQ, and VNNI where the kernel uses it (see `needs`) */
+    RUNNER_KERNEL_AVX512 = 2, /* AVX-512 F/BW/VL(/DQ), and VNNI where the kernel uses it (see `needs`) */
     RUNNER_KERNEL_COUNT
 } runner_kernel_variant;
 
-/* *s = dot(x, y) over n values: x is n values of the weight type, y n values of its vec_dot_type. */
+/* *s = dot(x, y) over n values: x is n values of the weight type, y n values of its vec_dot_type.
+ * n is a multiple of the block size (n = 0 gives +0). */
 typedef void (*runner_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
-/* y[0..n) = the n values x holds, as floats. */
+/* s[0] = dot(x, y) and s[1] = dot(x + bx, y): two weight rows (bx bytes apart) against one
+ * activation row, each result bitwise what vec_dot gives for that row. Where it exists it does the
+ * activation's share of the work (loads, sums, scales) once for both rows. */
+typedef void (*runner_vec_dot2_fn)(int64_t n, float *s, const void *x, size_t bx, const void *y);
+/* y[0..n) = the n values x holds, as floats (n a multiple of the block size). */
 typedef void (*runner_to_float_fn)(const void *x, float *y, int64_t n);
 /* y = x[0..n) encoded in the type (n a multiple of the block size). */
 typedef void (*runner_from_float_fn)(const float *x, void *y, int64_t n);
@@ -59,13 +67,20 @@ typedef struct runner_type_traits {
     int32_t vec_dot_type;   /* type the activations are converted to before vec_dot */
     runner_to_float_fn to_float;                         /* scalar reference dequantizer */
     /* Quantizer used for WEIGHTS: bit-identical to llama.cpp's quantize_row_*_ref (what
-     * llama_model_quantize writes without an importance matrix). NULL where not provided. */
+     * llama_model_quantize writes without an importance matrix); for F16/BF16 ggml's row
+     * conversion, for F32 a copy. NULL where not provided. */
     runner_from_float_fn from_float_ref;
     /* Quantizer used for ACTIVATIONS (only on types that are some type's vec_dot_type), per
-     * variant; every variant gives the same bytes as [RUNNER_KERNEL_SCALAR]. */
+     * variant; every variant gives the same bytes as [RUNNER_KERNEL_SCALAR]. For Q8_0/Q8_1 this is
+     * ggml's x86 activation path (d = amax/127, multiply by 127/amax, round half to even), which
+     * differs from from_float_ref in the last bit of some values. */
     runner_from_float_fn from_float[RUNNER_KERNEL_COUNT];
     runner_vec_dot_fn vec_dot[RUNNER_KERNEL_COUNT];      /* NULL where the variant is absent */
-    runner_cpu_mask needs[RUNNER_KERNEL_COUNT];          /* features each variant requires */
+    /* Two rows per call, where that pays (AVX-512 block types); NULL elsewhere: call vec_dot per row,
+     * or use runner_vec_dot_rows(), which does either. Needs what vec_dot[v] needs. */
+    runner_vec_dot2_fn vec_dot2[RUNNER_KERNEL_COUNT];
+    runner_cpu_mask needs[RUNNER_KERNEL_COUNT];          /* features each vec_dot variant requires */
+    runner_cpu_mask from_float_needs[RUNNER_KERNEL_COUNT]; /* features each from_float variant requires */
 } runner_type_traits;
 
 /* The entry for a ggml type id, or NULL when the engine does not implement it. */
@@ -74,9 +89,27 @@ const runner_type_traits *runner_type_traits_get(int32_t type);
 /* Every implemented entry, in type-id order; *count receives how many. */
 const runner_type_traits *const *runner_type_traits_all(int32_t *count);
 
-/* The fastest variant of `slot` (vec_dot or from_float) this CPU can run for the type. */
+/* Stable lower-case name of a variant ("scalar", "avx2", "avx512"), or NULL when out of range. */
+const char *runner_kernel_variant_name(int variant);
+
+/* Whether variant v of the slot exists in this build and `cpu` has everything it needs. */
+int runner_kernel_vec_dot_usable(const runner_type_traits *t, runner_kernel_variant v, runner_cpu_mask cpu);
+int runner_kernel_from_float_usable(const runner_type_traits *t, runner_kernel_variant v, runner_cpu_mask cpu);
+
+/* The fastest variant of `slot` (vec_dot or from_float) this CPU can run for the type;
+ * RUNNER_KERNEL_SCALAR when the slot has no usable SIMD variant (check the slot for NULL). */
 runner_kernel_variant runner_kernel_pick_vec_dot(const runner_type_traits *t, runner_cpu_mask cpu);
 runner_kernel_variant runner_kernel_pick_from_float(const runner_type_traits *t, runner_cpu_mask cpu);
+
+/* s[r] = dot(x + r*bx, y) for r < nrows with variant v (which the caller checked is usable): rows r
+ * and r + nrows/2 through vec_dot2[v] where it exists (two long streams for the prefetcher), vec_dot[v]
+ * for the rest. Bitwise equal to calling vec_dot[v] row by row. The way for a matvec to use vec_dot2. */
+void runner_vec_dot_rows(const runner_type_traits *t, runner_kernel_variant v, int64_t n, float *s, const void *x, size_t bx,
+                         int64_t nrows, const void *y);
+
+/* Bytes that n values of the type take: 0 and *bytes set on success; -1 when n is negative or not
+ * a multiple of the block size, -2 when the size does not fit in size_t. */
+int runner_type_row_bytes(const runner_type_traits *t, int64_t n, size_t *bytes);
 
 /* IEEE half and bfloat16 conversions, ties to even, as ggml (F16C) does them. */
 float runner_fp16_to_fp32(uint16_t h);

@@ -1,0 +1,60 @@
+/*
+ * Q4_0 x Q8_0 and Q4_1 x Q8_1 with AVX-512 VNNI, for one row (vec_dot) or two rows sharing the
+ * activation row (vec_dot2). Bitwise equal to q4.c.
+ *
+ * Per four blocks: the four 16-byte nibble arrays fill one zmm; its low nibbles (values 0..15 of
+ * each block) and high nibbles (16..31) dot, with VPDPBUSD (u8 x s8, exact int32), against the
+ * activations' first and second 16 bytes of the same blocks. For Q4_0 the "-8" is applied as
+ * 8 * sum(y), from a second VPDPBUSD against a vector of 8s, once per activation block however
+ * many rows use it. Each block ends in one 128-bit chunk: layout A of block_avx512.h.
+ */
+#include "quant/block_avx512.h"
+
+static ALWAYS_INLINE void q4_group(__m512i isum[2], const uint8_t *const xg[2], const uint8_t *yg, int count, int R,
+                                   int xb, int xqs, int yb, int yqs, int offset) {
+    __m512i z[2][4];
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    for (int k = 0; k < 4; k++) {
+        const int valid = count - 4 * k;
+        if (valid <= 0) {
+            z[0][k] = z[1][k] = _mm512_setzero_si512();
+            continue;
+        }
+        __m512i ylo, yhi;
+        load_act4(yg + 4 * k * yb + yqs, yb, valid, &ylo, &yhi);
+        __m512i c = _mm512_setzero_si512();
+        if (offset) {
+            const __m512i off = _mm512_set1_epi8((char)offset);
+            c = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), off, ylo), off, yhi);
+        }
+        for (int r = 0; r < R; r++) {
+            const __m512i packed = load_chunks4(xg[r] + 4 * k * xb + xqs, xb, valid);
+            const __m512i lo = _mm512_and_si512(packed, mask);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), mask);
+            const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, ylo), hi, yhi);
+            z[r][k] = offset ? _mm512_sub_epi32(d, c) : d;
+        }
+    }
+    for (int r = 0; r < R; r++) isum[r] = reduce_4x4(z[r][0], z[r][1], z[r][2], z[r][3]);
+}
+
+#define Q4_0_GROUP(isum, xg, yg, count, R) q4_group(isum, xg, yg, count, R, Q4_0_BYTES, Q4_0_QS, Q8_0_BYTES, Q8_0_QS, 8)
+#define Q4_1_GROUP(isum, xg, yg, count, R) q4_group(isum, xg, yg, count, R, Q4_1_BYTES, Q4_1_QS, Q8_1_BYTES, Q8_1_QS, 0)
+
+void runner_vec_dot_q4_0_q8_0_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+    const size_t bx = 0;
+    BLOCK_DOT_AVX512(1, Q4_0_BYTES, Q8_0_BYTES, 0, perm_4x4, inv_4x4, Q4_0_GROUP)
+}
+
+void runner_vec_dot2_q4_0_q8_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy) {
+    BLOCK_DOT_AVX512(2, Q4_0_BYTES, Q8_0_BYTES, 0, perm_4x4, inv_4x4, Q4_0_GROUP)
+}
+
+void runner_vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+    const size_t bx = 0;
+    BLOCK_DOT_AVX512(1, Q4_1_BYTES, Q8_1_BYTES, 1, perm_4x4, inv_4x4, Q4_1_GROUP)
+}
+
+void runner_vec_dot2_q4_1_q8_1_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy) {
+    BLOCK_DOT_AVX512(2, Q4_1_BYTES, Q8_1_BYTES, 1, perm_4x4, inv_4x4, Q4_1_GROUP)
+}
