@@ -41,6 +41,7 @@ const runner_type_traits* RequireType(const Napi::Env& env, const Napi::Value& v
   }
   if (v.IsString()) {
     const std::string name = Upper(v.As<Napi::String>().Utf8Value());
+    if (name == "F16XF16") return runner_kv_f16_traits();
     int32_t count = 0;
     const runner_type_traits* const* all = runner_type_traits_all(&count);
     for (int32_t i = 0; i < count; ++i) {

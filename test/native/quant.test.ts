@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict'
 import {describe, it} from 'node:test'
 
-import {cpuFeatures} from '../../src/lib/engine/addon.js'
+import {cpuFeatures, loadAddon} from '../../src/lib/engine/addon.js'
 import {
   fromFloat,
   KERNEL_VARIANTS,
@@ -42,7 +42,9 @@ const T = (name: string): KernelTypeTraits => {
 /** ggml-cpu's type_traits_cpu[...].vec_dot_type for each weight type (Q8_1 as a weight: its own). */
 const GGML_VEC_DOT_TYPE: Record<string, string> = {
   F32: 'F32',
-  F16: 'F16',
+  // Not ggml's F16 (ggml_type_traits says F16): llama.cpp's F16 matmuls run on F32 activations in
+  // practice (reference llama-f16.json: quantized_vs_dequantized is exactly 0), and we follow that.
+  F16: 'F32',
   BF16: 'BF16',
   Q4_0: 'Q8_0',
   Q5_0: 'Q8_0',
@@ -400,6 +402,22 @@ describe('vec_dot scalar reference vs a float64 dot of the dequantized rows', ()
         const bound = chain * 2 ** -24 * magnitude * 1.01 + sRoundingBound(x, t, y, n)
         const got = vecDot(name, n, x, y, 'scalar')
         assert.ok(Math.abs(got - exact) <= bound, `n = ${n}: scalar ${got}, float64 ${exact}, |diff| ${Math.abs(got - exact)} > ${bound}`)
+      }
+    })
+  }
+})
+
+describe('F16 x F16 (attention against an F16 KV cache): every SIMD variant equals the scalar reference bitwise', () => {
+  const raw = loadAddon() as unknown as {kernelVecDot(type: string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number}
+  for (const variant of simd(T('F16').variants)) {
+    it(variant, () => {
+      const rng = new SeededRandom(0xf16f16n)
+      for (const n of FLOAT_COUNTS) {
+        const x = quantizeRef('F16', edgyFloats(rng, n))
+        const y = quantizeRef('F16', edgyFloats(rng, n))
+        const want = raw.kernelVecDot('F16xF16', 'scalar', n, x, y)
+        const got = raw.kernelVecDot('F16xF16', variant, n, at(x, n % 64), at(y, (n * 3) % 64))
+        if (!same(got, want)) assert.fail(`n = ${n}: ${variant} ${got} != scalar ${want}`)
       }
     })
   }

@@ -45,7 +45,10 @@ static float silu(float x) {
 /* ---- matmul groups: weights that share one input ------------------------------------------- */
 
 #define GROUP_MAX 3
+/* Rows per claimed chunk: a prompt step visits a tile of rows against every token; a single-token
+ * step takes longer runs so the two-row kernel streams two distant rows (runner_vec_dot_rows). */
 #define ROW_TILE 16
+#define ROW_CHUNK_DECODE 64
 
 typedef struct matmul_group {
     runner_context *ctx;
@@ -98,16 +101,16 @@ static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
         if (b <= 0 || a >= rows) continue;
         if (a < 0) a = 0;
         if (b > rows) b = rows;
-        for (int64_t rt = a; rt < b; rt += ROW_TILE) {
-            const int64_t re = rt + ROW_TILE < b ? rt + ROW_TILE : b;
+        const int64_t tile = g->n_tok == 1 ? ROW_CHUNK_DECODE : ROW_TILE;
+        float v[ROW_CHUNK_DECODE];
+        for (int64_t rt = a; rt < b; rt += tile) {
+            const int64_t re = rt + tile < b ? rt + tile : b;
             for (int32_t t = 0; t < g->n_tok; t++) {
                 const uint8_t *y = act_row(g, g->slot[i], t);
                 float *o = g->out[i] + (size_t)t * rows;
-                for (int64_t r = rt; r < re; r++) {
-                    float v;
-                    w->vec_dot(w->ne[0], &v, w->data + (size_t)r * w->row_bytes, y);
-                    o[r] = g->accumulate[i] ? o[r] + v : v;
-                }
+                /* Bitwise the same as one vec_dot per row (the kernel table's contract). */
+                runner_vec_dot_rows(w->traits, w->variant, w->ne[0], v, w->data + (size_t)rt * w->row_bytes, w->row_bytes, re - rt, y);
+                for (int64_t r = rt; r < re; r++) o[r] = g->accumulate[i] ? o[r] + v[r - rt] : v[r - rt];
             }
         }
     }
@@ -134,7 +137,7 @@ static void group_run(matmul_group *g) {
     int64_t rows = 0;
     for (int i = 0; i < g->n_w; i++) rows += g->w[i]->ne[1];
     runner_pool_for(g->ctx->pool, g->n_tok, token_chunk(g->ctx, g->n_tok), group_prepare_task, g);
-    runner_pool_for(g->ctx->pool, rows, ROW_TILE, group_dot_task, g);
+    runner_pool_for(g->ctx->pool, rows, g->n_tok == 1 ? ROW_CHUNK_DECODE : ROW_TILE, group_dot_task, g);
 }
 
 /* ---- per-token element-wise tasks --------------------------------------------------------- */
@@ -193,7 +196,7 @@ static void attention_task(void *arg, int64_t i0, int64_t i1, int ith) {
     const int32_t hd = c->head_dim, group = c->n_head / c->n_head_kv;
     const size_t n_q = (size_t)c->n_head * hd, n_kv = (size_t)c->n_head_kv * hd;
     const int f16 = ctx->params.kv_type == RUNNER_KV_F16;
-    const runner_type_traits *kt = runner_type_traits_get(f16 ? RUNNER_TYPE_F16 : RUNNER_TYPE_F32);
+    const runner_type_traits *kt = f16 ? runner_kv_f16_traits() : runner_type_traits_get(RUNNER_TYPE_F32);
     const runner_vec_dot_fn dot = kt->vec_dot[runner_kernel_pick_vec_dot(kt, ctx->model->cpu)];
     float *scores = ctx->s.scores + (size_t)ith * ctx->params.n_ctx;
     uint16_t *q16 = ctx->s.q16 + (size_t)ith * hd;

@@ -170,6 +170,7 @@ static runner_status bind_tensor(runner_model *m, const runner_tensor_desc *t, i
     if (!is_vector && t->role != RUNNER_ROLE_TOKEN_EMBD) {
         runner_kernel_variant v = runner_kernel_pick_vec_dot(tt, m->cpu);
         w->vec_dot = tt->vec_dot[v];
+        w->variant = v;
         if (!w->vec_dot)
             return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s (layer %d): no matmul kernel for %s",
                                name, t->layer, tt->name);
@@ -194,7 +195,8 @@ static runner_status check_complete(runner_model *m, char *err, int32_t err_len)
     if (!m->output.data) {
         /* Tied embeddings: the head is token_embd, which then needs a matmul kernel. */
         m->output = m->tok_embd;
-        m->output.vec_dot = m->tok_embd.traits->vec_dot[runner_kernel_pick_vec_dot(m->tok_embd.traits, m->cpu)];
+        m->output.variant = runner_kernel_pick_vec_dot(m->tok_embd.traits, m->cpu);
+        m->output.vec_dot = m->tok_embd.traits->vec_dot[m->output.variant];
         const runner_type_traits *act = runner_type_traits_get(m->tok_embd.traits->vec_dot_type);
         if (!m->output.vec_dot || !act)
             return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tied output: no matmul kernel for %s",

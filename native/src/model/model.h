@@ -16,6 +16,7 @@ typedef struct runner_weight {
     int64_t ne[4];
     size_t row_bytes;                /* bytes of one row of ne[0] values */
     runner_vec_dot_fn vec_dot;       /* the variant picked for this CPU */
+    runner_kernel_variant variant;   /* which one it is (runner_vec_dot_rows needs it) */
 } runner_weight;
 
 typedef struct runner_layer {

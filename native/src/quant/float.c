@@ -58,12 +58,26 @@ void runner_vec_dot_f32_scalar(int64_t n, float *s, const void *vx, const void *
     *s = reduce_float_lanes(acc);
 }
 
-void runner_vec_dot_f16_scalar(int64_t n, float *s, const void *vx, const void *vy) {
+/* F16 x F16: attention scores against an F16 KV cache (ggml rounds the query to F16 there). */
+void runner_vec_dot_f16_f16_scalar(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     float acc[RUNNER_FLOAT_LANES] = {0};
     for (int64_t i = 0; i < n; i++) {
         const int l = (int)(i % RUNNER_FLOAT_LANES);
         acc[l] = fmaf(runner_fp16_to_fp32(rd_u16(x + 2 * i)), runner_fp16_to_fp32(rd_u16(y + 2 * i)), acc[l]);
+    }
+    *s = reduce_float_lanes(acc);
+}
+
+/* F16 weights x F32 activations. llama.cpp's F16 matmuls keep the activations in F32 (measured:
+ * shared/reference/llama-f16.json's dequantized_f32 section equals the F16 results exactly), so ours
+ * do too; rounding them to F16 had put our log-probabilities 0.006 away from llama.cpp's. */
+void runner_vec_dot_f16_scalar(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    float acc[RUNNER_FLOAT_LANES] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        const int l = (int)(i % RUNNER_FLOAT_LANES);
+        acc[l] = fmaf(runner_fp16_to_fp32(rd_u16(x + 2 * i)), rd_f32(y + 4 * i), acc[l]);
     }
     *s = reduce_float_lanes(acc);
 }

@@ -43,12 +43,12 @@ static inline __m256 load_f16x8(const uint8_t *p) {
 
 /* ---- F32 and F16: lane(i) = i % 64 -------------------------------------------------------------- */
 
-#define STEP(A, K) A = _mm256_fmadd_ps(LOAD(x + ES * (i + 8 * (K))), LOAD(y + ES * (i + 8 * (K))), A);
+#define STEP(A, K) A = _mm256_fmadd_ps(LOADX(x + ESX * (i + 8 * (K))), LOADY(y + ESY * (i + 8 * (K))), A);
 /* The tail (n % 64 values) is copied into zero-padded buffers; only the lanes it reaches are blended
  * into the accumulators (adding 0*0 to a -0 lane would make it +0). */
 #define TAIL(A, K)                                                                                 \
     if (8 * (K) < r) {                                                                             \
-        const __m256 f = _mm256_fmadd_ps(LOAD(tx + ES * 8 * (K)), LOAD(ty + ES * 8 * (K)), A);     \
+        const __m256 f = _mm256_fmadd_ps(LOADX(tx + ESX * 8 * (K)), LOADY(ty + ESY * 8 * (K)), A); \
         A = _mm256_blendv_ps(A, f, lanes_below(r - 8 * (K)));                                      \
     }
 
@@ -61,29 +61,50 @@ static inline __m256 load_f16x8(const uint8_t *p) {
     }                                                                                              \
     if (i < n) {                                                                                   \
         const int r = (int)(n - i);                                                                \
-        uint8_t tx[RUNNER_FLOAT_LANES * ES], ty[RUNNER_FLOAT_LANES * ES];                          \
+        uint8_t tx[RUNNER_FLOAT_LANES * ESX], ty[RUNNER_FLOAT_LANES * ESY];                        \
         memset(tx, 0, sizeof tx);                                                                  \
         memset(ty, 0, sizeof ty);                                                                  \
-        memcpy(tx, x + ES * i, (size_t)r * ES);                                                    \
-        memcpy(ty, y + ES * i, (size_t)r * ES);                                                    \
+        memcpy(tx, x + ESX * i, (size_t)r * ESX);                                                  \
+        memcpy(ty, y + ESY * i, (size_t)r * ESY);                                                  \
         TAIL(a0, 0) TAIL(a1, 1) TAIL(a2, 2) TAIL(a3, 3) TAIL(a4, 4) TAIL(a5, 5) TAIL(a6, 6) TAIL(a7, 7) \
     }                                                                                              \
     *s = reduce_lanes_8x8(a0, a1, a2, a3, a4, a5, a6, a7);
 
+/* ESX/ESY: bytes per value of x and y; LOADX/LOADY: eight of them as floats. */
 void runner_vec_dot_f32_avx2(int64_t n, float *s, const void *vx, const void *vy) {
-#define ES 4
-#define LOAD load_f32x8
+#define ESX 4
+#define ESY 4
+#define LOADX load_f32x8
+#define LOADY load_f32x8
     FLOAT_DOT_AVX2
-#undef LOAD
-#undef ES
+#undef LOADX
+#undef LOADY
+#undef ESX
+#undef ESY
+}
+
+void runner_vec_dot_f16_f16_avx2(int64_t n, float *s, const void *vx, const void *vy) {
+#define ESX 2
+#define ESY 2
+#define LOADX load_f16x8
+#define LOADY load_f16x8
+    FLOAT_DOT_AVX2
+#undef LOADX
+#undef LOADY
+#undef ESX
+#undef ESY
 }
 
 void runner_vec_dot_f16_avx2(int64_t n, float *s, const void *vx, const void *vy) {
-#define ES 2
-#define LOAD load_f16x8
+#define ESX 2
+#define ESY 4
+#define LOADX load_f16x8
+#define LOADY load_f32x8
     FLOAT_DOT_AVX2
-#undef LOAD
-#undef ES
+#undef LOADX
+#undef LOADY
+#undef ESX
+#undef ESY
 }
 
 /* ---- BF16: even values of each 16 to one accumulator, odd to another ------------------------------

@@ -71,7 +71,7 @@ static inline __m256 load_f16x8(const uint8_t *p) {
         A = _mm256_mask3_fmadd_ps(fx, fy, A, m);                                                     \
     }
 
-void runner_vec_dot_f16_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+void runner_vec_dot_f16_f16_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const uint8_t *x = vx, *y = vy;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     int64_t i = 0;
@@ -79,6 +79,28 @@ void runner_vec_dot_f16_avx512(int64_t n, float *s, const void *vx, const void *
         F16_STEP(a0, 0) F16_STEP(a1, 1) F16_STEP(a2, 2) F16_STEP(a3, 3) F16_STEP(a4, 4) F16_STEP(a5, 5) F16_STEP(a6, 6) F16_STEP(a7, 7)
     }
     F16_TAIL(a0, 0) F16_TAIL(a1, 1) F16_TAIL(a2, 2) F16_TAIL(a3, 3) F16_TAIL(a4, 4) F16_TAIL(a5, 5) F16_TAIL(a6, 6) F16_TAIL(a7, 7)
+    *s = reduce_lanes_8x8(a0, a1, a2, a3, a4, a5, a6, a7);
+}
+
+/* ---- F16 weights x F32 activations: lane(i) = i % 64 --------------------------------------------- */
+
+#define F16F32_STEP(A, K) A = _mm256_fmadd_ps(load_f16x8(x + 2 * (i + 8 * (K))), _mm256_loadu_ps((const float *)(const void *)(y + 4 * (i + 8 * (K)))), A);
+#define F16F32_TAIL(A, K)                                                                           \
+    if (i + 8 * (K) < n) {                                                                          \
+        const __mmask8 m = (__mmask8)below(n - i - 8 * (K), 8);                                     \
+        const __m256 fx = _mm256_cvtph_ps(_mm_maskz_loadu_epi16(m, x + 2 * (i + 8 * (K))));          \
+        const __m256 fy = _mm256_maskz_loadu_ps(m, y + 4 * (i + 8 * (K)));                          \
+        A = _mm256_mask3_fmadd_ps(fx, fy, A, m);                                                     \
+    }
+
+void runner_vec_dot_f16_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+    const uint8_t *x = vx, *y = vy;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    int64_t i = 0;
+    for (; i + RUNNER_FLOAT_LANES <= n; i += RUNNER_FLOAT_LANES) {
+        F16F32_STEP(a0, 0) F16F32_STEP(a1, 1) F16F32_STEP(a2, 2) F16F32_STEP(a3, 3) F16F32_STEP(a4, 4) F16F32_STEP(a5, 5) F16F32_STEP(a6, 6) F16F32_STEP(a7, 7)
+    }
+    F16F32_TAIL(a0, 0) F16F32_TAIL(a1, 1) F16F32_TAIL(a2, 2) F16F32_TAIL(a3, 3) F16F32_TAIL(a4, 4) F16F32_TAIL(a5, 5) F16F32_TAIL(a6, 6) F16F32_TAIL(a7, 7)
     *s = reduce_lanes_8x8(a0, a1, a2, a3, a4, a5, a6, a7);
 }
 

@@ -83,6 +83,10 @@ typedef struct runner_type_traits {
     runner_cpu_mask from_float_needs[RUNNER_KERNEL_COUNT]; /* features each from_float variant requires */
 } runner_type_traits;
 
+/* F16 x F16 (an F16 KV cache row against a query rounded to F16, as ggml does): not in the weight
+ * table, since F16 weights dot against F32 activations. Its vec_dot variants obey the same contract. */
+const runner_type_traits *runner_kv_f16_traits(void);
+
 /* The entry for a ggml type id, or NULL when the engine does not implement it. */
 const runner_type_traits *runner_type_traits_get(int32_t type);
 

@@ -157,16 +157,19 @@ RUNNER_DECLARE_FROM_FLOAT(runner_from_float_f16_scalar);
 RUNNER_DECLARE_FROM_FLOAT(runner_from_float_bf16_scalar);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f32_scalar);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f16_scalar);
+RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f16_f16_scalar);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_bf16_scalar);
 RUNNER_DECLARE_FROM_FLOAT(runner_from_float_f16_avx2);
 RUNNER_DECLARE_FROM_FLOAT(runner_from_float_bf16_avx2);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f32_avx2);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f16_avx2);
+RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f16_f16_avx2);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_bf16_avx2);
 RUNNER_DECLARE_FROM_FLOAT(runner_from_float_f16_avx512);
 RUNNER_DECLARE_FROM_FLOAT(runner_from_float_bf16_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f32_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f16_avx512);
+RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f16_f16_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_bf16_avx512);
 
 /* q8.c / q8_avx2.c / q8_avx512.c */

@@ -45,7 +45,7 @@ static const runner_type_traits type_f16 = {
     .name = "F16",
     .block_size = 1,
     .type_size = 2,
-    .vec_dot_type = RUNNER_TYPE_F16,
+    .vec_dot_type = RUNNER_TYPE_F32, /* as llama.cpp computes F16 matmuls: see runner_vec_dot_f16_scalar */
     .to_float = runner_to_float_f16,
     .from_float_ref = runner_from_float_f16_scalar,
     .from_float = {runner_from_float_f16_scalar, X86(runner_from_float_f16_avx2), X86(runner_from_float_f16_avx512)},
@@ -53,6 +53,25 @@ static const runner_type_traits type_f16 = {
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512},
     .from_float_needs = {0, NEEDS_AVX2, NEEDS_AVX512},
 };
+
+/* Not a weight type: the dot of an F16 KV cache row with a query rounded to F16. */
+static const runner_type_traits type_f16_kv = {
+    .type = RUNNER_TYPE_F16,
+    .name = "F16xF16",
+    .block_size = 1,
+    .type_size = 2,
+    .vec_dot_type = RUNNER_TYPE_F16,
+    .to_float = runner_to_float_f16,
+    .from_float_ref = runner_from_float_f16_scalar,
+    .from_float = {runner_from_float_f16_scalar, X86(runner_from_float_f16_avx2), X86(runner_from_float_f16_avx512)},
+    .vec_dot = {runner_vec_dot_f16_f16_scalar, X86(runner_vec_dot_f16_f16_avx2), X86(runner_vec_dot_f16_f16_avx512)},
+    .needs = {0, NEEDS_AVX2, NEEDS_AVX512},
+    .from_float_needs = {0, NEEDS_AVX2, NEEDS_AVX512},
+};
+
+const runner_type_traits *runner_kv_f16_traits(void) {
+    return &type_f16_kv;
+}
 
 static const runner_type_traits type_q4_0 = {
     .type = RUNNER_TYPE_Q4_0,
