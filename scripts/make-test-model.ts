@@ -51,23 +51,24 @@ export const DEFAULT_TOKENIZER = resolve(fileURLToPath(import.meta.url), '../../
 
 const TOKEN_TYPE_UNUSED = 5
 
-export const TEST_MODEL_TYPES = ['f32', 'f16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1'] as const
+export const TEST_MODEL_TYPES = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1'] as const
 export type TestModelType = (typeof TEST_MODEL_TYPES)[number]
 
 const WEIGHT_TYPES: Record<TestModelType, GgmlTypeInfo> = {
   f32: ggmlTypeById(GgmlType.F32)!,
   f16: ggmlTypeById(GgmlType.F16)!,
+  bf16: ggmlTypeById(GgmlType.BF16)!,
   q8_0: ggmlTypeById(GgmlType.Q8_0)!,
   q4_0: ggmlTypeById(GgmlType.Q4_0)!,
   q4_1: ggmlTypeById(GgmlType.Q4_1)!,
   q5_0: ggmlTypeById(GgmlType.Q5_0)!,
   q5_1: ggmlTypeById(GgmlType.Q5_1)!,
 }
-/** general.file_type: llama.cpp's LLAMA_FTYPE_ALL_F32, _MOSTLY_F16, _MOSTLY_Q8_0, _Q4_0, _Q4_1, _Q5_0, _Q5_1. */
-const FILE_TYPES: Record<TestModelType, number> = {f32: 0, f16: 1, q8_0: 7, q4_0: 2, q4_1: 3, q5_0: 8, q5_1: 9}
+/** general.file_type: llama.cpp's LLAMA_FTYPE_ALL_F32, _MOSTLY_F16, _MOSTLY_BF16, _MOSTLY_Q8_0, _Q4_0, _Q4_1, _Q5_0, _Q5_1. */
+const FILE_TYPES: Record<TestModelType, number> = {f32: 0, f16: 1, bf16: 32, q8_0: 7, q4_0: 2, q4_1: 3, q5_0: 8, q5_1: 9}
 /** llama.cpp's GGML_QNT_VERSION, written as general.quantization_version in quantized files. */
 const QUANTIZATION_VERSION = 2
-const isQuantized = (t: TestModelType) => t !== 'f32' && t !== 'f16'
+const isQuantized = (t: TestModelType) => t !== 'f32' && t !== 'f16' && t !== 'bf16'
 
 interface TensorPlan {
   name: string
@@ -217,7 +218,7 @@ export async function makeTestModel(out: string, spec: TestModelSpec, onProgress
 }
 
 const USAGE = `usage: tsx scripts/make-test-model.ts --out FILE [--arch llama] [--n-embd 128] [--n-layer 2]
-  [--n-head 8] [--n-head-kv 2] [--n-ff 352] [--context 256] [--type f32|f16|q8_0|q4_0|q4_1|q5_0|q5_1] [--seed 1]
+  [--n-head 8] [--n-head-kv 2] [--n-ff 352] [--context 256] [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1] [--seed 1]
   [--vocab N] [--tokenizer-from FILE.gguf] [--tied] [--rope-base 10000] [--eps 1e-5] [--name NAME]
 
 TinyLlama-1.1B shape: --n-embd 2048 --n-layer 22 --n-head 32 --n-head-kv 4 --n-ff 5632 --vocab 32000 --context 2048`
