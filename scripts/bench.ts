@@ -1,0 +1,602 @@
+/**
+ * Side-by-side benchmark of our engine and llama.cpp (through node-llama-cpp) on the same GGUF file
+ * and thread count: prompt processing (pp, default 512 tokens in one batch) and decode (tg, default
+ * 128 generated tokens, greedy), plus peak RSS and load time.
+ *
+ *   npm run bench -- --model FILE [--model FILE2] [--threads 1,2] [--reps 3] [--pp 512] [--tg 128] [--json]
+ *   npm run bench -- --suite [--cache-dir DIR]      (TinyLlama-shaped Q8_0 and Q4_0, and stories260K)
+ *
+ * Method (docs/benchmarks.md):
+ * - The parent reads each file once first, so that both engines find it in the page cache.
+ * - Every (engine, file, threads) measurement runs in its own child process, so that peak RSS is
+ *   that engine's alone and neither engine inherits the other's threads, heap or page faults. The
+ *   child is this script with --worker; it loads the model, warms up (a short prompt and a few
+ *   tokens, not timed), then times pp and tg once and prints one JSON line.
+ * - Engines alternate rep by rep (runner, llama.cpp, runner, llama.cpp, ...), so that drift in the
+ *   machine's load lands on both; the parent prints medians with min and max over the reps, and the
+ *   ratio of the medians (ours / llama.cpp).
+ * - pp: 512 tokens at position 0 of an empty cache, logits of the last one. Ours: Context.decode.
+ *   llama.cpp: LlamaContextSequence.evaluateWithoutGeneratingNewTokens (one batch of batchSize 512).
+ * - tg: from an empty cache, an 8-token prompt (not timed), then tg + 1 greedy tokens with no stop
+ *   token; the time covers evaluating tg generated tokens (and sampling). Ours: the native generate
+ *   loop's decodeMs. llama.cpp: the time between the first and the (tg + 1)-th token that
+ *   LlamaContextSequence.evaluate yields, i.e. what a node-llama-cpp user sees per token.
+ * - Both engines get the same token ids, context size (1024 unless pp + tg needs more), batch size
+ *   512, F16 KV cache (both defaults) and thread count (llama.cpp's thread splitter is told min =
+ *   ideal = the count, so it cannot hand out fewer). llama.cpp's flash attention is off unless
+ *   --flash-attention says otherwise: with it off, llama.cpp computes attention as we do and both
+ *   engines generate the same greedy tokens (checked: the tables note where they differ).
+ *
+ * Progress goes to stderr, results to stdout (a markdown table, or JSON with --json).
+ */
+import {spawn} from 'node:child_process'
+import {closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync} from 'node:fs'
+import {cpus, loadavg, tmpdir} from 'node:os'
+import {basename, join, resolve} from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {parseArgs} from 'node:util'
+
+import {readGgufModel} from '../src/lib/gguf/index.js'
+import {defaultThreads} from '../src/lib/util/cpu.js'
+
+const SCRIPT = fileURLToPath(import.meta.url)
+const ROOT = resolve(SCRIPT, '../..')
+const STORIES = resolve(ROOT, '../shared/models/stories260K.gguf')
+
+type Engine = 'runner' | 'llama.cpp'
+const ENGINES: readonly Engine[] = ['runner', 'llama.cpp']
+type FlashAttention = 'off' | 'on' | 'auto'
+const FLASH_ATTENTION: Record<FlashAttention, boolean | 'auto'> = {off: false, on: true, auto: 'auto'}
+
+/** Both engines split prompts into batches of this many tokens (llama.cpp's default ubatch). */
+const N_BATCH = 512
+const WARM_PROMPT = 8
+const WARM_GEN = 4
+const TG_PROMPT = 8
+/** The worker's result line starts with this, so that a stray log line on stdout cannot be mistaken for it. */
+const RESULT_MARK = 'BENCH_RESULT '
+
+/** The standard bench models: TinyLlama-1.1B's shape with random weights (make-test-model.ts). */
+const TINYLLAMA = {nEmbd: 2048, nLayer: 22, nHead: 32, nHeadKv: 4, nFf: 5632, vocab: 32000, context: 2048, seed: 1}
+const SUITE_TYPES = ['q8_0', 'q4_0'] as const
+
+interface WorkerOptions {
+  readonly engine: Engine
+  readonly model: string
+  readonly threads: number
+  readonly pp: number
+  readonly tg: number
+  readonly nCtx: number
+  /** llama.cpp's flash attention (node-llama-cpp's default is 'auto', which turns it on for CPU). */
+  readonly flashAttention: FlashAttention
+}
+
+interface WorkerResult {
+  readonly engine: Engine
+  readonly threads: number
+  /** Model load and context creation. */
+  readonly loadMs: number
+  readonly ppTokens: number
+  readonly ppMs: number
+  readonly tgTokens: number
+  readonly tgMs: number
+  /** RSS once the engine's code is loaded, before the model: the process's own share of peak RSS. */
+  readonly baseRssMiB: number
+  /** process.resourceUsage().maxRSS at the end. */
+  readonly peakRssMiB: number
+  /**
+   * CPU time the process got during the timed pp and tg, divided by their wall time: about the
+   * thread count when the threads ran (spinning counts), less when they were descheduled or slept.
+   */
+  readonly coresUsed: number
+  /** The first generated tokens, to see that both engines ran the same model. */
+  readonly firstTokens: number[]
+  /** Engine-specific facts worth printing (llama.cpp: threads it used, flash attention). */
+  readonly notes: Record<string, string | number | boolean>
+}
+
+// ---------------------------------------------------------------- worker (one measurement) -----
+
+/** Deterministic prompt ids among the first 512 tokens (real tokens in every bench model), skipping 0-2 (unk, bos, eos). */
+function promptIds(n: number, nVocab: number): number[] {
+  const m = Math.min(nVocab, 512) - 3
+  return Array.from({length: n}, (_, i) => 3 + ((i * 7919 + 13) % m))
+}
+
+function vocabSize(path: string): number {
+  const embd = readGgufModel(path).tensors.find((t) => t.name === 'token_embd.weight')
+  if (!embd?.shape[1]) throw new Error(`${path} has no token_embd.weight`)
+  return embd.shape[1]
+}
+
+const mib = (bytes: number) => bytes / 2 ** 20
+const rssMiB = () => mib(process.memoryUsage().rss)
+/** maxRSS is in KiB on Linux and macOS. */
+const peakRssMiB = () => process.resourceUsage().maxRSS / 1024
+
+/** Starts a meter; calling the result gives the process's CPU seconds (all threads) per wall second since. */
+function cpuMeter(): () => number {
+  const c0 = process.cpuUsage()
+  const w0 = performance.now()
+  return () => {
+    const c = process.cpuUsage(c0)
+    return (c.user + c.system) / 1000 / (performance.now() - w0)
+  }
+}
+
+async function workerRunner(o: WorkerOptions): Promise<WorkerResult> {
+  const {Model} = await import('../src/lib/engine/model.js')
+  const {loadAddon} = await import('../src/lib/engine/addon.js')
+  const {resolveSamplingOptions} = await import('../src/lib/sampling/index.js')
+  loadAddon()
+  const baseRssMiB = rssMiB()
+  const t0 = performance.now()
+  const model = await Model.load(o.model)
+  const ctx = await model.createContext({nCtx: o.nCtx, nBatch: N_BATCH, threads: o.threads, kvType: 'f16'})
+  const loadMs = performance.now() - t0
+  const ids = promptIds(o.pp, vocabSize(o.model))
+  const sampling = resolveSamplingOptions({temperature: 0, topK: 0, topP: 1, minP: 0, seed: 0n})
+
+  await ctx.generate(ids.slice(0, WARM_PROMPT), {maxTokens: WARM_GEN, sampling, stopTokens: [], pos: 0}).result
+  ctx.kvTruncate(0)
+
+  const cpu = cpuMeter()
+  const t1 = performance.now()
+  await ctx.decode(ids, {pos: 0, logits: 'last'})
+  const ppMs = performance.now() - t1
+  if (ctx.nPast !== o.pp) throw new Error(`runner: the cache holds ${ctx.nPast} positions after pp, expected ${o.pp}`)
+  ctx.kvTruncate(0)
+
+  const r = await ctx.generate(ids.slice(0, TG_PROMPT), {maxTokens: o.tg + 1, sampling, stopTokens: [], pos: 0}).result
+  if (r.tokens.length !== o.tg + 1) throw new Error(`runner: generated ${r.tokens.length} tokens, expected ${o.tg + 1} (finish: ${r.finishReason})`)
+  const coresUsed = cpu()
+  ctx.dispose()
+  model.dispose()
+  return {
+    engine: 'runner',
+    threads: o.threads,
+    loadMs,
+    ppTokens: o.pp,
+    ppMs,
+    tgTokens: o.tg,
+    tgMs: r.decodeMs,
+    baseRssMiB,
+    peakRssMiB: peakRssMiB(),
+    coresUsed,
+    firstTokens: r.tokens.slice(0, 16),
+    notes: {},
+  }
+}
+
+async function workerLlamaCpp(o: WorkerOptions): Promise<WorkerResult> {
+  const {getLlama, LlamaLogLevel} = await import('node-llama-cpp')
+  const llama = await getLlama({gpu: false, build: 'never', logLevel: LlamaLogLevel.error})
+  const baseRssMiB = rssMiB()
+  const t0 = performance.now()
+  const model = await llama.loadModel({modelPath: o.model})
+  const ctx = await model.createContext({contextSize: o.nCtx, batchSize: N_BATCH, threads: {ideal: o.threads, min: o.threads}, flashAttention: FLASH_ATTENTION[o.flashAttention]})
+  const loadMs = performance.now() - t0
+  const seq = ctx.getSequence()
+  const ids = promptIds(o.pp, vocabSize(o.model))
+
+  /** Evaluate `prompt`, then generate until `n` tokens came out; ms between the first and the last. */
+  const generate = async (prompt: number[], n: number): Promise<{ms: number; tokens: number[]}> => {
+    const tokens: number[] = []
+    let first = 0
+    // yieldEogToken: an end-of-generation token must not end the run early (ours gets stopTokens: []).
+    for await (const token of seq.evaluate(prompt as Parameters<typeof seq.evaluate>[0], {temperature: 0, yieldEogToken: true})) {
+      if (tokens.length === 0) first = performance.now()
+      tokens.push(token)
+      if (tokens.length === n) break
+    }
+    const ms = performance.now() - first
+    if (tokens.length !== n) throw new Error(`llama.cpp: generated ${tokens.length} tokens, expected ${n}`)
+    return {ms, tokens}
+  }
+
+  await generate(ids.slice(0, WARM_PROMPT), WARM_GEN)
+  await seq.clearHistory()
+
+  const cpu = cpuMeter()
+  const t1 = performance.now()
+  await seq.evaluateWithoutGeneratingNewTokens(ids as Parameters<typeof seq.evaluate>[0])
+  const ppMs = performance.now() - t1
+  if (seq.nextTokenIndex !== o.pp) throw new Error(`llama.cpp: the sequence holds ${seq.nextTokenIndex} tokens after pp, expected ${o.pp}`)
+  await seq.clearHistory()
+
+  const tg = await generate(ids.slice(0, TG_PROMPT), o.tg + 1)
+  const coresUsed = cpu()
+  const notes = {threadsUsed: ctx.currentThreads}
+  await ctx.dispose()
+  await model.dispose()
+  return {
+    engine: 'llama.cpp',
+    threads: o.threads,
+    loadMs,
+    ppTokens: o.pp,
+    ppMs,
+    tgTokens: o.tg,
+    tgMs: tg.ms,
+    baseRssMiB,
+    peakRssMiB: peakRssMiB(),
+    coresUsed,
+    firstTokens: tg.tokens.slice(0, 16),
+    notes,
+  }
+}
+
+async function worker(o: WorkerOptions): Promise<void> {
+  const result = o.engine === 'runner' ? await workerRunner(o) : await workerLlamaCpp(o)
+  process.stdout.write(`${RESULT_MARK}${JSON.stringify(result)}\n`)
+}
+
+// ---------------------------------------------------------------- parent -----------------------
+
+interface BenchModel {
+  readonly label: string
+  readonly path: string
+}
+
+/** Run one worker; resolves with its result, or rejects with its stderr. */
+function runWorker(o: WorkerOptions): Promise<WorkerResult> {
+  const args = ['--import', 'tsx', SCRIPT, '--worker', o.engine, '--model', o.model, '--threads', String(o.threads), '--pp', String(o.pp), '--tg', String(o.tg)]
+  args.push('--n-ctx', String(o.nCtx), '--flash-attention', o.flashAttention)
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(process.execPath, args, {cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe']})
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()))
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      const line = out.split('\n').find((l) => l.startsWith(RESULT_MARK))
+      if (code === 0 && line) resolveRun(JSON.parse(line.slice(RESULT_MARK.length)) as WorkerResult)
+      else reject(new Error(`${o.engine} worker on ${basename(o.model)} (${o.threads} threads) exited with ${signal ?? code}:\n${err.trim() || out.trim()}`))
+    })
+  })
+}
+
+function spawnChecked(args: string[]): Promise<void> {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(process.execPath, args, {cwd: ROOT, env: process.env, stdio: ['ignore', 'inherit', 'inherit']})
+    child.on('error', reject)
+    child.on('close', (code) => (code === 0 ? resolveRun() : reject(new Error(`${args.join(' ')} exited with ${code}`))))
+  })
+}
+
+/** True when `path` is a GGUF of the TinyLlama bench shape with 2-D weights of `type`. */
+function matchesSuiteModel(path: string, type: string): boolean {
+  try {
+    const g = readGgufModel(path)
+    const u = (key: string) => g.metadata.get(`llama.${key}`)?.value
+    const attnQ = g.tensors.find((t) => t.name === 'blk.0.attn_q.weight')
+    const embd = g.tensors.find((t) => t.name === 'token_embd.weight')
+    return (
+      u('embedding_length') === TINYLLAMA.nEmbd &&
+      u('block_count') === TINYLLAMA.nLayer &&
+      u('attention.head_count') === TINYLLAMA.nHead &&
+      u('attention.head_count_kv') === TINYLLAMA.nHeadKv &&
+      u('feed_forward_length') === TINYLLAMA.nFf &&
+      u('context_length') === TINYLLAMA.context &&
+      embd?.shape[1] === TINYLLAMA.vocab &&
+      attnQ?.type.name.toLowerCase() === type
+    )
+  } catch {
+    return false
+  }
+}
+
+/** Build (or reuse from the cache) the TinyLlama-shaped bench model of one weight type. */
+async function suiteModel(cacheDir: string, type: string): Promise<BenchModel> {
+  const s = TINYLLAMA
+  const name = `tinyllama-shape-e${s.nEmbd}-l${s.nLayer}-h${s.nHead}-kv${s.nHeadKv}-ff${s.nFf}-v${s.vocab}-c${s.context}-s${s.seed}-${type}.gguf`
+  const path = join(cacheDir, name)
+  const label = `TinyLlama-shape ${type.toUpperCase()}`
+  if (existsSync(path) && matchesSuiteModel(path, type)) {
+    process.stderr.write(`reusing ${path}\n`)
+    return {label, path}
+  }
+  mkdirSync(cacheDir, {recursive: true})
+  const tmp = `${path}.tmp-${process.pid}`
+  process.stderr.write(`writing ${path} (about a minute)\n`)
+  try {
+    await spawnChecked([
+      '--import', 'tsx', join(ROOT, 'scripts/make-test-model.ts'), '--out', tmp, '--type', type,
+      '--n-embd', String(s.nEmbd), '--n-layer', String(s.nLayer), '--n-head', String(s.nHead), '--n-head-kv', String(s.nHeadKv),
+      '--n-ff', String(s.nFf), '--vocab', String(s.vocab), '--context', String(s.context), '--seed', String(s.seed),
+    ])
+    if (!matchesSuiteModel(tmp, type)) throw new Error(`make-test-model.ts wrote ${tmp}, but it is not the ${type} model asked for`)
+    renameSync(tmp, path)
+  } finally {
+    rmSync(tmp, {force: true})
+  }
+  return {label, path}
+}
+
+/**
+ * Read the whole file once, so that it sits in the page cache before the first worker maps it:
+ * otherwise whichever engine runs first pays for the disk (seconds for a 1 GB file).
+ */
+function warmPageCache(path: string): void {
+  const fd = openSync(path, 'r')
+  try {
+    const buf = Buffer.allocUnsafe(16 << 20)
+    while (readSync(fd, buf, 0, buf.length, null) > 0);
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** Bytes of weights one decoded token reads: every weight tensor once, but one row of token_embd (unless it is also the output). */
+function weightBytesPerToken(path: string): number {
+  const g = readGgufModel(path)
+  const tied = !g.tensors.some((t) => t.name === 'output.weight')
+  let bytes = 0
+  for (const t of g.tensors) {
+    if (t.name === 'token_embd.weight' && !tied) bytes += t.byteSize / (t.shape[1] ?? 1)
+    else bytes += t.byteSize
+  }
+  return bytes
+}
+
+interface Stats {
+  median: number
+  min: number
+  max: number
+}
+
+function stats(values: number[]): Stats {
+  const v = [...values].sort((a, b) => a - b)
+  const n = v.length
+  const median = n === 0 ? NaN : n % 2 ? v[(n - 1) / 2]! : (v[n / 2 - 1]! + v[n / 2]!) / 2
+  return {median, min: v[0] ?? NaN, max: v[n - 1] ?? NaN}
+}
+
+interface EngineSummary {
+  runs: WorkerResult[]
+  errors: string[]
+  ppTokS: Stats
+  tgTokS: Stats
+  peakRssMiB: Stats
+  baseRssMiB: Stats
+  loadMs: Stats
+  coresUsed: Stats
+  /** Weight bytes per token × median tg tok/s. */
+  tgGBs: number
+}
+
+interface CaseSummary {
+  model: string
+  file: string
+  fileMiB: number
+  weightMiBPerToken: number
+  threads: number
+  engines: Partial<Record<Engine, EngineSummary>>
+  /** Ratios of medians, ours / llama.cpp (absent unless both engines ran). */
+  ratio?: {pp: number; tg: number; peakRss: number}
+  /** Whether the first greedy tokens of the two engines agree (a check that both ran the same model). */
+  sameFirstTokens?: boolean
+}
+
+function summarize(runs: WorkerResult[], errors: string[], weightBytes: number): EngineSummary {
+  const tg = stats(runs.map((r) => (1000 * r.tgTokens) / r.tgMs))
+  return {
+    runs,
+    errors,
+    ppTokS: stats(runs.map((r) => (1000 * r.ppTokens) / r.ppMs)),
+    tgTokS: tg,
+    peakRssMiB: stats(runs.map((r) => r.peakRssMiB)),
+    baseRssMiB: stats(runs.map((r) => r.baseRssMiB)),
+    loadMs: stats(runs.map((r) => r.loadMs)),
+    coresUsed: stats(runs.map((r) => r.coresUsed)),
+    tgGBs: (weightBytes * tg.median) / 1e9,
+  }
+}
+
+function cpuModel(): string {
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))
+    if (m?.[1]) return m[1].trim()
+  } catch {
+    // not Linux
+  }
+  return cpus()[0]?.model ?? 'unknown'
+}
+
+function nodeLlamaCppVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(join(ROOT, 'node_modules/node-llama-cpp/package.json'), 'utf8')) as {version: string}).version
+  } catch {
+    return 'unknown'
+  }
+}
+
+const fmt = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : '-')
+const range = (s: Stats, digits = 1) => (Number.isFinite(s.median) ? `${fmt(s.median, digits)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})` : '-')
+
+function markdown(header: Record<string, string | number>, cases: CaseSummary[], pp: number, tg: number): string {
+  const lines: string[] = []
+  for (const [k, v] of Object.entries(header)) lines.push(`- ${k}: ${v}`)
+  lines.push('', `Speed: tokens per second, median (min–max) over the reps; ratio = median ours / median llama.cpp (above 1: we are faster).`, '')
+  lines.push(`| model | threads | pp${pp} runner | pp${pp} llama.cpp | pp ratio | tg${tg} runner | tg${tg} llama.cpp | tg ratio |`)
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|')
+  for (const c of cases) {
+    const o = c.engines.runner
+    const l = c.engines['llama.cpp']
+    const cell = (s: EngineSummary | undefined, pick: (e: EngineSummary) => Stats) => (s ? (s.runs.length ? range(pick(s)) : 'failed') : '-')
+    lines.push(
+      `| ${c.model} | ${c.threads} | ${cell(o, (e) => e.ppTokS)} | ${cell(l, (e) => e.ppTokS)} | ${c.ratio ? `${fmt(c.ratio.pp, 2)}x` : '-'} | ${cell(o, (e) => e.tgTokS)} | ${cell(l, (e) => e.tgTokS)} | ${c.ratio ? `${fmt(c.ratio.tg, 2)}x` : '-'} |`,
+    )
+  }
+  lines.push('', 'Memory, load and decode bandwidth: peak RSS of the whole worker process (median, min–max), of which "base" is Node plus the engine\'s code before the model; cores used = CPU time / wall time over the timed pp and tg (median); tg GB/s = weight bytes read per token × median tg tok/s.', '')
+  lines.push('| model | threads | engine | peak RSS MiB | base MiB | load ms | cores used | weights/token MiB | tg GB/s | notes |')
+  lines.push('|---|---:|---|---:|---:|---:|---:|---:|---:|---|')
+  for (const c of cases) {
+    for (const engine of ENGINES) {
+      const e = c.engines[engine]
+      if (!e) continue
+      const notes = [...Object.entries(e.runs[0]?.notes ?? {}).map(([k, v]) => `${k}=${v}`), ...(e.errors.length ? [`${e.errors.length} failed`] : [])]
+      lines.push(
+        `| ${c.model} | ${c.threads} | ${engine} | ${range(e.peakRssMiB, 0)} | ${fmt(e.baseRssMiB.median, 0)} | ${fmt(e.loadMs.median, 0)} | ${fmt(e.coresUsed.median, 2)} | ${fmt(c.weightMiBPerToken, 1)} | ${fmt(e.tgGBs, 2)} | ${notes.join(', ')} |`,
+      )
+    }
+  }
+  const differ = cases.filter((c) => c.sameFirstTokens === false)
+  if (differ.length) lines.push('', `Note: the engines' first 16 greedy tokens differ on: ${differ.map((c) => `${c.model} (${c.threads} thread${c.threads > 1 ? 's' : ''})`).join(', ')}.`)
+  return `${lines.join('\n')}\n`
+}
+
+const USAGE = `usage: npm run bench -- (--model FILE ... | --suite) [--threads 1,2] [--reps 3] [--pp 512] [--tg 128]
+       [--engines runner,llama.cpp] [--flash-attention off|on|auto] [--cache-dir DIR] [--json]
+       npm run bench -- --from-json FILE
+
+  --model FILE      a GGUF file to measure (repeatable)
+  --suite           the standard bench models: TinyLlama-1.1B-shaped random weights in Q8_0 and Q4_0
+                    (written once by make-test-model.ts into --cache-dir, then reused) and
+                    ../shared/models/stories260K.gguf
+  --threads LIST    thread counts, comma-separated (default: 1 and the physical cores)
+  --reps N          measurements per engine, file and thread count, each in a fresh process (default 3)
+  --pp N            prompt tokens processed at once (default 512)
+  --tg N            tokens generated after a short prompt (default 128)
+  --engines LIST    runner, llama.cpp or both (default both)
+  --flash-attention off|on|auto
+                    llama.cpp's flash attention (default off: our attention computes what llama.cpp's
+                    non-fused path computes, so both then generate the same greedy tokens;
+                    node-llama-cpp's own default is auto, i.e. on for CPU)
+  --cache-dir DIR   where --suite keeps its models (default: $TMPDIR/runner-bench)
+  --json            print the results as JSON instead of markdown tables
+  --from-json FILE  print the tables of a saved --json run (measures nothing)
+
+example: npm run bench -- --suite --threads 1,2 --reps 3`
+
+function positiveInt(flag: string, v: string): number {
+  const n = Number(v)
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${flag} must be a positive integer, got ${v}`)
+  return n
+}
+
+async function main(): Promise<void> {
+  const {values} = parseArgs({
+    options: {
+      model: {type: 'string', multiple: true},
+      suite: {type: 'boolean', default: false},
+      threads: {type: 'string'},
+      reps: {type: 'string', default: '3'},
+      pp: {type: 'string', default: '512'},
+      tg: {type: 'string', default: '128'},
+      engines: {type: 'string', default: ENGINES.join(',')},
+      'flash-attention': {type: 'string', default: 'off'},
+      'cache-dir': {type: 'string', default: join(tmpdir(), 'runner-bench')},
+      json: {type: 'boolean', default: false},
+      'from-json': {type: 'string'},
+      worker: {type: 'string'},
+      'n-ctx': {type: 'string'},
+      help: {type: 'boolean', short: 'h', default: false},
+    },
+    strict: true,
+  })
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`)
+    return
+  }
+  if (values['from-json'] !== undefined) {
+    const saved = JSON.parse(readFileSync(values['from-json'], 'utf8')) as Record<string, unknown> & {cases: CaseSummary[]; pp: number; tg: number}
+    const {cases, ...header} = saved
+    process.stdout.write(markdown(header as Record<string, string | number>, cases, saved.pp, saved.tg))
+    return
+  }
+  const pp = positiveInt('pp', values.pp)
+  const tg = positiveInt('tg', values.tg)
+  // Room for the pp run, and for the tg run's short prompt and its tokens.
+  const flashAttention = values['flash-attention'] as FlashAttention
+  if (!(flashAttention in FLASH_ATTENTION)) throw new Error(`--flash-attention ${flashAttention} must be off, on or auto`)
+  const nCtx = values['n-ctx'] ? positiveInt('n-ctx', values['n-ctx']) : Math.max(1024, pp, TG_PROMPT + tg + 1)
+
+  if (values.worker !== undefined) {
+    const engine = values.worker as Engine
+    if (!ENGINES.includes(engine)) throw new Error(`--worker ${values.worker} must be one of ${ENGINES.join(', ')}`)
+    const model = values.model?.[0]
+    if (!model || values.model?.length !== 1) throw new Error('--worker needs exactly one --model')
+    await worker({engine, model, threads: positiveInt('threads', values.threads ?? '1'), pp, tg, nCtx, flashAttention})
+    return
+  }
+
+  const threads = (values.threads ?? [...new Set([1, defaultThreads()])].join(',')).split(',').map((t) => positiveInt('threads', t.trim()))
+  const reps = positiveInt('reps', values.reps)
+  const engines = values.engines.split(',').map((e) => e.trim())
+  for (const e of engines) if (!ENGINES.includes(e as Engine)) throw new Error(`--engines: ${e} is not one of ${ENGINES.join(', ')}`)
+  const models: BenchModel[] = (values.model ?? []).map((p) => ({label: basename(p).replace(/\.gguf$/, ''), path: resolve(p)}))
+  if (values.suite) {
+    for (const type of SUITE_TYPES) models.push(await suiteModel(values['cache-dir'], type))
+    models.push({label: 'stories260K', path: STORIES})
+  }
+  if (models.length === 0) {
+    process.stderr.write(`${USAGE}\n`)
+    process.exitCode = 2
+    return
+  }
+  for (const m of models) if (!existsSync(m.path)) throw new Error(`${m.path} does not exist`)
+
+  const header: Record<string, string | number> = {
+    date: new Date().toISOString(),
+    cpu: `${cpuModel()} (${cpus().length} logical CPUs)`,
+    node: process.version,
+    'node-llama-cpp': nodeLlamaCppVersion(),
+    addon: process.env.RUNNER_NATIVE_ADDON ?? 'native/build (default)',
+    threads: threads.join(', '),
+    'llama.cpp flash attention': flashAttention,
+    reps,
+    pp,
+    tg,
+    'load average (1, 5, 15 min) at start': loadavg().map((l) => l.toFixed(2)).join(', '),
+  }
+  process.stderr.write(`bench: ${header.cpu}, ${header.date}\n`)
+
+  const cases: CaseSummary[] = []
+  const total = models.length * threads.length * reps * engines.length
+  let done = 0
+  for (const m of models) {
+    const weightBytes = weightBytesPerToken(m.path)
+    warmPageCache(m.path)
+    for (const t of threads) {
+      const runs: Record<Engine, WorkerResult[]> = {runner: [], 'llama.cpp': []}
+      const errors: Record<Engine, string[]> = {runner: [], 'llama.cpp': []}
+      for (let rep = 0; rep < reps; rep++) {
+        for (const engine of engines as Engine[]) {
+          done++
+          const prefix = `[${done}/${total}] ${m.label}, ${t} thread${t > 1 ? 's' : ''}, ${engine}, rep ${rep + 1}/${reps}`
+          try {
+            const r = await runWorker({engine, model: m.path, threads: t, pp, tg, nCtx, flashAttention})
+            runs[engine].push(r)
+            process.stderr.write(
+              `${prefix}: pp ${fmt((1000 * r.ppTokens) / r.ppMs)} tok/s, tg ${fmt((1000 * r.tgTokens) / r.tgMs)} tok/s, peak RSS ${fmt(r.peakRssMiB, 0)} MiB, load ${fmt(r.loadMs, 0)} ms\n`,
+            )
+          } catch (error) {
+            const message = (error as Error).message
+            errors[engine].push(message)
+            process.stderr.write(`${prefix}: FAILED\n${message}\n`)
+          }
+        }
+      }
+      const c: CaseSummary = {model: m.label, file: m.path, fileMiB: mib(statSync(m.path).size), weightMiBPerToken: mib(weightBytes), threads: t, engines: {}}
+      for (const engine of engines as Engine[]) c.engines[engine] = summarize(runs[engine], errors[engine], weightBytes)
+      const o = c.engines.runner
+      const l = c.engines['llama.cpp']
+      if (o?.runs.length && l?.runs.length) {
+        c.ratio = {pp: o.ppTokS.median / l.ppTokS.median, tg: o.tgTokS.median / l.tgTokS.median, peakRss: o.peakRssMiB.median / l.peakRssMiB.median}
+        c.sameFirstTokens = JSON.stringify(o.runs[0]!.firstTokens) === JSON.stringify(l.runs[0]!.firstTokens)
+      }
+      cases.push(c)
+    }
+  }
+
+  header['load average (1, 5, 15 min) at end'] = loadavg().map((l) => l.toFixed(2)).join(', ')
+  if (values.json) process.stdout.write(`${JSON.stringify({...header, cases}, null, 2)}\n`)
+  else process.stdout.write(markdown(header, cases, pp, tg))
+  if (cases.some((c) => Object.values(c.engines).some((e) => e.errors.length > 0))) process.exitCode = 1
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench: ${(error as Error).message}\n`)
+  process.exitCode = 1
+})
