@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -353,10 +354,41 @@ Napi::Value KernelToFloat(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// kernelAxpy(type, variant, a, x: Uint8Array, y: Float32Array) -> Float32Array: a copy of y after
+// y[i] = fmaf(a, x[i], y[i]) with that variant (test hook for the bitwise contract).
+Napi::Value KernelAxpy(const Napi::CallbackInfo& info) {
+  RequireArgs(info, 5, "kernelAxpy(type, variant, a, x: Uint8Array, y: Float32Array)");
+  Napi::Env env = info.Env();
+  const runner_type_traits* t = RequireType(env, info[0], "kernelAxpy");
+  if (!info[1].IsString()) Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelAxpy: variant must be a string");
+  const std::string vname = info[1].As<Napi::String>().Utf8Value();
+  int v = -1;
+  for (int i = 0; i < RUNNER_KERNEL_COUNT; i++)
+    if (vname == runner_kernel_variant_name(i)) v = i;
+  const runner_axpy_fn fn = v < 0 ? nullptr : runner_axpy_variant(t->type, static_cast<runner_kernel_variant>(v));
+  if (!fn) Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelAxpy: no " + vname + " axpy for " + t->name);
+  if (v == RUNNER_KERNEL_AVX2 && !runner_kernel_vec_dot_usable(runner_type_traits_get(RUNNER_TYPE_F16), RUNNER_KERNEL_AVX2, runner_cpu_features()))
+    Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelAxpy: this CPU cannot run avx2");
+  if (!info[2].IsNumber()) Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelAxpy: a must be a number");
+  const float a = info[2].As<Napi::Number>().FloatValue();
+  Napi::Uint8Array x = RequireBytes(env, info[3], "kernelAxpy: x");
+  if (!info[4].IsTypedArray() || info[4].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelAxpy: y must be a Float32Array");
+  Napi::Float32Array y = info[4].As<Napi::Float32Array>();
+  const int64_t n = static_cast<int64_t>(y.ElementLength());
+  if (x.ByteLength() != static_cast<size_t>(n) * t->type_size)
+    Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelAxpy: x must hold as many values as y");
+  Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(n));
+  std::copy(y.Data(), y.Data() + n, out.Data());
+  fn(n, a, x.Data(), out.Data());
+  return out;
+}
+
 }  // namespace
 
 namespace runner_addon {
 void RegisterKernelBindings(Napi::Env env, Napi::Object exports) {
+  exports.Set("kernelAxpy", Napi::Function::New(env, KernelAxpy, "kernelAxpy"));
   exports.Set("typeTraits", Napi::Function::New(env, TypeTraits, "typeTraits"));
   exports.Set("kernelVecDot", Napi::Function::New(env, KernelVecDot, "kernelVecDot"));
   exports.Set("kernelVecDot2", Napi::Function::New(env, KernelVecDot2, "kernelVecDot2"));

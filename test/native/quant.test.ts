@@ -422,3 +422,24 @@ describe('F16 x F16 (attention against an F16 KV cache): every SIMD variant equa
     })
   }
 })
+
+describe('axpy (the attention value sum): every SIMD variant equals the scalar reference bitwise', () => {
+  const raw = loadAddon() as unknown as {kernelAxpy(type: string, variant: string, a: number, x: Uint8Array, y: Float32Array): Float32Array}
+  for (const type of ['F32', 'F16']) {
+    for (const variant of simd(T(type).variants).filter((v) => v === 'avx2')) {
+      it(`${type}: ${variant}`, () => {
+        const rng = new SeededRandom(0xa8b9n)
+        for (const n of FLOAT_COUNTS) {
+          const xf = edgyFloats(rng, n)
+          const x = type === 'F32' ? new Uint8Array(xf.buffer) : quantizeRef('F16', xf)
+          const y = edgyFloats(rng, n)
+          const a = rng.normal()
+          const want = raw.kernelAxpy(type, 'scalar', a, x, y)
+          const got = raw.kernelAxpy(type, variant, a, at(x, n % 64), y)
+          assert.ok(Buffer.from(got.buffer).equals(Buffer.from(want.buffer)) || want.some(Number.isNaN), `n = ${n}`)
+          for (let i = 0; i < n; i++) if (!same(got[i]!, want[i]!)) assert.fail(`n = ${n}, i = ${i}: ${got[i]} != ${want[i]}`)
+        }
+      })
+    }
+  }
+})

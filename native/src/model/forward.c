@@ -198,6 +198,7 @@ static void attention_task(void *arg, int64_t i0, int64_t i1, int ith) {
     const int f16 = ctx->params.kv_type == RUNNER_KV_F16;
     const runner_type_traits *kt = f16 ? runner_kv_f16_traits() : runner_type_traits_get(RUNNER_TYPE_F32);
     const runner_vec_dot_fn dot = kt->vec_dot[runner_kernel_pick_vec_dot(kt, ctx->model->cpu)];
+    const runner_axpy_fn axpy = runner_axpy_pick(f16 ? RUNNER_TYPE_F16 : RUNNER_TYPE_F32, ctx->model->cpu);
     float *scores = ctx->s.scores + (size_t)ith * ctx->params.n_ctx;
     uint16_t *q16 = ctx->s.q16 + (size_t)ith * hd;
     const float scale = 1.0f / sqrtf((float)hd);
@@ -231,14 +232,9 @@ static void attention_task(void *arg, int64_t i0, int64_t i1, int ith) {
         for (int32_t d = 0; d < hd; d++) out[d] = 0.0f;
         for (int32_t j = 0; j <= p; j++) {
             float pj = scores[j] * inv;
-            if (f16) {
-                pj = runner_fp16_to_fp32(runner_fp32_to_fp16(pj)); /* ggml rounds the weights to F16 too */
-                const uint16_t *vrow = (const uint16_t *)ctx->v_cache[st->layer] + (size_t)j * n_kv + (size_t)g * hd;
-                for (int32_t d = 0; d < hd; d++) out[d] += pj * runner_fp16_to_fp32(vrow[d]);
-            } else {
-                const float *vrow = (const float *)ctx->v_cache[st->layer] + (size_t)j * n_kv + (size_t)g * hd;
-                for (int32_t d = 0; d < hd; d++) out[d] += pj * vrow[d];
-            }
+            if (f16) pj = runner_fp16_to_fp32(runner_fp32_to_fp16(pj)); /* ggml rounds the weights to F16 too */
+            const uint8_t *vrow = (const uint8_t *)ctx->v_cache[st->layer] + ((size_t)j * n_kv + (size_t)g * hd) * ctx->kv_elem_bytes;
+            axpy(hd, pj, vrow, out);
         }
     }
 }

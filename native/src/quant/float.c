@@ -97,3 +97,13 @@ void runner_vec_dot_bf16_scalar(int64_t n, float *s, const void *vx, const void 
     }
     *s = reduce_float_lanes(acc);
 }
+
+void runner_axpy_f32_scalar(int64_t n, float a, const void *vx, float *y) {
+    const uint8_t *x = vx;
+    for (int64_t i = 0; i < n; i++) y[i] = fmaf(a, rd_f32(x + 4 * i), y[i]);
+}
+
+void runner_axpy_f16_scalar(int64_t n, float a, const void *vx, float *y) {
+    const uint8_t *x = vx;
+    for (int64_t i = 0; i < n; i++) y[i] = fmaf(a, runner_fp16_to_fp32(rd_u16(x + 2 * i)), y[i]);
+}

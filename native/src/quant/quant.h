@@ -87,6 +87,13 @@ typedef struct runner_type_traits {
  * table, since F16 weights dot against F32 activations. Its vec_dot variants obey the same contract. */
 const runner_type_traits *runner_kv_f16_traits(void);
 
+/* y[i] = fmaf(a, x[i], y[i]) for i < n, x of F32 or F16 (the attention's weighted sum of values).
+ * Element-wise, so every variant is bitwise the scalar one. NULL where a variant is absent. */
+typedef void (*runner_axpy_fn)(int64_t n, float a, const void *x, float *y);
+runner_axpy_fn runner_axpy_variant(int32_t type, runner_kernel_variant v);
+/* The fastest usable variant for this CPU (never NULL for F32 and F16). */
+runner_axpy_fn runner_axpy_pick(int32_t type, runner_cpu_mask cpu);
+
 /* The entry for a ggml type id, or NULL when the engine does not implement it. */
 const runner_type_traits *runner_type_traits_get(int32_t type);
 
