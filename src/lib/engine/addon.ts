@@ -75,6 +75,10 @@ export interface NativeTensorDesc {
   size: number
 }
 
+/**
+ * The sampler parameter object the addon reads (native/addon/sampler_binding.cc ReadSamplerParams),
+ * shared by samplerCreate and generate.
+ */
 export interface NativeSamplingParams {
   temperature: number
   topK: number
@@ -87,8 +91,9 @@ export interface NativeSamplingParams {
   seed: bigint
   nTopLogprobs: number
   /** Compute the chosen token's log-probability (costs one exp per vocabulary entry). */
-  logprobs: boolean
-  logitBias: Array<[number, number]>
+  logprobs?: boolean
+  logitBias?: ReadonlyMap<number, number> | ReadonlyArray<readonly [number, number]>
+  exemptTokens?: readonly number[]
 }
 
 export interface NativeGenerateParams {

@@ -2,29 +2,15 @@
  * The native sampler (native/src/sample/sample.c) behind a typed wrapper. The addon functions are
  * registered by native/addon/sampler_binding.cc; this file is their one TypeScript description.
  */
-import {loadAddon} from '../engine/addon.js'
+import {loadAddon, type NativeSamplingParams} from '../engine/addon.js'
 import {ExitCode, type ExitCodeValue, RunnerError} from '../errors.js'
 import type {SamplingOptions} from './params.js'
 
 /** Opaque handle (a Node-API External) owned by the addon. */
 export type SamplerHandle = {readonly __brand: 'SamplerHandle'}
 
-/** The parameter object samplerCreate reads (names as in sampler_binding.cc). */
-export interface NativeSamplerParams {
-  temperature: number
-  topK: number
-  topP: number
-  minP: number
-  repeatPenalty: number
-  presencePenalty: number
-  frequencyPenalty: number
-  penaltyLastN: number
-  seed: bigint
-  nTopLogprobs: number
-  logprobs?: boolean
-  logitBias?: ReadonlyMap<number, number> | ReadonlyArray<readonly [number, number]>
-  exemptTokens?: readonly number[]
-}
+/** The parameter object samplerCreate reads: one description, shared with generate. */
+export type NativeSamplerParams = NativeSamplingParams
 
 /** One sampled token. */
 export interface SampleResult {
