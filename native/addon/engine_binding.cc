@@ -105,40 +105,60 @@ struct ProgressData {
   uint64_t done, total;
 };
 
+// The outcome of a load, settled on the main thread: by OnOK when there is no progress callback,
+// else by the progress ThreadSafeFunction's finalizer, which runs after every queued progress call
+// has been delivered (so no progress report arrives after the promise has settled).
+struct LoadState {
+  Napi::Promise::Deferred deferred;
+  runner_status status = RUNNER_OK;
+  std::string message;
+  runner_model *model = nullptr;
+  explicit LoadState(Napi::Env env) : deferred(Napi::Promise::Deferred::New(env)) {}
+  void Settle(Napi::Env env) {
+    if (status != RUNNER_OK) {
+      deferred.Reject(EngineError(env, status, message).Value());
+      return;
+    }
+    auto h = std::make_shared<ModelHandle>();
+    h->model = model;
+    model = nullptr;
+    deferred.Resolve(Wrap(env, h));
+  }
+  ~LoadState() { runner_model_free(model); }
+};
+
 class LoadWorker : public Napi::AsyncWorker {
  public:
   LoadWorker(Napi::Env env, runner_model_config cfg, std::vector<std::string> paths, std::vector<runner_tensor_desc> tensors,
              Napi::Function progress)
-      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), cfg_(cfg), paths_(std::move(paths)),
+      : Napi::AsyncWorker(env), state_(std::make_shared<LoadState>(env)), cfg_(cfg), paths_(std::move(paths)),
         tensors_(std::move(tensors)) {
-    if (!progress.IsEmpty())
-      tsfn_ = Napi::ThreadSafeFunction::New(env, progress, "runner.modelLoad.progress", 0, 1);
+    if (!progress.IsEmpty()) {
+      std::shared_ptr<LoadState> state = state_;
+      tsfn_ = Napi::ThreadSafeFunction::New(env, progress, "runner.modelLoad.progress", 0, 1,
+                                            [state](Napi::Env env) { state->Settle(env); });
+    }
   }
-  Napi::Promise Promise() { return deferred_.Promise(); }
+  Napi::Promise Promise() { return state_->deferred.Promise(); }
 
   void Execute() override {
     std::vector<const char *> cpaths;
     for (auto &p : paths_) cpaths.push_back(p.c_str());
     char err[kErrLen] = {0};
-    status_ = runner_model_load(&cfg_, cpaths.data(), static_cast<int32_t>(cpaths.size()), tensors_.data(),
-                                static_cast<int32_t>(tensors_.size()), tsfn_ ? &LoadWorker::OnProgress : nullptr, this,
-                                &model_, err, kErrLen);
-    message_ = err;
+    state_->status = runner_model_load(&cfg_, cpaths.data(), static_cast<int32_t>(cpaths.size()), tensors_.data(),
+                                       static_cast<int32_t>(tensors_.size()), tsfn_ ? &LoadWorker::OnProgress : nullptr,
+                                       this, &state_->model, err, kErrLen);
+    state_->message = err;
   }
   void OnOK() override {
-    Napi::Env env = Env();
     if (tsfn_) tsfn_.Release();
-    if (status_ != RUNNER_OK) {
-      deferred_.Reject(EngineError(env, status_, message_).Value());
-      return;
-    }
-    auto h = std::make_shared<ModelHandle>();
-    h->model = model_;
-    deferred_.Resolve(Wrap(env, h));
+    else state_->Settle(Env());
   }
   void OnError(const Napi::Error &e) override {
+    state_->status = RUNNER_ERR_INVALID_ARGUMENT;
+    state_->message = e.Message();
     if (tsfn_) tsfn_.Release();
-    deferred_.Reject(e.Value());
+    else state_->Settle(Env());
   }
 
  private:
@@ -157,14 +177,11 @@ class LoadWorker : public Napi::AsyncWorker {
     return 0;
   }
 
-  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<LoadState> state_;
   runner_model_config cfg_;
   std::vector<std::string> paths_;
   std::vector<runner_tensor_desc> tensors_;
   Napi::ThreadSafeFunction tsfn_;
-  runner_model *model_ = nullptr;
-  runner_status status_ = RUNNER_OK;
-  std::string message_;
 };
 
 // modelLoad(config, paths, tensors, onProgress?) -> Promise<model handle>
