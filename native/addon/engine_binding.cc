@@ -56,18 +56,42 @@ struct ContextHandle {
 using ModelRef = std::shared_ptr<ModelHandle>;
 using ContextRef = std::shared_ptr<ContextHandle>;
 
+// Type tags: a model handle passed where a context is expected (or any other External) is refused
+// by name instead of being reinterpreted.
+template <typename T> struct HandleTag;
+template <> struct HandleTag<ModelHandle> { static constexpr napi_type_tag tag = {0x52554e4e45524d4fULL, 0x44454c48414e444cULL}; };
+template <> struct HandleTag<ContextHandle> { static constexpr napi_type_tag tag = {0x52554e4e4552434fULL, 0x4e5445585448444cULL}; };
+
 template <typename T>
 Napi::External<std::shared_ptr<T>> Wrap(Napi::Env env, std::shared_ptr<T> p) {
-  return Napi::External<std::shared_ptr<T>>::New(env, new std::shared_ptr<T>(std::move(p)),
-                                                 [](Napi::Env, std::shared_ptr<T> *h) { delete h; });
+  auto ext = Napi::External<std::shared_ptr<T>>::New(env, new std::shared_ptr<T>(std::move(p)),
+                                                     [](Napi::Env, std::shared_ptr<T> *h) { delete h; });
+  ext.TypeTag(&HandleTag<T>::tag);
+  return ext;
+}
+
+// The handle's own shared_ptr slot (reset by dispose), after checking it is a handle of this kind.
+template <typename T>
+std::shared_ptr<T> &Slot(const Napi::Value &v, const char *what) {
+  if (!v.IsExternal() || !v.As<Napi::External<std::shared_ptr<T>>>().CheckTypeTag(&HandleTag<T>::tag))
+    throw Napi::TypeError::New(v.Env(), std::string(what) + " must be a " + what + " handle from the engine");
+  return *v.As<Napi::External<std::shared_ptr<T>>>().Data();
 }
 
 template <typename T>
 std::shared_ptr<T> Unwrap(const Napi::Value &v, const char *what) {
-  if (!v.IsExternal()) throw Napi::TypeError::New(v.Env(), std::string(what) + " must be a handle from the engine");
-  auto sp = *v.As<Napi::External<std::shared_ptr<T>>>().Data();
+  auto sp = Slot<T>(v, what);
   if (!sp || sp->disposed) throw Napi::Error::New(v.Env(), std::string(what) + " has been disposed");
   return sp;
+}
+
+// An exact 32-bit integer argument, or a RangeError naming it (no silent NaN -> 0 or 1.5 -> 1).
+int32_t IntArg(const Napi::Value &v, const char *what) {
+  if (!v.IsNumber()) throw Napi::TypeError::New(v.Env(), std::string(what) + " must be a number");
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != static_cast<double>(static_cast<int32_t>(d)))
+    throw Napi::RangeError::New(v.Env(), std::string(what) + " must be a 32-bit integer");
+  return static_cast<int32_t>(d);
 }
 
 int32_t GetInt(const Napi::Object &o, const char *key) {
@@ -247,8 +271,7 @@ Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
 }
 
 Napi::Value ModelFree(const Napi::CallbackInfo &info) {
-  if (!info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "modelFree(model)");
-  auto &sp = *info[0].As<Napi::External<ModelRef>>().Data();
+  auto &sp = Slot<ModelHandle>(info[0], "model");
   if (sp) sp->disposed = true;
   sp.reset();  // contexts still holding it keep it alive until they go
   return info.Env().Undefined();
@@ -305,8 +328,7 @@ Napi::Value ContextCreate(const Napi::CallbackInfo &info) {
 }
 
 Napi::Value ContextFree(const Napi::CallbackInfo &info) {
-  if (!info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "contextFree(context)");
-  auto &sp = *info[0].As<Napi::External<ContextRef>>().Data();
+  auto &sp = Slot<ContextHandle>(info[0], "context");
   if (sp) sp->disposed = true;
   sp.reset();  // a running worker holds its own reference; the context is freed when it ends
   return info.Env().Undefined();
@@ -384,8 +406,7 @@ Napi::Int32Array FlagsFrom(const Napi::Value &v) {
 Napi::Value Decode(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   std::vector<int32_t> tokens = TokensFrom(info[1], "tokens");
-  if (!info[2].IsNumber() || !info[3].IsNumber()) throw Napi::TypeError::New(env, "decode(context, tokens, pos, logitsMode, logits?, flags?)");
-  int32_t pos = info[2].As<Napi::Number>().Int32Value(), mode = info[3].As<Napi::Number>().Int32Value();
+  const int32_t pos = IntArg(info[2], "pos"), mode = IntArg(info[3], "logitsMode");
   Napi::Float32Array logits;
   if (info.Length() > 4 && info[4].IsTypedArray()) {
     if (info[4].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) throw Napi::TypeError::New(env, "logits must be a Float32Array");
@@ -406,8 +427,8 @@ Napi::Value Decode(const Napi::CallbackInfo &info) {
 }
 
 Napi::Value KvTruncate(const Napi::CallbackInfo &info) {
+  const int32_t n = IntArg(info[1], "nKeep");
   ContextRef c = Acquire(info[0]);
-  int32_t n = info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : -1;
   runner_status st = runner_kv_truncate(c->ctx, n);
   c->busy = false;
   if (st != RUNNER_OK) throw EngineError(info.Env(), st, "kvTruncate: " + std::to_string(n) + " is outside [0, n_past]");
@@ -416,6 +437,8 @@ Napi::Value KvTruncate(const Napi::CallbackInfo &info) {
 
 Napi::Value NPast(const Napi::CallbackInfo &info) {
   ContextRef c = Unwrap<ContextHandle>(info[0], "context");
+  // A running worker writes n_past: reading it then would race, and the answer would be stale.
+  if (c->busy) throw Napi::Error::New(info.Env(), "context is busy with another decode or generate call");
   return Napi::Number::New(info.Env(), runner_context_n_past(c->ctx));
 }
 
@@ -535,16 +558,21 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
   SamplerParams sp = ReadSamplerParams(env, o.Get("sampling").As<Napi::Object>());
   Napi::Int32Array flags = info.Length() > 3 ? FlagsFrom(info[3]) : Napi::Int32Array();
   ContextRef c = Acquire(info[0]);
-  auto state = std::make_shared<GenerateState>(env);
-  Napi::ThreadSafeFunction tsfn = Napi::ThreadSafeFunction::New(
-      env, info[2].As<Napi::Function>(), "runner.generate.tokens", 0, 1, [state](Napi::Env env) {
-        if (state->status != RUNNER_OK) state->deferred.Reject(EngineError(env, state->status, state->message).Value());
-        else state->deferred.Resolve(StatsToJs(env, state->stats));
-      });
-  auto *w = new GenerateWorker(env, c, state, tsfn, std::move(prompt), std::move(history), std::move(eog), pos, max_tokens,
-                               std::move(sp), flags);
-  w->Queue();
-  return state->deferred.Promise();
+  try {
+    auto state = std::make_shared<GenerateState>(env);
+    Napi::ThreadSafeFunction tsfn = Napi::ThreadSafeFunction::New(
+        env, info[2].As<Napi::Function>(), "runner.generate.tokens", 0, 1, [state](Napi::Env env) {
+          if (state->status != RUNNER_OK) state->deferred.Reject(EngineError(env, state->status, state->message).Value());
+          else state->deferred.Resolve(StatsToJs(env, state->stats));
+        });
+    auto *w = new GenerateWorker(env, c, state, tsfn, std::move(prompt), std::move(history), std::move(eog), pos, max_tokens,
+                                 std::move(sp), flags);
+    w->Queue();
+    return state->deferred.Promise();
+  } catch (...) {
+    c->busy = false;  // never leave the context stuck "busy" when starting failed
+    throw;
+  }
 }
 
 // tensorRoles() -> the role names in id order, for the test that src/lib/arch agrees.

@@ -201,8 +201,11 @@ static runner_status check_complete(runner_model *m, char *err, int32_t err_len)
         if (!m->output.vec_dot || !act)
             return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tied output: no matmul kernel for %s",
                                m->tok_embd.traits->name);
-        if (act->type != RUNNER_TYPE_F32)
+        if (act->type != RUNNER_TYPE_F32) {
             m->act_from_float[act->type] = act->from_float[runner_kernel_pick_from_float(act, m->cpu)];
+            if (!m->act_from_float[act->type])
+                return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tied output: no quantizer for activations of %s", act->name);
+        }
     }
     for (int32_t i = 0; i < m->cfg.n_layer; i++) {
         runner_layer *l = &m->layers[i];
@@ -308,9 +311,9 @@ int32_t runner_model_n_vocab(const runner_model *m) {
 void runner_context_free(runner_context *ctx) {
     if (!ctx) return;
     if (ctx->pool) runner_pool_free(ctx->pool);
-    for (int32_t l = 0; ctx->k_cache && l < ctx->model->cfg.n_layer; l++) {
-        free(ctx->k_cache[l]);
-        free(ctx->v_cache[l]);
+    for (int32_t l = 0; l < ctx->model->cfg.n_layer; l++) {
+        if (ctx->k_cache) free(ctx->k_cache[l]);
+        if (ctx->v_cache) free(ctx->v_cache[l]);
     }
     free(ctx->k_cache);
     free(ctx->v_cache);

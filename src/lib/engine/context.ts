@@ -43,6 +43,14 @@ const FINISH: readonly FinishReason[] = ['length', 'eos', 'aborted', 'stopped', 
 
 export interface GenerationResult {
   readonly tokens: number[]
+  /**
+   * Tokens sampled but not yet in the KV cache: usually the last generated token (it is reported
+   * before it would be evaluated), and the end-of-generation token on "eos". To continue the same
+   * sequence, put these before the next prompt (at position `nPast`).
+   */
+  readonly pending: number[]
+  /** Positions the KV cache holds after this generation. */
+  readonly nPast: number
   readonly text: string
   readonly finishReason: FinishReason
   readonly promptTokens: number
@@ -119,7 +127,7 @@ export class Context {
     options: GenerateOptions,
     onToken: (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null) => void,
     flags: Int32Array,
-  ): Promise<NativeGenerateStats> {
+  ): {pos: number; done: Promise<NativeGenerateStats>} {
     const tok = this.model.tokenizer
     const s = options.sampling
     if (!Number.isInteger(options.maxTokens) || options.maxTokens < 0) {
@@ -134,7 +142,7 @@ export class Context {
         ExitCode.usage,
       )
     }
-    return loadAddon().generate(
+    const done = loadAddon().generate(
       this.native,
       {
         prompt,
@@ -159,6 +167,7 @@ export class Context {
       onToken,
       flags,
     )
+    return {pos, done}
   }
 
   dispose(): void {
@@ -200,21 +209,26 @@ export class TokenStream implements AsyncIterable<GeneratedToken> {
       this.queue.push({token, text: piece, logprob, ...(top ? {top} : {})})
       this.wake?.()
     }
-    let started: Promise<NativeGenerateStats>
+    let started: {pos: number; done: Promise<NativeGenerateStats>}
     try {
       started = ctx.startGenerate(prompt, options, onToken, this.flags.array)
     } catch (error) {
-      started = Promise.reject(error)
+      started = {pos: 0, done: Promise.reject(error)}
     }
-    this.result = started.then(
+    this.result = started.done.then(
       (stats) => {
         const tail = decoder.end()
         if (tail) {
           text += tail
           this.queue.push({token: -1, text: tail, logprob: 0})
         }
+        // Whatever of prompt + generated (+ end-of-generation token) lies past what the cache holds.
+        const nPast = ctx.nPast
+        const sequence = [...prompt, ...tokens, ...(stats.eogToken >= 0 ? [stats.eogToken] : [])]
         return {
           tokens,
+          pending: sequence.slice(nPast - started.pos),
+          nPast,
           text,
           finishReason: FINISH[stats.finish] ?? 'length',
           promptTokens: stats.nPrompt,
@@ -240,7 +254,11 @@ export class TokenStream implements AsyncIterable<GeneratedToken> {
     this.flags.array[1] = 1
   }
 
+  private iterated = false
+
   async *[Symbol.asyncIterator](): AsyncIterator<GeneratedToken> {
+    if (this.iterated) throw new RunnerError('STREAM_ITERATED', 'a token stream can be iterated once; keep the tokens you need')
+    this.iterated = true
     try {
       for (;;) {
         const next = this.queue.shift()

@@ -79,3 +79,27 @@ describe('determinism', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
     })
   }
 })
+
+describe('continuing a generation', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
+  test('pending tokens + a second generate equal one longer greedy generation', async () => {
+    const model = await Model.load(sharedPath('models', 'stories260K.gguf'))
+    const sampling = resolveSamplingOptions({temperature: 0, topK: 0, topP: 1, minP: 0, seed: 0n})
+    const prompt = model.tokenizer.encode('Once upon a time', {addSpecial: true})
+    const one = await model.createContext({nCtx: 128, threads: 1})
+    const whole = (await one.generate(prompt, {maxTokens: 30, sampling, stopTokens: []}).result).tokens
+    const two = await model.createContext({nCtx: 128, threads: 1})
+    const first = await two.generate(prompt, {maxTokens: 12, sampling, stopTokens: []}).result
+    assert.equal(first.nPast, prompt.length + 11, 'the last generated token is not yet evaluated')
+    assert.deepEqual(first.pending, [first.tokens[11]])
+    const second = await two.generate(first.pending, {maxTokens: 18, sampling, stopTokens: []}).result
+    assert.deepEqual([...first.tokens, ...second.tokens], whole)
+    const stream = two.generate([whole[0]!], {maxTokens: 1, sampling, pos: 0})
+    for await (const _ of stream) break
+    await assert.rejects(async () => {
+      for await (const _ of stream) break
+    }, /iterated once/)
+    one.dispose()
+    two.dispose()
+    model.dispose()
+  })
+})
