@@ -1,0 +1,86 @@
+/**
+ * `runner score` against llama.cpp's perplexity figures in ../shared/reference (computed with
+ * llama-perplexity's window scheme, F32 KV cache): nll_mean, perplexity, its standard error and every
+ * window's NLL sum; plus determinism across threads and batch sizes, and the refusals.
+ */
+import assert from 'node:assert/strict'
+import {readFileSync} from 'node:fs'
+import {describe, test} from 'node:test'
+
+import type {Context} from '../../src/lib/engine/context.js'
+import {RunnerError} from '../../src/lib/errors.js'
+import {scoreTokens} from '../../src/lib/score/index.js'
+import {hasShared, NO_SHARED_REASON, runCli, sharedPath} from '../helpers/shared.js'
+
+interface Perplexity {
+  corpus_sha256: string
+  n_scored: number
+  nll_mean: number
+  perplexity: number
+  nll_std_error: number
+  windows: Array<{start: number; nll_sum: number; n_scored: number}>
+}
+
+const CORPUS = () => sharedPath('reference', 'corpus-stories.txt')
+
+function score(model: string, ...extra: string[]) {
+  const r = runCli(['score', '-m', sharedPath(...model.split('/')), '--file', CORPUS(), '--ctx', '128', '--json', ...extra])
+  assert.equal(r.status, 0, r.stderr)
+  return JSON.parse(r.stdout)
+}
+
+describe('runner score vs llama-perplexity', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
+  for (const [model, ref, tol] of [
+    ['models/stories260K.gguf', 'stories260K', 1e-4],
+    ['fixtures/stories260K-q8_0.gguf', 'stories260K-q8_0', 0.01],
+    ['fixtures/stories260K-q4_0.gguf', 'stories260K-q4_0', 0.01],
+  ] as const) {
+    test(`${model}: nll_mean, perplexity and windows as llama.cpp computed them`, () => {
+      const want: Perplexity = JSON.parse(readFileSync(sharedPath('reference', `${ref}.json`), 'utf8')).perplexity
+      const got = score(model, '--kv-type', 'f32')
+      assert.equal(got.corpus.sha256, want.corpus_sha256)
+      assert.equal(got.n_scored, want.n_scored)
+      assert.ok(Math.abs(got.nll_mean - want.nll_mean) <= tol, `nll_mean ${got.nll_mean} vs ${want.nll_mean}`)
+      assert.ok(Math.abs(got.ppl / want.perplexity - 1) <= tol * 2, `ppl ${got.ppl} vs ${want.perplexity}`)
+      assert.ok(Math.abs(got.nll_std_error - want.nll_std_error) <= tol, `std error ${got.nll_std_error} vs ${want.nll_std_error}`)
+      assert.deepEqual(got.windows.map((w: {start: number}) => w.start), want.windows.map((w) => w.start))
+      got.windows.forEach((w: {nllSum: number; nScored: number}, i: number) => {
+        assert.equal(w.nScored, want.windows[i]!.n_scored)
+        assert.ok(Math.abs(w.nllSum - want.windows[i]!.nll_sum) <= tol * 63 * 2, `window ${i}: ${w.nllSum} vs ${want.windows[i]!.nll_sum}`)
+      })
+      assert.ok(got.ppl_ci95[0] < got.ppl && got.ppl < got.ppl_ci95[1])
+      assert.ok(got.top1 > 0 && got.top1 <= got.n_scored)
+    })
+  }
+
+  test('the same numbers, bit for bit, for any thread count and batch size', () => {
+    const a = score('models/stories260K.gguf', '-t', '1')
+    for (const extra of [['-t', '2'], ['-b', '7'], ['-t', '2', '-b', '32']]) {
+      const b = score('models/stories260K.gguf', ...extra)
+      assert.equal(b.nll_mean, a.nll_mean, extra.join(' '))
+      assert.deepEqual(b.windows, a.windows, extra.join(' '))
+      assert.equal(b.top1, a.top1)
+    }
+  })
+
+  test('refusals: a corpus shorter than one window, an empty corpus, --ctx above the model', () => {
+    const short = runCli(['score', '-m', sharedPath('models', 'stories260K.gguf'), '--ctx', '4096', '--file', CORPUS()])
+    assert.equal(short.status, 2)
+    assert.match(short.stderr, /SCORE_CTX_TOO_LARGE/)
+    const tiny = runCli(['score', '-m', sharedPath('models', 'stories260K.gguf'), '--ctx', '2048', '--file', CORPUS()])
+    assert.equal(tiny.status, 2)
+    assert.match(tiny.stderr, /SCORE_TOO_SHORT/)
+  })
+})
+
+test('a contradiction in the numbers is refused, not reported (self-check)', async () => {
+  // A context whose logits are NaN: log p is not finite, which no valid distribution allows.
+  const fake = {
+    model: {config: {nVocab: 4}},
+    kvTruncate() {},
+    async decode(ids: number[]) {
+      return new Float32Array(ids.length * 4).fill(NaN)
+    },
+  } as unknown as Context
+  await assert.rejects(scoreTokens(fake, [1, 2, 3, 0, 1, 2, 3, 0], {ctx: 8, bos: 1}), (e: unknown) => e instanceof RunnerError && e.code === 'SCORE_SELF_CHECK' && e.exitCode === 4)
+})
