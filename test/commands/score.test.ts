@@ -4,12 +4,16 @@
  * window's NLL sum; plus determinism across threads and batch sizes, and the refusals.
  */
 import assert from 'node:assert/strict'
-import {readFileSync} from 'node:fs'
-import {describe, test} from 'node:test'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {after, before, describe, test} from 'node:test'
 
 import type {Context} from '../../src/lib/engine/context.js'
 import {RunnerError} from '../../src/lib/errors.js'
+import {readGgufModel, writeGguf} from '../../src/lib/gguf/index.js'
 import {scoreTokens} from '../../src/lib/score/index.js'
+import {SeededRandom} from '../../src/lib/util/random.js'
 import {hasShared, NO_SHARED_REASON, runCli, sharedPath} from '../helpers/shared.js'
 
 interface Perplexity {
@@ -83,4 +87,67 @@ test('a contradiction in the numbers is refused, not reported (self-check)', asy
     },
   } as unknown as Context
   await assert.rejects(scoreTokens(fake, [1, 2, 3, 0, 1, 2, 3, 0], {ctx: 8, bos: 1}), (e: unknown) => e instanceof RunnerError && e.code === 'SCORE_SELF_CHECK' && e.exitCode === 4)
+})
+
+describe('runner score --save-logits / --kld', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'runner-kld-'))
+  after(() => rmSync(dir, {recursive: true, force: true}))
+  const base = join(dir, 'base.bin')
+  const kldOf = (model: string, ...extra: string[]) => {
+    const r = runCli(['score', '-m', model, '--file', CORPUS(), '--ctx', '128', '--kld', base, '--json', ...extra])
+    assert.equal(r.status, 0, r.stderr)
+    return JSON.parse(r.stdout).kld
+  }
+
+  before(() => {
+    const r = runCli(['score', '-m', sharedPath('models', 'stories260K.gguf'), '--file', CORPUS(), '--ctx', '128', '--save-logits', base])
+    assert.equal(r.status, 0, r.stderr)
+  })
+
+  test('a model against itself: KLD exactly 0, top-1 agreement 100%', () => {
+    const k = kldOf(sharedPath('models', 'stories260K.gguf'))
+    assert.deepEqual([k.mean, k.median, k.p99, k.max, k.top1_agreement, k.top1_agreement_margin], [0, 0, 0, 0, 1, 1])
+  })
+
+  test('Q4_0 against its F32 parent: positive, and below a model with one layer perturbed', async () => {
+    const q4 = kldOf(sharedPath('fixtures', 'stories260K-q4_0.gguf'))
+    assert.ok(q4.mean > 0 && q4.max > 0 && q4.top1_agreement < 1, JSON.stringify(q4))
+    // Perturbed: blk.1.ffn_down replaced by Gaussian noise of the same standard deviation.
+    const src = readGgufModel(sharedPath('models', 'stories260K.gguf'))
+    const perturbed = join(dir, 'perturbed.gguf')
+    const victim = src.tensors.find((t) => t.name === 'blk.1.ffn_down.weight')!
+    const original = new Float32Array(readFileSync(victim.file).buffer.slice(victim.offset, victim.offset + victim.byteSize))
+    const std = Math.sqrt(original.reduce((a, v) => a + v * v, 0) / original.length)
+    const rng = new SeededRandom(7n)
+    const noise = Float32Array.from(original, () => std * rng.normal())
+    await writeGguf(perturbed, {
+      kvs: src.kvs,
+      tensors: src.tensors.map((t) => ({name: t.name, type: t.type, shape: t.shape, data: t === victim ? new Uint8Array(noise.buffer) : {file: t.file, offset: t.offset}})),
+    })
+    const bad = kldOf(perturbed)
+    assert.ok(bad.mean > q4.mean, `perturbed ${bad.mean} should exceed Q4_0 ${q4.mean}`)
+    console.log(`KLD vs stories260K: Q4_0 mean ${q4.mean.toFixed(4)} (top-1 ${q4.top1_agreement.toFixed(3)}), one layer perturbed mean ${bad.mean.toFixed(4)} (top-1 ${bad.top1_agreement.toFixed(3)})`)
+  })
+
+  test('a truncated, altered, foreign or mismatched base file is refused by name', () => {
+    const bytes = readFileSync(base)
+    const cases: Array<[string, Buffer | undefined, string, RegExp]> = [
+      ['truncated', bytes.subarray(0, bytes.length - 100), '128', /KLD_BASE_TRUNCATED/],
+      ['altered', Buffer.concat([bytes.subarray(0, 500), Buffer.from([bytes[500]! ^ 1]), bytes.subarray(501)]), '128', /KLD_BASE_CORRUPT/],
+      ['foreign', Buffer.from('GGUF not a base file at all, just some bytes that are long enough'), '128', /KLD_BASE_BAD_MAGIC/],
+      ['other windows', undefined, '64', /KLD_BASE_MISMATCH/],
+    ]
+    for (const [name, content, ctx, code] of cases) {
+      const path = content ? join(dir, `${name}.bin`) : base
+      if (content) writeFileSync(path, content)
+      const r = runCli(['score', '-m', sharedPath('models', 'stories260K.gguf'), '--file', CORPUS(), '--ctx', ctx, '--kld', path])
+      assert.notEqual(r.status, 0, name)
+      assert.match(r.stderr, code, `${name}: ${r.stderr}`)
+    }
+    const other = join(dir, 'other.txt')
+    writeFileSync(other, readFileSync(CORPUS(), 'utf8').slice(0, 2000))
+    const r = runCli(['score', '-m', sharedPath('models', 'stories260K.gguf'), '--file', other, '--ctx', '128', '--kld', base])
+    assert.equal(r.status, 2)
+    assert.match(r.stderr, /another corpus.*\[KLD_BASE_MISMATCH\]/)
+  })
 })

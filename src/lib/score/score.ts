@@ -9,6 +9,8 @@ export interface ScoreOptions {
   readonly bos: number | undefined
   readonly onProgress?: (windowsDone: number, windows: number) => void
   readonly signal?: AbortSignal
+  /** Called for every scored position in order: its logits row, log-sum-exp, target and argmax. */
+  readonly onPosition?: (row: Float32Array, lse: number, target: number, argmax: number) => void
 }
 
 export interface WindowResult {
@@ -87,6 +89,7 @@ export async function scoreTokens(ctx: Context, tokens: readonly number[], optio
       if (Math.exp(logp) > 0.5 && target !== argmax) selfCheckFailed(`at token ${start + i + 1}, p = ${Math.exp(logp)} > 0.5 but ${argmax} has a higher logit`)
       if (pArgmax < 1 / nVocab) selfCheckFailed(`at token ${start + i + 1}, the argmax has p = ${pArgmax} < 1/${nVocab}`)
       if (!Number.isFinite(logp)) selfCheckFailed(`at token ${start + i + 1}, log p = ${logp}`)
+      options.onPosition?.(row, lse, target, argmax)
       if (target === argmax) top1++
       nllSum += -logp
       sum2 += logp * logp
