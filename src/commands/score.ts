@@ -109,7 +109,11 @@ export default class Score extends RunnerCommand {
       top1: result.top1,
       top1_rate: result.top1Rate,
       windows: result.windows,
-      timings: {ms: Math.round(result.ms * 10) / 10, tokensPerSecond: Math.round((result.scheme.starts.length * flags.ctx * 1000) / result.ms)},
+      timings: {
+        ms: Math.round(result.ms * 10) / 10,
+        tokensPerSecond: Math.round((result.scheme.starts.length * flags.ctx * 1000) / result.ms),
+        scoredPerSecond: Math.round((result.nScored * 1000) / result.ms),
+      },
       kvType: flags['kv-type'],
       ...(base ? {kld: kldDoc(summarizeKld(klds, agree, base), result.ppl)} : {}),
     }
@@ -137,7 +141,7 @@ export default class Score extends RunnerCommand {
         ['nll mean', `${doc.nll_mean.toFixed(6)} ± ${doc.nll_std_error.toFixed(6)} (std ${doc.nll_std.toFixed(4)})`],
         ['perplexity', `${doc.ppl.toFixed(4)} (95%: ${doc.ppl_ci95[0].toFixed(4)} to ${doc.ppl_ci95[1].toFixed(4)})`],
         ['top-1', `${doc.top1} of ${doc.n_scored} (${(100 * doc.top1_rate).toFixed(2)}%)`],
-        ['speed', `${doc.timings.tokensPerSecond} tokens/s evaluated`],
+        ['speed', `${doc.timings.scoredPerSecond} tokens/s scored (${doc.timings.tokensPerSecond} tokens/s evaluated, ${doc.timings.ms} ms)`],
         ...(doc.kld
           ? ([
               ['KLD vs base', `mean ${doc.kld.mean.toFixed(6)}, median ${doc.kld.median.toFixed(6)}, p99 ${doc.kld.p99.toFixed(6)}, max ${doc.kld.max.toFixed(6)}`],
