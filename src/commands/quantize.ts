@@ -1,0 +1,99 @@
+import {readFile} from 'node:fs/promises'
+
+import {Args, Flags} from '@oclif/core'
+import {Listr, ListrLogger, ProcessOutput} from 'listr2'
+
+import {RunnerCommand} from '../lib/cli/runner-command.js'
+import {ExitCode, RunnerError} from '../lib/errors.js'
+import {readGgufModel} from '../lib/gguf/index.js'
+import {parseTypePlan, planQuantization, QUANTIZE_TYPES, quantizeModel, type QuantizeSummary} from '../lib/quantize/index.js'
+import {formatBytes, formatRows} from '../lib/util/format.js'
+
+export default class Quantize extends RunnerCommand {
+  static override summary = 'Convert a GGUF model to a smaller weight type.'
+  static override description =
+    "Quantizes every weight matrix with llama.cpp's reference quantizers (the same input gives the same bytes, " +
+    'byte-identical to llama.cpp\'s --pure output). All metadata is carried over, general.file_type and a runner.quantize.* ' +
+    'record are set, and the output is written to a temporary file, fsynced and renamed: a killed run leaves no partial ' +
+    'file. The input is never modified. Types today: ' + QUANTIZE_TYPES.join(', ') + ' (K-quants and named mixes need the ' +
+    'K-quant kernels; until then --pure is required). See docs/quantize.md.'
+
+  static override examples = [
+    {description: 'Q8_0 for every weight matrix', command: '<%= config.bin %> quantize model-f16.gguf model-q8_0.gguf --type Q8_0 --pure'},
+    {description: 'Q4_0 but keep the output projection as it is', command: '<%= config.bin %> quantize model-f16.gguf model-q4_0.gguf --type Q4_0 --pure --keep-output'},
+    {description: 'Per-tensor rules from a plan file', command: '<%= config.bin %> quantize in.gguf out.gguf --type Q4_0 --pure --type-plan plan.json'},
+  ]
+
+  static override args = {
+    input: Args.string({description: 'GGUF model to read (F32, F16 or BF16 weights; any shard of a split set)', required: true}),
+    output: Args.string({description: 'GGUF file to write (never the input)', required: true}),
+  }
+
+  static override flags = {
+    type: Flags.string({description: `target type (${QUANTIZE_TYPES.join(', ')})`, required: true, helpValue: 'TYPE'}),
+    pure: Flags.boolean({description: "one type for every weight matrix (llama.cpp's --pure); required for now"}),
+    'keep-output': Flags.boolean({description: 'leave output.weight in its current type'}),
+    'type-plan': Flags.string({description: 'JSON {"rules": [{"pattern": REGEX, "type": TYPE}]}: per-tensor types, first match wins', helpValue: 'FILE'}),
+    json: Flags.boolean({description: 'print one JSON summary on stdout instead of the task list'}),
+  }
+
+  async run(): Promise<void> {
+    const {args, flags} = await this.parse(Quantize)
+    let plan
+    if (flags['type-plan'] !== undefined) {
+      let text: string
+      try {
+        text = await readFile(flags['type-plan'], 'utf8')
+      } catch (error) {
+        throw new RunnerError('QUANT_BAD_PLAN', `cannot read ${flags['type-plan']}: ${(error as Error).message}`, ExitCode.usage)
+      }
+      let json: unknown
+      try {
+        json = JSON.parse(text)
+      } catch (error) {
+        throw new RunnerError('QUANT_BAD_PLAN', `${flags['type-plan']} is not JSON: ${(error as Error).message}`, ExitCode.usage)
+      }
+      plan = parseTypePlan(json, flags['type-plan'])
+    }
+    const options = {type: flags.type, pure: flags.pure, keepOutput: flags['keep-output'], plan}
+    const model = readGgufModel(args.input)
+    const decisions = planQuantization(model, options)
+    let summary: QuantizeSummary | undefined
+    const tasks = new Listr(
+      [
+        {
+          title: `Quantize ${decisions.filter((d) => d.to.id !== d.from.id).length} of ${decisions.length} tensors to ${flags.type.toUpperCase()}`,
+          task: async (_ctx, task) => {
+            summary = await quantizeModel(model, args.output, decisions, options, (i, n, d) => {
+              task.output = `${i + 1}/${n} ${d.tensor.name}: ${d.from.name} -> ${d.to.name}`
+            })
+            task.title = `Wrote ${args.output}`
+          },
+          rendererOptions: {outputBar: 1},
+        },
+      ],
+      {
+        renderer: flags.json ? 'silent' : 'default',
+        fallbackRenderer: 'simple',
+        // The task list is diagnostics: stderr, so stdout stays for results.
+        rendererOptions: {logger: new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})},
+        fallbackRendererOptions: {logger: new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})},
+        exitOnError: true,
+      },
+    )
+    await tasks.run()
+    const s = summary!
+    if (flags.json) {
+      this.log(JSON.stringify({...s, type: flags.type.toUpperCase(), tensorsDetail: decisions.map((d) => ({name: d.tensor.name, from: d.from.name, to: d.to.name, reason: d.reason}))}))
+      return
+    }
+    process.stderr.write(
+      `${formatRows([
+        ['tensors', `${s.converted} converted, ${s.tensors - s.converted} kept`],
+        ['weights', `${formatBytes(s.bytesBefore)} -> ${formatBytes(s.bytesAfter)} (${(s.bitsPerWeight).toFixed(2)} bits per weight)`],
+        ['file', `${s.output}, ${formatBytes(s.fileBytes)}`],
+        ['time', `${(s.ms / 1000).toFixed(2)} s`],
+      ])}\n`,
+    )
+  }
+}

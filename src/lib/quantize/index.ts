@@ -1,0 +1,2 @@
+export {FILE_TYPE, parseTypePlan, planQuantization, QUANTIZE_TYPES, type QuantizeOptions, type TensorDecision, type TypePlanRule} from './plan.js'
+export {quantizeModel, type QuantizeSummary} from './quantize.js'

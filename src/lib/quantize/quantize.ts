@@ -1,0 +1,105 @@
+import {closeSync, openSync, readSync} from 'node:fs'
+import {basename} from 'node:path'
+
+import {loadAddon} from '../engine/addon.js'
+import {quantizeRef, toFloat} from '../engine/kernels.js'
+import {type GgufKv, type GgufModelFiles, GgufValueType, writeGguf} from '../gguf/index.js'
+import {FILE_TYPE, type QuantizeOptions, type TensorDecision} from './plan.js'
+
+export interface QuantizeSummary {
+  readonly output: string
+  readonly tensors: number
+  readonly converted: number
+  readonly bytesBefore: number
+  readonly bytesAfter: number
+  readonly fileBytes: number
+  /** Bits per weight over every tensor, after. */
+  readonly bitsPerWeight: number
+  readonly ms: number
+}
+
+/** Values converted per step, so a tensor of any size streams through bounded memory. */
+const CHUNK_VALUES = 1 << 22
+
+/** The tensor's bytes converted to `to`, in whole rows, read with positioned reads. */
+function* convert(d: TensorDecision): Iterable<Uint8Array> {
+  const t = d.tensor
+  const ne0 = t.shape[0]!
+  const rows = t.nElements / ne0
+  const rowBytes = t.byteSize / rows
+  const rowsPerChunk = Math.max(1, Math.floor(CHUNK_VALUES / ne0))
+  const fd = openSync(t.file, 'r')
+  try {
+    for (let r = 0; r < rows; r += rowsPerChunk) {
+      const n = Math.min(rowsPerChunk, rows - r)
+      const src = Buffer.allocUnsafe(n * rowBytes)
+      let got = 0
+      while (got < src.length) got += readSync(fd, src, got, src.length - got, t.offset + r * rowBytes + got)
+      const floats = toFloat(d.from.name, new Uint8Array(src.buffer, src.byteOffset, src.length), n * ne0)
+      yield quantizeRef(d.to.name, floats)
+    }
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** Metadata of the output: the input's, without split keys, with file type and provenance updated. */
+function outputKvs(model: GgufModelFiles, decisions: readonly TensorDecision[], options: QuantizeOptions): GgufKv[] {
+  const quantized = decisions.some((d) => d.to.blockSize > 1)
+  const set: GgufKv[] = [
+    {key: 'general.file_type', type: GgufValueType.UINT32, value: FILE_TYPE[options.type.toUpperCase()] ?? 0},
+    ...(quantized ? [{key: 'general.quantization_version', type: GgufValueType.UINT32, value: 2}] : []),
+    {key: 'runner.quantize.type', type: GgufValueType.STRING, value: options.type.toUpperCase()},
+    {key: 'runner.quantize.pure', type: GgufValueType.BOOL, value: options.pure},
+    {key: 'runner.quantize.keep_output', type: GgufValueType.BOOL, value: Boolean(options.keepOutput)},
+    {key: 'runner.quantize.plan_rules', type: GgufValueType.UINT32, value: options.plan?.length ?? 0},
+    {key: 'runner.quantize.source', type: GgufValueType.STRING, value: basename(model.path)},
+    {key: 'runner.quantize.tool', type: GgufValueType.STRING, value: `runner ${loadAddon().version()}`},
+  ]
+  const replaced = new Map(set.map((kv) => [kv.key, kv]))
+  // A sharded input becomes one file: it must not claim to be part of a set.
+  const kept = model.kvs.filter((kv) => !kv.key.startsWith('split.')).map((kv) => replaced.get(kv.key) ?? kv)
+  const present = new Set(kept.map((kv) => kv.key))
+  return [...kept, ...set.filter((kv) => !present.has(kv.key))]
+}
+
+export async function quantizeModel(
+  model: GgufModelFiles,
+  out: string,
+  decisions: readonly TensorDecision[],
+  options: QuantizeOptions,
+  onTensor?: (index: number, total: number, d: TensorDecision) => void,
+): Promise<QuantizeSummary> {
+  const t0 = performance.now()
+  let index = 0
+  const tensors = decisions.map((d) => ({
+    name: d.tensor.name,
+    type: d.to,
+    shape: d.tensor.shape,
+    data:
+      d.to.id === d.from.id
+        ? {file: d.tensor.file, offset: d.tensor.offset}
+        : () => {
+            onTensor?.(index, decisions.length, d)
+            return convert(d)
+          },
+  }))
+  const result = await writeGguf(out, {version: 3, kvs: outputKvs(model, decisions, options), tensors}, {
+    inputs: model.shards.map((s) => s.path),
+    onProgress: () => {
+      index++
+    },
+  })
+  const params = decisions.reduce((n, d) => n + d.tensor.nElements, 0)
+  const bytesAfter = decisions.reduce((n, d) => n + (d.tensor.nElements / d.to.blockSize) * d.to.bytesPerBlock, 0)
+  return {
+    output: result.path,
+    tensors: decisions.length,
+    converted: decisions.filter((d) => d.to.id !== d.from.id).length,
+    bytesBefore: decisions.reduce((n, d) => n + d.tensor.byteSize, 0),
+    bytesAfter,
+    fileBytes: result.bytes,
+    bitsPerWeight: (8 * bytesAfter) / params,
+    ms: performance.now() - t0,
+  }
+}
