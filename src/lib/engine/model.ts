@@ -82,7 +82,8 @@ export class Model {
   }
 }
 
-function nativeConfig(c: ModelConfig): NativeModelConfig {
+/** runner_model_config from a ModelConfig (also used by tests that call the native loader directly). */
+export function nativeConfig(c: ModelConfig): NativeModelConfig {
   return {
     nVocab: c.nVocab,
     nEmbd: c.nEmbd,
@@ -100,6 +101,7 @@ function nativeConfig(c: ModelConfig): NativeModelConfig {
   }
 }
 
-function nativeTensor(t: ModelPlan['tensors'][number]): NativeTensorDesc {
+/** runner_tensor_desc from a tensor binding. */
+export function nativeTensor(t: ModelPlan['tensors'][number]): NativeTensorDesc {
   return {role: roleId(t.role), layer: t.layer, type: t.type.id, ne: [...t.shape], file: t.file, offset: t.offset, size: t.byteSize}
 }

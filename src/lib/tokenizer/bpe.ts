@@ -6,7 +6,7 @@
  */
 import {byteLevelEncode} from './byte-level.js'
 import {TokenizerErrorCode, tokenizerError} from './errors.js'
-import {Heap} from './heap.js'
+import {mergeSymbols} from './merge.js'
 import {preTokenize} from './pre-tokenizers.js'
 import {utf8Encode} from './utf8.js'
 import type {Vocab} from './vocab.js'
@@ -45,35 +45,12 @@ function bpeWord(word: string, vocab: Vocab): number[] {
   }
   // Every character of the byte alphabet is one UTF-16 unit, so one symbol per unit.
   const sym = word.split('')
-  const n = sym.length
-  const prev = new Int32Array(n)
-  const next = new Int32Array(n)
-  for (let i = 0; i < n; i++) {
-    prev[i] = i - 1
-    next[i] = i + 1 < n ? i + 1 : -1
-  }
-  const queue = new Heap<Bigram>(before)
-  const tryAdd = (left: number, right: number) => {
-    if (left < 0 || right < 0) return
+  const next = mergeSymbols<Bigram>(sym, before, (left, right) => {
     const l = sym[left]!
     const r = sym[right]!
     const rank = vocab.mergeRanks.get(`${l} ${r}`)
-    if (rank !== undefined) queue.push({left, right, rank, size: l.length + r.length})
-  }
-  for (let i = 1; i < n; i++) tryAdd(i - 1, i)
-
-  for (let b = queue.pop(); b !== undefined; b = queue.pop()) {
-    const l = sym[b.left]!
-    const r = sym[b.right]!
-    if (l.length === 0 || r.length === 0 || l.length + r.length !== b.size) continue
-    sym[b.left] = l + r
-    sym[b.right] = ''
-    const after = next[b.right]!
-    next[b.left] = after
-    if (after >= 0) prev[after] = b.left
-    tryAdd(prev[b.left]!, b.left)
-    tryAdd(b.left, after)
-  }
+    return rank === undefined ? undefined : {left, right, rank, size: l.length + r.length}
+  })
 
   const ids: number[] = []
   for (let i = 0; i !== -1; i = next[i]!) {

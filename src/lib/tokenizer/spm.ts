@@ -6,7 +6,7 @@
  * U+2581 '▁'.
  */
 import {TokenizerErrorCode, tokenizerError} from './errors.js'
-import {Heap} from './heap.js'
+import {mergeSymbols} from './merge.js'
 import {utf8Encode} from './utf8.js'
 import type {Vocab} from './vocab.js'
 
@@ -23,37 +23,12 @@ const before = (a: Bigram, b: Bigram) => a.score > b.score || (a.score === b.sco
 
 export function spmTokenize(text: string, vocab: Vocab, out: number[]): void {
   const sym = Array.from(text)
-  const n = sym.length
-  if (n === 0) return
-  const prev = new Int32Array(n)
-  const next = new Int32Array(n)
-  for (let i = 0; i < n; i++) {
-    prev[i] = i - 1
-    next[i] = i + 1 < n ? i + 1 : -1
-  }
-
-  const queue = new Heap<Bigram>(before)
-  const tryAdd = (left: number, right: number) => {
-    if (left < 0 || right < 0) return
+  if (sym.length === 0) return
+  const next = mergeSymbols<Bigram>(sym, before, (left, right) => {
     const merged = sym[left]! + sym[right]!
     const id = vocab.tokenToId.get(merged)
-    if (id === undefined) return
-    queue.push({left, right, score: vocab.scores[id]!, size: merged.length})
-  }
-  for (let i = 1; i < n; i++) tryAdd(i - 1, i)
-
-  for (let b = queue.pop(); b !== undefined; b = queue.pop()) {
-    const l = sym[b.left]!
-    const r = sym[b.right]!
-    if (l.length === 0 || r.length === 0 || l.length + r.length !== b.size) continue
-    sym[b.left] = l + r
-    sym[b.right] = ''
-    const after = next[b.right]!
-    next[b.left] = after
-    if (after >= 0) prev[after] = b.left
-    tryAdd(prev[b.left]!, b.left)
-    tryAdd(b.left, after)
-  }
+    return id === undefined ? undefined : {left, right, score: vocab.scores[id]!, size: merged.length}
+  })
 
   for (let i = 0; i !== -1; i = next[i]!) {
     const s = sym[i]!

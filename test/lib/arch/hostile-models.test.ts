@@ -20,7 +20,7 @@ import {ENGINE_WEIGHT_TYPES, planModel, TENSOR_ROLES, roleId} from '../../../src
 import type {ModelPlan} from '../../../src/lib/arch/index.js'
 import {loadAddon, type NativeAddon, type NativeModelConfig, type NativeTensorDesc} from '../../../src/lib/engine/addon.js'
 import {quantizeRef, typeTraits} from '../../../src/lib/engine/kernels.js'
-import {Model} from '../../../src/lib/engine/model.js'
+import {Model, nativeConfig, nativeTensor} from '../../../src/lib/engine/model.js'
 import {ExitCode, RunnerError} from '../../../src/lib/errors.js'
 import {resolveSamplingOptions} from '../../../src/lib/sampling/index.js'
 import {
@@ -338,30 +338,6 @@ describe('hostile models through the CLI: exit 3 or 5 with the code on stderr, n
 
 // ---- the native loader on its own --------------------------------------------------------------
 
-/** runner_model_config from a plan (the same mapping src/lib/engine/model.ts makes). */
-function nativeConfig(p: ModelPlan): NativeModelConfig {
-  const c = p.config
-  return {
-    nVocab: c.nVocab,
-    nEmbd: c.nEmbd,
-    nLayer: c.nLayer,
-    nHead: c.nHead,
-    nHeadKv: c.nHeadKv,
-    headDim: c.headDim,
-    nFf: c.nFf,
-    nCtxTrain: c.nCtxTrain,
-    nRot: c.nRot,
-    ropeType: c.ropeType === 'neox' ? 2 : 0,
-    ropeFreqBase: c.ropeFreqBase,
-    ropeFreqScale: c.ropeFreqScale,
-    normEps: c.normEps,
-  }
-}
-
-function nativeTensors(p: ModelPlan): NativeTensorDesc[] {
-  return p.tensors.map((t) => ({role: roleId(t.role), layer: t.layer, type: t.type.id, ne: [...t.shape], file: t.file, offset: t.offset, size: t.byteSize}))
-}
-
 describe('the native loader re-checks what it is given (defence in depth)', {skip: SKIP}, () => {
   let addon: NativeAddon
   let plan: ModelPlan
@@ -382,8 +358,8 @@ describe('the native loader re-checks what it is given (defence in depth)', {ski
     addon = loadAddon()
     const gguf = readGgufModel(STORIES)
     plan = planModel(gguf)
-    config = nativeConfig(plan)
-    honest = nativeTensors(plan)
+    config = nativeConfig(plan.config)
+    honest = plan.tensors.map(nativeTensor)
     fileSize = gguf.shards[0]!.fileSize
   })
 
