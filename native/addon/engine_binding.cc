@@ -153,10 +153,12 @@ struct LoadState {
 
 class LoadWorker : public Napi::AsyncWorker {
  public:
-  LoadWorker(Napi::Env env, runner_model_config cfg, std::vector<std::string> paths, std::vector<runner_tensor_desc> tensors,
-             Napi::Function progress)
-      : Napi::AsyncWorker(env), state_(std::make_shared<LoadState>(env)), cfg_(cfg), paths_(std::move(paths)),
-        tensors_(std::move(tensors)) {
+  LoadWorker(Napi::Env env, runner_model_config cfg, std::vector<uint8_t> attn_removed, std::vector<uint8_t> ffn_removed,
+             std::vector<std::string> paths, std::vector<runner_tensor_desc> tensors, Napi::Function progress)
+      : Napi::AsyncWorker(env), state_(std::make_shared<LoadState>(env)), cfg_(cfg), attn_removed_(std::move(attn_removed)),
+        ffn_removed_(std::move(ffn_removed)), paths_(std::move(paths)), tensors_(std::move(tensors)) {
+    cfg_.attn_removed = attn_removed_.empty() ? nullptr : attn_removed_.data();
+    cfg_.ffn_removed = ffn_removed_.empty() ? nullptr : ffn_removed_.data();
     if (!progress.IsEmpty()) {
       std::shared_ptr<LoadState> state = state_;
       tsfn_ = Napi::ThreadSafeFunction::New(env, progress, "runner.modelLoad.progress", 0, 1,
@@ -203,6 +205,7 @@ class LoadWorker : public Napi::AsyncWorker {
 
   std::shared_ptr<LoadState> state_;
   runner_model_config cfg_;
+  std::vector<uint8_t> attn_removed_, ffn_removed_;
   std::vector<std::string> paths_;
   std::vector<runner_tensor_desc> tensors_;
   Napi::ThreadSafeFunction tsfn_;
@@ -228,6 +231,20 @@ Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
   cfg.rope_freq_base = static_cast<float>(GetDouble(c, "ropeFreqBase"));
   cfg.rope_freq_scale = static_cast<float>(GetDouble(c, "ropeFreqScale"));
   cfg.norm_eps = static_cast<float>(GetDouble(c, "normEps"));
+  // Per-block removal flags, copied (the config's pointers must outlive only the load call).
+  auto flags = [&](const char *key) {
+    std::vector<uint8_t> out;
+    Napi::Value v = c.Get(key);
+    if (v.IsUndefined()) return out;
+    if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+      throw Napi::TypeError::New(env, std::string(key) + " must be a Uint8Array");
+    Napi::Uint8Array a = v.As<Napi::Uint8Array>();
+    if (a.ElementLength() != static_cast<size_t>(cfg.n_layer > 0 ? cfg.n_layer : 0))
+      throw Napi::RangeError::New(env, std::string(key) + " must hold one flag per layer (" + std::to_string(cfg.n_layer) + ")");
+    out.assign(a.Data(), a.Data() + a.ElementLength());
+    return out;
+  };
+  std::vector<uint8_t> attn_removed = flags("attnRemoved"), ffn_removed = flags("ffnRemoved");
 
   std::vector<std::string> paths;
   Napi::Array pa = info[1].As<Napi::Array>();
@@ -264,7 +281,7 @@ Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
   }
   Napi::Function progress;
   if (info.Length() > 3 && info[3].IsFunction()) progress = info[3].As<Napi::Function>();
-  auto *w = new LoadWorker(env, cfg, std::move(paths), std::move(tensors), progress);
+  auto *w = new LoadWorker(env, cfg, std::move(attn_removed), std::move(ffn_removed), std::move(paths), std::move(tensors), progress);
   Napi::Promise p = w->Promise();
   w->Queue();
   return p;
@@ -435,6 +452,11 @@ Napi::Value KvTruncate(const Napi::CallbackInfo &info) {
   return info.Env().Undefined();
 }
 
+Napi::Value KvBytes(const Napi::CallbackInfo &info) {
+  ContextRef c = Unwrap<ContextHandle>(info[0], "context");
+  return Napi::Number::New(info.Env(), static_cast<double>(runner_context_kv_bytes(c->ctx)));
+}
+
 Napi::Value NPast(const Napi::CallbackInfo &info) {
   ContextRef c = Unwrap<ContextHandle>(info[0], "context");
   // A running worker writes n_past: reading it then would race, and the answer would be stale.
@@ -592,6 +614,7 @@ void RegisterEngineBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("decode", Napi::Function::New(env, Decode, "decode"));
   exports.Set("kvTruncate", Napi::Function::New(env, KvTruncate, "kvTruncate"));
   exports.Set("nPast", Napi::Function::New(env, NPast, "nPast"));
+  exports.Set("kvBytes", Napi::Function::New(env, KvBytes, "kvBytes"));
   exports.Set("generate", Napi::Function::New(env, Generate, "generate"));
   exports.Set("tensorRoles", Napi::Function::New(env, TensorRoles, "tensorRoles"));
 }

@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 2
+#define RUNNER_ABI_VERSION 3
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -141,6 +141,11 @@ typedef struct runner_model_config {
     float rope_freq_base;
     float rope_freq_scale;   /* 1 / linear scaling factor */
     float norm_eps;
+    /* Sublayers removed from blocks (llama.cpp's "deci" declaration: head_count 0 / feed_forward_length
+     * 0 at that block). NULL: none; else n_layer flags. A removed sublayer's weights must be absent
+     * (its pre-norm may stay), it gets no KV cache, and its branch adds nothing to the residual. */
+    const uint8_t *attn_removed;
+    const uint8_t *ffn_removed;
 } runner_model_config;
 
 typedef struct runner_model runner_model;
@@ -174,6 +179,9 @@ typedef struct runner_context runner_context;
 runner_status runner_context_create(runner_model *model, const runner_context_params *params, runner_context **out,
                                     char *err, int32_t err_len);
 void runner_context_free(runner_context *ctx);
+
+/* Bytes of the KV cache (K and V, every layer that has attention). */
+uint64_t runner_context_kv_bytes(const runner_context *ctx);
 
 /* Positions [0, n) of the KV cache hold valid entries. */
 int32_t runner_context_n_past(const runner_context *ctx);

@@ -255,12 +255,44 @@ static int aborted(const volatile int32_t *flag) {
     return flag && *flag;
 }
 
+/* Attention sublayer: norm, Q/K/V, rope and cache, attention, output projection into the residual. */
+static void attention_block(runner_context *ctx, const runner_layer *L, step *st) {
+    runner_scratch *s = &ctx->s;
+    const runner_model_config *c = &ctx->model->cfg;
+    const int32_t n = st->n_tok;
+    matmul_group qkv = {.ctx = ctx, .n_tok = n, .in = s->xn, .n_in = c->n_embd, .norm_src = s->x, .norm_w = (const float *)L->attn_norm.data};
+    group_add(&qkv, &L->wq, s->q, 0);
+    group_add(&qkv, &L->wk, s->k, 0);
+    group_add(&qkv, &L->wv, s->v, 0);
+    group_run(&qkv);
+    runner_pool_for(ctx->pool, n, token_chunk(ctx, n), rope_store_task, st);
+    runner_pool_for(ctx->pool, (int64_t)n * c->n_head, 1, attention_task, st);
+    matmul_group wo = {.ctx = ctx, .n_tok = n, .in = s->att, .n_in = (int64_t)c->n_head * c->head_dim};
+    group_add(&wo, &L->wo, s->x, 1);
+    group_run(&wo);
+}
+
+/* FFN sublayer: norm, gate and up, SwiGLU, down projection into the residual. */
+static void ffn_block(runner_context *ctx, const runner_layer *L, step *st) {
+    runner_scratch *s = &ctx->s;
+    const runner_model_config *c = &ctx->model->cfg;
+    const int32_t n = st->n_tok;
+    matmul_group ffn = {.ctx = ctx, .n_tok = n, .in = s->xn, .n_in = c->n_embd, .norm_src = s->x, .norm_w = (const float *)L->ffn_norm.data};
+    group_add(&ffn, &L->w_gate, s->gate, 0);
+    group_add(&ffn, &L->w_up, s->up, 0);
+    group_run(&ffn);
+    runner_pool_for(ctx->pool, n, token_chunk(ctx, n), swiglu_task, st);
+    matmul_group down = {.ctx = ctx, .n_tok = n, .in = s->gate, .n_in = c->n_ff};
+    group_add(&down, &L->w_down, s->x, 1);
+    group_run(&down);
+}
+
 runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
                              const volatile int32_t *abort_flag, char *err, int32_t err_len) {
     const runner_model *m = ctx->model;
     const runner_model_config *c = &m->cfg;
     runner_scratch *s = &ctx->s;
-    const int64_t n_embd = c->n_embd, n_q = (int64_t)c->n_head * c->head_dim;
+    const int64_t n_embd = c->n_embd;
     step st = {.ctx = ctx, .tokens = tokens, .n_tok = n, .pos = pos, .layer = 0};
 
     runner_pool_for(ctx->pool, n, token_chunk(ctx, n), embed_task, &st);
@@ -268,30 +300,9 @@ runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t
         if (aborted(abort_flag)) return runner_fail(err, err_len, RUNNER_ERR_ABORTED, "aborted at layer %d", l);
         const runner_layer *L = &m->layers[l];
         st.layer = l;
-
-        matmul_group qkv = {.ctx = ctx, .n_tok = n, .in = s->xn, .n_in = n_embd, .norm_src = s->x, .norm_w = (const float *)L->attn_norm.data};
-        group_add(&qkv, &L->wq, s->q, 0);
-        group_add(&qkv, &L->wk, s->k, 0);
-        group_add(&qkv, &L->wv, s->v, 0);
-        group_run(&qkv);
-
-        runner_pool_for(ctx->pool, n, token_chunk(ctx, n), rope_store_task, &st);
-        runner_pool_for(ctx->pool, (int64_t)n * c->n_head, 1, attention_task, &st);
-
-        matmul_group wo = {.ctx = ctx, .n_tok = n, .in = s->att, .n_in = n_q};
-        group_add(&wo, &L->wo, s->x, 1);
-        group_run(&wo);
-
-        matmul_group ffn = {.ctx = ctx, .n_tok = n, .in = s->xn, .n_in = n_embd, .norm_src = s->x, .norm_w = (const float *)L->ffn_norm.data};
-        group_add(&ffn, &L->w_gate, s->gate, 0);
-        group_add(&ffn, &L->w_up, s->up, 0);
-        group_run(&ffn);
-
-        runner_pool_for(ctx->pool, n, token_chunk(ctx, n), swiglu_task, &st);
-
-        matmul_group down = {.ctx = ctx, .n_tok = n, .in = s->gate, .n_in = c->n_ff};
-        group_add(&down, &L->w_down, s->x, 1);
-        group_run(&down);
+        /* A removed sublayer adds nothing to the residual stream: skip it (it has no KV cache). */
+        if (!L->attn_removed) attention_block(ctx, L, &st);
+        if (!L->ffn_removed) ffn_block(ctx, L, &st);
     }
     if (logits_mode == RUNNER_LOGITS_NONE) return RUNNER_OK;
     /* The head runs only on the tokens whose logits are wanted (LAST: the final one, into row 0). */

@@ -212,9 +212,16 @@ static runner_status check_complete(runner_model *m, char *err, int32_t err_len)
         const runner_weight *ws[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_norm, &l->w_gate, &l->w_up, &l->w_down};
         const int32_t roles[] = {RUNNER_ROLE_ATTN_NORM, RUNNER_ROLE_ATTN_Q, RUNNER_ROLE_ATTN_K, RUNNER_ROLE_ATTN_V, RUNNER_ROLE_ATTN_OUT,
                                  RUNNER_ROLE_FFN_NORM, RUNNER_ROLE_FFN_GATE, RUNNER_ROLE_FFN_UP, RUNNER_ROLE_FFN_DOWN};
-        for (size_t j = 0; j < sizeof ws / sizeof ws[0]; j++)
-            if (!ws[j]->data)
+        for (size_t j = 0; j < sizeof ws / sizeof ws[0]; j++) {
+            /* A removed sublayer keeps its pre-norm (optional) and must have none of its weights. */
+            const int norm = j == 0 || j == 5;
+            const int removed = j < 5 ? l->attn_removed : l->ffn_removed;
+            if (removed && !norm && ws[j]->data)
+                return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor blk.%d.%s is present but its sublayer is declared removed", i,
+                                   role_names[roles[j]]);
+            if (!removed && !ws[j]->data)
                 return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor blk.%d.%s is missing", i, role_names[roles[j]]);
+        }
     }
     return RUNNER_OK;
 }
@@ -283,6 +290,12 @@ runner_status runner_model_load(const runner_model_config *config, const char *c
         runner_model_free(m);
         return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "out of memory");
     }
+    for (int32_t l = 0; l < config->n_layer; l++) {
+        m->layers[l].attn_removed = config->attn_removed ? (config->attn_removed[l] != 0) : 0;
+        m->layers[l].ffn_removed = config->ffn_removed ? (config->ffn_removed[l] != 0) : 0;
+    }
+    m->cfg.attn_removed = NULL; /* the caller's arrays are not kept: the flags live in the layers */
+    m->cfg.ffn_removed = NULL;
     for (int32_t i = 0; i < n_paths; i++) {
         st = map_file(paths[i], &m->maps[i], err, err_len);
         if (st != RUNNER_OK) {
@@ -371,9 +384,11 @@ runner_status runner_context_create(runner_model *model, const runner_context_pa
     ctx->v_cache = calloc((size_t)c->n_layer, sizeof(void *));
     ok = ok && ctx->k_cache && ctx->v_cache;
     for (int32_t l = 0; ok && l < c->n_layer; l++) {
+        if (model->layers[l].attn_removed) continue; /* no attention, no KV cache */
         ctx->k_cache[l] = alloc_array(kv_row, ctx->kv_elem_bytes);
         ctx->v_cache[l] = alloc_array(kv_row, ctx->kv_elem_bytes);
         ok = ctx->k_cache[l] && ctx->v_cache[l];
+        ctx->kv_bytes += 2 * kv_row * ctx->kv_elem_bytes;
     }
     runner_scratch *s = &ctx->s;
     /* Quantized activation rows take at most 4 bytes per value (F32) plus block headers; 5 covers every type. */
@@ -410,6 +425,10 @@ runner_status runner_context_create(runner_model *model, const runner_context_pa
     }
     *out = ctx;
     return RUNNER_OK;
+}
+
+uint64_t runner_context_kv_bytes(const runner_context *ctx) {
+    return ctx->kv_bytes;
 }
 
 int32_t runner_context_n_past(const runner_context *ctx) {

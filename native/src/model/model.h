@@ -22,6 +22,8 @@ typedef struct runner_weight {
 typedef struct runner_layer {
     runner_weight attn_norm, wq, wk, wv, wo;
     runner_weight ffn_norm, w_gate, w_up, w_down;
+    uint8_t attn_removed; /* declared removed: no weights, no KV cache, the branch is skipped */
+    uint8_t ffn_removed;
 } runner_layer;
 
 typedef struct runner_mapping {
@@ -69,6 +71,7 @@ struct runner_context {
     void **k_cache;
     void **v_cache;
     size_t kv_elem_bytes;
+    uint64_t kv_bytes; /* bytes of K and V cache over every layer that has attention */
     runner_scratch s;
     /* Rope angles: [n_ctx][n_rot/2] cos and sin, computed once per context as ggml does. */
     float *rope_cos;

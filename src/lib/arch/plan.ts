@@ -45,14 +45,23 @@ export function planModel(model: GgufModelFiles): ModelPlan {
 
 function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, model: GgufModelFiles): ModelConfig {
   const L = HPARAM_LIMITS
-  for (const key of [`${a}.attention.head_count`, `${a}.attention.head_count_kv`]) {
-    const kv = model.metadata.get(key)
-    if (kv && isGgufArray(kv.value)) bad('ARCH_UNSUPPORTED', `${key}: per-layer head counts are not supported yet`, ExitCode.unsupported)
-  }
   const nEmbd = meta.uint(`${a}.embedding_length`, {min: 1, max: L.nEmbd})
   const nLayer = meta.uint(`${a}.block_count`, {min: 1, max: L.nLayer})
-  const nHead = meta.uint(`${a}.attention.head_count`, {min: 1, max: L.nHead})
-  const nHeadKv = meta.uintOr(`${a}.attention.head_count_kv`, nHead, {min: 1, max: L.nHead})
+  // Per-block arrays are how a removed sublayer is declared (llama.cpp's "deci" convention): 0 at
+  // that block. Every other block must have the same count; other per-block shapes are refused.
+  const nHeadPer = perBlock(model, meta, `${a}.attention.head_count`, nLayer, {min: 0, max: L.nHead})
+  const nHead = uniform(nHeadPer, `${a}.attention.head_count`)
+  const nHeadKvPer = model.metadata.has(`${a}.attention.head_count_kv`)
+    ? perBlock(model, meta, `${a}.attention.head_count_kv`, nLayer, {min: 0, max: L.nHead})
+    : nHeadPer
+  const nHeadKv = uniform(nHeadKvPer, `${a}.attention.head_count_kv`)
+  nHeadPer.forEach((h, i) => {
+    if ((h === 0) !== (nHeadKvPer[i] === 0)) {
+      bad('ARCH_BAD_HPARAMS', `block ${i}: ${a}.attention.head_count ${h} and head_count_kv ${nHeadKvPer[i]} disagree on whether it has attention`)
+    }
+  })
+  const nFfPer = perBlock(model, meta, `${a}.feed_forward_length`, nLayer, {min: 0, max: L.nFf})
+  const nFf = uniform(nFfPer, `${a}.feed_forward_length`)
   if (nHead % nHeadKv !== 0) {
     bad('ARCH_BAD_HPARAMS', `${a}.attention.head_count ${nHead} is not a multiple of ${a}.attention.head_count_kv ${nHeadKv}`)
   }
@@ -71,7 +80,6 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
   if (headDim % 2 !== 0 || headDim > L.headDim) bad('ARCH_BAD_HPARAMS', `head dimension ${headDim} (${headDimSource}) must be even and at most ${L.headDim}`)
   const nRot = meta.uintOr(`${a}.rope.dimension_count`, headDim, {min: 2, max: L.headDim})
   if (nRot > headDim || nRot % 2 !== 0) bad('ARCH_BAD_HPARAMS', `${a}.rope.dimension_count ${nRot} must be even and at most the head dimension ${headDim}`)
-  const nFf = meta.uint(`${a}.feed_forward_length`, {min: 1, max: L.nFf})
   const nCtxTrain = meta.uint(`${a}.context_length`, {min: 1, max: L.nCtx})
   const ropeFreqBase = meta.floatOr(`${a}.rope.freq_base`, 10000, {min: Number.MIN_VALUE, max: 1e12})
   const scalingType = meta.stringOr(`${a}.rope.scaling.type`, 'none')
@@ -113,7 +121,31 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
     ropeFreqScale,
     normEps,
     tiedEmbeddings: tied,
+    attnRemoved: nHeadPer.map((h) => h === 0),
+    ffnRemoved: nFfPer.map((f) => f === 0),
   }
+}
+
+/** A scalar (the same for every block) or an array of one value per block. */
+function perBlock(model: GgufModelFiles, meta: GgufMetadata, key: string, nLayer: number, range: {min: number; max: number}): number[] {
+  const kv = model.metadata.get(key)
+  if (kv && isGgufArray(kv.value)) {
+    const items = Array.from(kv.value.items as ArrayLike<number | bigint>, Number)
+    if (items.length !== nLayer) bad('ARCH_BAD_HPARAMS', `${key} has ${items.length} entries for ${nLayer} blocks`)
+    items.forEach((v, i) => {
+      if (!Number.isInteger(v) || v < range.min || v > range.max) bad('ARCH_BAD_HPARAMS', `${key}[${i}] is ${v}, outside [${range.min}, ${range.max}]`)
+    })
+    return items
+  }
+  return Array.from({length: nLayer}, () => meta.uint(key, {min: 1, max: range.max}))
+}
+
+/** The one nonzero value of a per-block list; blocks with 0 have the sublayer removed. */
+function uniform(values: readonly number[], key: string): number {
+  const nonzero = [...new Set(values.filter((v) => v !== 0))]
+  if (nonzero.length === 0) bad('ARCH_BAD_HPARAMS', `${key} is 0 in every block: no block has this sublayer`)
+  if (nonzero.length > 1) bad('ARCH_UNSUPPORTED', `${key} differs between blocks (${nonzero.join(', ')}); only 0 (removed) or one common value is supported`, ExitCode.unsupported)
+  return nonzero[0]!
 }
 
 function bindTensors(model: GgufModelFiles, spec: ArchitectureSpec, config: ModelConfig, files: string[]): TensorBinding[] {
@@ -125,8 +157,16 @@ function bindTensors(model: GgufModelFiles, spec: ArchitectureSpec, config: Mode
     for (const layer of layers) {
       const name = s.name.replace('{L}', String(layer))
       const t = byName.get(name)
+      const removed = layer >= 0 && ((s.sublayer === 'attn' && config.attnRemoved[layer]) || (s.sublayer === 'ffn' && config.ffnRemoved[layer]))
+      if (removed && !s.f32Only) {
+        if (t) {
+          const why = s.sublayer === 'attn' ? 'attention.head_count is 0 there' : 'feed_forward_length is 0 there'
+          bad('ARCH_SUBLAYER_PRESENT', `tensor ${name} is present but block ${layer}'s ${s.sublayer === 'attn' ? 'attention' : 'FFN'} is declared removed (${why})`)
+        }
+        continue
+      }
       if (!t) {
-        if (s.optional) continue
+        if (s.optional || removed) continue
         bad('ARCH_MISSING_TENSOR', `tensor ${name} is missing`)
       }
       used.add(name)

@@ -20,6 +20,10 @@ export interface ModelConfig {
   readonly ropeFreqScale: number
   readonly normEps: number
   readonly tiedEmbeddings: boolean
+  /** Per block: the attention sublayer was removed (head_count 0 there). */
+  readonly attnRemoved: readonly boolean[]
+  /** Per block: the FFN sublayer was removed (feed_forward_length 0 there). */
+  readonly ffnRemoved: readonly boolean[]
 }
 
 /** One weight bound to its role, with where its bytes are. */
@@ -56,6 +60,8 @@ export interface TensorSpec {
   readonly optional?: boolean
   /** 1-D weights the engine reads as F32 only. */
   readonly f32Only?: boolean
+  /** The sublayer a per-block tensor belongs to; removing the sublayer drops it (its norm may stay). */
+  readonly sublayer?: 'attn' | 'ffn'
 }
 
 /** An architecture is data: its metadata prefix, rope ordering and tensor table. */

@@ -14,7 +14,7 @@ import {ExitCode, RunnerError} from '../errors.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 2
+export const ADDON_ABI_VERSION = 3
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -62,6 +62,10 @@ export interface NativeModelConfig {
   ropeFreqBase: number
   ropeFreqScale: number
   normEps: number
+  /** Per block: 1 where the attention sublayer was removed (omitted: none). */
+  attnRemoved?: Uint8Array
+  /** Per block: 1 where the FFN sublayer was removed (omitted: none). */
+  ffnRemoved?: Uint8Array
 }
 
 /** runner_tensor_desc: role id, layer (-1 model-wide), ggml type id, ne (ggml order), file index, byte range. */
@@ -137,6 +141,8 @@ export interface NativeAddon {
   decode(ctx: NativeContextHandle, tokens: Int32Array, pos: number, logitsMode: number, logits?: Float32Array, flags?: Int32Array): Promise<void>
   kvTruncate(ctx: NativeContextHandle, nKeep: number): void
   nPast(ctx: NativeContextHandle): number
+  /** Bytes of K and V cache over the layers that have attention. */
+  kvBytes(ctx: NativeContextHandle): number
   generate(
     ctx: NativeContextHandle,
     params: NativeGenerateParams,

@@ -78,6 +78,11 @@ export class Context {
     return this.handle
   }
 
+  /** Bytes of the KV cache (layers whose attention was removed have none). */
+  get kvBytes(): number {
+    return loadAddon().kvBytes(this.native)
+  }
+
   /** Positions of the KV cache that hold valid entries. */
   get nPast(): number {
     return loadAddon().nPast(this.native)

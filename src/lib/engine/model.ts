@@ -98,6 +98,8 @@ export function nativeConfig(c: ModelConfig): NativeModelConfig {
     ropeFreqBase: c.ropeFreqBase,
     ropeFreqScale: c.ropeFreqScale,
     normEps: c.normEps,
+    ...(c.attnRemoved.some(Boolean) ? {attnRemoved: Uint8Array.from(c.attnRemoved, Number)} : {}),
+    ...(c.ffnRemoved.some(Boolean) ? {ffnRemoved: Uint8Array.from(c.ffnRemoved, Number)} : {}),
   }
 }
 
