@@ -6,7 +6,7 @@ import {Listr, ListrLogger, ProcessOutput} from 'listr2'
 import {RunnerCommand} from '../lib/cli/runner-command.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {readGgufModel} from '../lib/gguf/index.js'
-import {parseTypePlan, planQuantization, QUANTIZE_TYPES, quantizeModel, type QuantizeSummary} from '../lib/quantize/index.js'
+import {parseRemovals, parseTypePlan, planQuantization, planRemovals, QUANTIZE_TYPES, quantizeModel, type QuantizeSummary} from '../lib/quantize/index.js'
 import {formatBytes, formatRows} from '../lib/util/format.js'
 
 export default class Quantize extends RunnerCommand {
@@ -22,6 +22,7 @@ export default class Quantize extends RunnerCommand {
     {description: 'Q8_0 for every weight matrix', command: '<%= config.bin %> quantize model-f16.gguf model-q8_0.gguf --type Q8_0 --pure'},
     {description: 'Q4_0 but keep the output projection as it is', command: '<%= config.bin %> quantize model-f16.gguf model-q4_0.gguf --type Q4_0 --pure --keep-output'},
     {description: 'Per-tensor rules from a plan file', command: '<%= config.bin %> quantize in.gguf out.gguf --type Q4_0 --pure --type-plan plan.json'},
+    {description: 'Quantize and remove the attention of block 2 in one pass', command: '<%= config.bin %> quantize in.gguf out.gguf --type Q8_0 --pure --remove-sublayer attn:2'},
   ]
 
   static override args = {
@@ -33,6 +34,7 @@ export default class Quantize extends RunnerCommand {
     type: Flags.string({description: `target type (${QUANTIZE_TYPES.join(', ')})`, required: true, helpValue: 'TYPE'}),
     pure: Flags.boolean({description: "one type for every weight matrix (llama.cpp's --pure); required for now"}),
     'keep-output': Flags.boolean({description: 'leave output.weight in its current type'}),
+    'remove-sublayer': Flags.string({description: 'also remove sublayers, as runner remove-sublayer does (attn:N,mlp:M)', helpValue: 'SPEC'}),
     'type-plan': Flags.string({description: 'JSON {"rules": [{"pattern": REGEX, "type": TYPE}]}: per-tensor types, first match wins', helpValue: 'FILE'}),
     json: Flags.boolean({description: 'print one JSON summary on stdout instead of the task list'}),
   }
@@ -57,16 +59,24 @@ export default class Quantize extends RunnerCommand {
     }
     const options = {type: flags.type, pure: flags.pure, keepOutput: flags['keep-output'], plan}
     const model = readGgufModel(args.input)
-    const decisions = planQuantization(model, options)
+    const removal = flags['remove-sublayer'] === undefined ? undefined : planRemovals(model, parseRemovals(flags['remove-sublayer']))
+    const decisions = planQuantization(model, options, removal?.kept)
     let summary: QuantizeSummary | undefined
     const tasks = new Listr(
       [
         {
           title: `Quantize ${decisions.filter((d) => d.to.id !== d.from.id).length} of ${decisions.length} tensors to ${flags.type.toUpperCase()}`,
           task: async (_ctx, task) => {
-            summary = await quantizeModel(model, args.output, decisions, options, (i, n, d) => {
-              task.output = `${i + 1}/${n} ${d.tensor.name}: ${d.from.name} -> ${d.to.name}`
-            })
+            summary = await quantizeModel(
+              model,
+              args.output,
+              decisions,
+              options,
+              (i, n, d) => {
+                task.output = `${i + 1}/${n} ${d.tensor.name}: ${d.from.name} -> ${d.to.name}`
+              },
+              removal?.kvs,
+            )
             task.title = `Wrote ${args.output}`
           },
           rendererOptions: {outputBar: 1},

@@ -100,6 +100,21 @@ describe('runner remove-sublayer', {skip: hasShared() ? false : NO_SHARED_REASON
     }
   })
 
+  test('quantize --remove-sublayer equals remove-sublayer then quantize', () => {
+    const one = join(dir, 'one-pass.gguf')
+    const cut = join(dir, 'cut-first.gguf')
+    const two = join(dir, 'two-pass.gguf')
+    assert.equal(runCli(['quantize', parent(), one, '--type', 'Q8_0', '--pure', '--remove-sublayer', 'attn:2,mlp:3']).status, 0)
+    assert.equal(runCli(['remove-sublayer', parent(), cut, 'attn:2,mlp:3']).status, 0)
+    assert.equal(runCli(['quantize', cut, two, '--type', 'Q8_0', '--pure']).status, 0)
+    const a = readGgufModel(one)
+    const b = readGgufModel(two)
+    assert.deepEqual(a.tensors.map((t) => [t.name, t.type.name, t.byteSize]), b.tensors.map((t) => [t.name, t.type.name, t.byteSize]))
+    assert.deepEqual([...(a.metadata.get('llama.attention.head_count')!.value as {items: Uint32Array}).items], [8, 8, 0, 8, 8])
+    assert.deepEqual([...(a.metadata.get('llama.feed_forward_length')!.value as {items: Uint32Array}).items], [172, 172, 172, 0, 172])
+    assert.equal(score(one).nll, score(two).nll)
+  })
+
   test('stock llama.cpp refuses a file with a removed sublayer (node-llama-cpp 3.22.1)', async () => {
     const out = join(dir, 'llamacpp.gguf')
     assert.equal(runCli(['remove-sublayer', parent(), out, 'attn:2']).status, 0)

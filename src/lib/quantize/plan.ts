@@ -91,7 +91,7 @@ export function parseTypePlan(json: unknown, file: string): TypePlanRule[] {
  * (ffn_gate_inp); 1-D tensors keep their type; a tensor whose ne0 is not a multiple of the target's
  * block falls back to F16, as llama.cpp does. Then --keep-output, then the plan's rules.
  */
-export function planQuantization(model: GgufModelFiles, options: QuantizeOptions): TensorDecision[] {
+export function planQuantization(model: GgufModelFiles, options: QuantizeOptions, tensors: readonly GgufTensorInfo[] = model.tensors): TensorDecision[] {
   const target = targetType(options.type, '--type')
   if (!options.pure) {
     throw new RunnerError(
@@ -101,7 +101,7 @@ export function planQuantization(model: GgufModelFiles, options: QuantizeOptions
     )
   }
   const rules = (options.plan ?? []).map((r) => ({...r, re: new RegExp(`^(?:${r.pattern})$`), used: false, to: targetType(r.type, 'plan')}))
-  const decisions = model.tensors.map((t): TensorDecision => {
+  const decisions = tensors.map((t): TensorDecision => {
     let to = t.type
     let reason = 'kept (1-D or not a weight)'
     if (t.shape.length >= 2 && t.name.endsWith('weight') && !t.name.includes('ffn_gate_inp')) {

@@ -44,7 +44,7 @@ function* convert(d: TensorDecision): Iterable<Uint8Array> {
 }
 
 /** Metadata of the output: the input's, without split keys, with file type and provenance updated. */
-function outputKvs(model: GgufModelFiles, decisions: readonly TensorDecision[], options: QuantizeOptions): GgufKv[] {
+function outputKvs(model: GgufModelFiles, base: readonly GgufKv[], decisions: readonly TensorDecision[], options: QuantizeOptions): GgufKv[] {
   const quantized = decisions.some((d) => d.to.blockSize > 1)
   const set: GgufKv[] = [
     {key: 'general.file_type', type: GgufValueType.UINT32, value: FILE_TYPE[options.type.toUpperCase()] ?? 0},
@@ -58,7 +58,7 @@ function outputKvs(model: GgufModelFiles, decisions: readonly TensorDecision[], 
   ]
   const replaced = new Map(set.map((kv) => [kv.key, kv]))
   // A sharded input becomes one file: it must not claim to be part of a set.
-  const kept = model.kvs.filter((kv) => !kv.key.startsWith('split.')).map((kv) => replaced.get(kv.key) ?? kv)
+  const kept = base.filter((kv) => !kv.key.startsWith('split.')).map((kv) => replaced.get(kv.key) ?? kv)
   const present = new Set(kept.map((kv) => kv.key))
   return [...kept, ...set.filter((kv) => !present.has(kv.key))]
 }
@@ -69,6 +69,8 @@ export async function quantizeModel(
   decisions: readonly TensorDecision[],
   options: QuantizeOptions,
   onTensor?: (index: number, total: number, d: TensorDecision) => void,
+  /** Metadata to start from (default: the model's; remove-sublayer passes its rewritten set). */
+  baseKvs: readonly GgufKv[] = model.kvs,
 ): Promise<QuantizeSummary> {
   const t0 = performance.now()
   let index = 0
@@ -84,7 +86,7 @@ export async function quantizeModel(
             return convert(d)
           },
   }))
-  const result = await writeGguf(out, {version: 3, kvs: outputKvs(model, decisions, options), tensors}, {
+  const result = await writeGguf(out, {version: 3, kvs: outputKvs(model, baseKvs, decisions, options), tensors}, {
     inputs: model.shards.map((s) => s.path),
     onProgress: () => {
       index++

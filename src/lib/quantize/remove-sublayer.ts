@@ -1,6 +1,6 @@
 import {planModel} from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
-import {type GgufKv, type GgufModelFiles, GgufValueType, isGgufArray, writeGguf} from '../gguf/index.js'
+import {type GgufKv, type GgufModelFiles, type GgufTensorInfo, GgufValueType, isGgufArray, writeGguf} from '../gguf/index.js'
 
 export interface SublayerRemoval {
   readonly kind: 'attn' | 'mlp'
@@ -42,12 +42,19 @@ function perBlockKv(kv: GgufKv | undefined, key: string, nLayer: number, zeroAt:
   return {key, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.UINT32, items: Uint32Array.from(values, (v, i) => (zeroAt.has(i) ? 0 : v))}}
 }
 
+/** What a removal changes: the metadata to write, the tensors that stay and those that go. */
+export interface RemovalPlan {
+  readonly kvs: GgufKv[]
+  readonly kept: readonly GgufTensorInfo[]
+  readonly dropped: readonly GgufTensorInfo[]
+}
+
 /**
- * Physically drop sublayers and declare their absence as llama.cpp's "deci" graph does: 0 at that
- * block in the per-block head_count / head_count_kv (attention) or feed_forward_length (FFN) arrays,
- * turning scalars into arrays. The block's pre-norm stays. Written atomically like every output.
+ * Plan the removal of sublayers, declared as llama.cpp's "deci" graph does: 0 at that block in the
+ * per-block head_count / head_count_kv (attention) or feed_forward_length (FFN) arrays, turning
+ * scalars into arrays. The block's pre-norm stays. Used by remove-sublayer and quantize.
  */
-export async function removeSublayers(model: GgufModelFiles, out: string, removals: readonly SublayerRemoval[]): Promise<RemovalSummary> {
+export function planRemovals(model: GgufModelFiles, removals: readonly SublayerRemoval[]): RemovalPlan {
   const plan = planModel(model)
   const {config} = plan
   const a = config.architecture
@@ -77,7 +84,12 @@ export async function removeSublayers(model: GgufModelFiles, out: string, remova
   for (const [key, kv] of replace) if (!model.metadata.has(key)) kvs.push(kv)
   kvs.push(provenance)
   const dropped = model.tensors.filter((t) => removals.some((r) => belongs(t.name, r)))
-  const kept = model.tensors.filter((t) => !dropped.includes(t))
+  return {kvs, kept: model.tensors.filter((t) => !dropped.includes(t)), dropped}
+}
+
+/** Physically drop sublayers (planRemovals) and write the result atomically. */
+export async function removeSublayers(model: GgufModelFiles, out: string, removals: readonly SublayerRemoval[]): Promise<RemovalSummary> {
+  const {kvs, kept, dropped} = planRemovals(model, removals)
   const result = await writeGguf(
     out,
     {version: 3, kvs, tensors: kept.map((t) => ({name: t.name, type: t.type, shape: t.shape, data: {file: t.file, offset: t.offset}}))},
