@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 3
+#define RUNNER_ABI_VERSION 4
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -104,6 +104,11 @@ typedef enum runner_tensor_role {
     RUNNER_ROLE_FFN_GATE,       /* per layer [n_embd, n_ff] */
     RUNNER_ROLE_FFN_UP,         /* per layer [n_embd, n_ff] */
     RUNNER_ROLE_FFN_DOWN,       /* per layer [n_ff, n_embd] */
+    RUNNER_ROLE_ATTN_Q_BIAS,    /* per layer [n_head * head_dim], optional (qwen2) */
+    RUNNER_ROLE_ATTN_K_BIAS,    /* per layer [n_head_kv * head_dim], optional */
+    RUNNER_ROLE_ATTN_V_BIAS,    /* per layer [n_head_kv * head_dim], optional */
+    RUNNER_ROLE_ATTN_Q_NORM,    /* per layer [head_dim], optional: RMS norm of each query head before rope (qwen3) */
+    RUNNER_ROLE_ATTN_K_NORM,    /* per layer [head_dim], optional: the same for each key head */
     RUNNER_ROLE_COUNT
 } runner_tensor_role;
 

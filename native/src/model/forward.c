@@ -24,6 +24,18 @@ static void rmsnorm_row(const float *x, const float *w, float *y, int64_t n, flo
     for (int64_t i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
 }
 
+/* RMS norm of each head of a row, in place (qwen3's q/k norms): the same arithmetic as rmsnorm_row. */
+static void head_norm_row(float *x, int32_t n_heads, int32_t head_dim, const float *w, float eps) {
+    for (int32_t h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        rmsnorm_row(v, w, v, head_dim, eps);
+    }
+}
+
+static void add_row(float *x, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = x[i] + b[i];
+}
+
 static void rope_row(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int neox, const float *cs,
                      const float *sn) {
     const int32_t half = n_rot / 2;
@@ -172,6 +184,14 @@ static void rope_store_task(void *arg, int64_t t0, int64_t t1, int ith) {
         const int32_t p = st->pos + (int32_t)t;
         const float *cs = ctx->rope_cos + (size_t)p * half, *sn = ctx->rope_sin + (size_t)p * half;
         float *q = ctx->s.q + t * n_q, *k = ctx->s.k + t * n_kv, *v = ctx->s.v + t * n_kv;
+        const runner_layer *L = &ctx->model->layers[st->layer];
+        if (L->bq.data) add_row(q, (const float *)L->bq.data, (int64_t)n_q);
+        if (L->bk.data) add_row(k, (const float *)L->bk.data, (int64_t)n_kv);
+        if (L->bv.data) add_row(v, (const float *)L->bv.data, (int64_t)n_kv);
+        if (L->q_norm.data) {
+            head_norm_row(q, c->n_head, c->head_dim, (const float *)L->q_norm.data, c->norm_eps);
+            head_norm_row(k, c->n_head_kv, c->head_dim, (const float *)L->k_norm.data, c->norm_eps);
+        }
         rope_row(q, c->n_head, c->head_dim, c->n_rot, neox, cs, sn);
         rope_row(k, c->n_head_kv, c->head_dim, c->n_rot, neox, cs, sn);
         const size_t at = (size_t)p * n_kv;

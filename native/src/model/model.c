@@ -23,8 +23,9 @@ runner_status runner_fail(char *err, int32_t err_len, runner_status status, cons
 }
 
 static const char *const role_names[RUNNER_ROLE_COUNT] = {
-    "token_embd", "output_norm", "output", "attn_norm", "attn_q", "attn_k",
-    "attn_v",     "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down",
+    "token_embd", "output_norm", "output",      "attn_norm",   "attn_q",      "attn_k",      "attn_v",
+    "attn_output", "ffn_norm",   "ffn_gate",    "ffn_up",      "ffn_down",    "attn_q_bias", "attn_k_bias",
+    "attn_v_bias", "attn_q_norm", "attn_k_norm",
 };
 
 const char *runner_tensor_role_name(int32_t role) {
@@ -90,6 +91,11 @@ static void expected_shape(const runner_model_config *c, int32_t role, int64_t *
     case RUNNER_ROLE_FFN_GATE:
     case RUNNER_ROLE_FFN_UP: *ne0 = c->n_embd; *ne1 = c->n_ff; break;
     case RUNNER_ROLE_FFN_DOWN: *ne0 = c->n_ff; *ne1 = c->n_embd; break;
+    case RUNNER_ROLE_ATTN_Q_BIAS: *ne0 = n_q; break;
+    case RUNNER_ROLE_ATTN_K_BIAS:
+    case RUNNER_ROLE_ATTN_V_BIAS: *ne0 = n_kv; break;
+    case RUNNER_ROLE_ATTN_Q_NORM:
+    case RUNNER_ROLE_ATTN_K_NORM: *ne0 = c->head_dim; break;
     default: *ne0 = c->n_embd; break; /* norms */
     }
 }
@@ -112,6 +118,11 @@ static runner_weight *slot_for(runner_model *m, int32_t role, int32_t layer) {
     case RUNNER_ROLE_FFN_GATE: return &l->w_gate;
     case RUNNER_ROLE_FFN_UP: return &l->w_up;
     case RUNNER_ROLE_FFN_DOWN: return &l->w_down;
+    case RUNNER_ROLE_ATTN_Q_BIAS: return &l->bq;
+    case RUNNER_ROLE_ATTN_K_BIAS: return &l->bk;
+    case RUNNER_ROLE_ATTN_V_BIAS: return &l->bv;
+    case RUNNER_ROLE_ATTN_Q_NORM: return &l->q_norm;
+    case RUNNER_ROLE_ATTN_K_NORM: return &l->k_norm;
     default: return NULL;
     }
 }
@@ -138,8 +149,9 @@ static runner_status bind_tensor(runner_model *m, const runner_tensor_desc *t, i
                            name, t->layer, t->type);
     int64_t ne0, ne1;
     expected_shape(c, t->role, &ne0, &ne1);
-    int is_vector = t->role == RUNNER_ROLE_OUTPUT_NORM || t->role == RUNNER_ROLE_ATTN_NORM ||
-                    t->role == RUNNER_ROLE_FFN_NORM;
+    /* Vectors read as F32 in place: norms and biases. */
+    int is_vector = t->role == RUNNER_ROLE_OUTPUT_NORM || t->role == RUNNER_ROLE_ATTN_NORM || t->role == RUNNER_ROLE_FFN_NORM ||
+                    t->role >= RUNNER_ROLE_ATTN_Q_BIAS;
     int64_t got1 = t->n_dims >= 2 ? t->ne[1] : 1;
     for (int d = 2; d < t->n_dims; d++)
         if (t->ne[d] != 1) got1 = -1;
@@ -149,7 +161,7 @@ static runner_status bind_tensor(runner_model *m, const runner_tensor_desc *t, i
                            name, t->layer, (long long)t->ne[0], (long long)(t->n_dims >= 2 ? t->ne[1] : 1),
                            (long long)ne0, (long long)ne1);
     if (is_vector && t->type != RUNNER_TYPE_F32)
-        return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s (layer %d): norm weights must be F32, got %s",
+        return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s (layer %d): norm and bias vectors must be F32, got %s",
                            name, t->layer, tt->name);
     if (ne0 % tt->block_size != 0)
         return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): ne0 %lld is not a multiple of %s's block %lld",
@@ -222,6 +234,10 @@ static runner_status check_complete(runner_model *m, char *err, int32_t err_len)
             if (!removed && !ws[j]->data)
                 return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor blk.%d.%s is missing", i, role_names[roles[j]]);
         }
+        if (l->attn_removed && (l->bq.data || l->bk.data || l->bv.data || l->q_norm.data || l->k_norm.data))
+            return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: attention biases or q/k norms are present but its attention is declared removed", i);
+        if ((l->q_norm.data != NULL) != (l->k_norm.data != NULL))
+            return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: attn_q_norm and attn_k_norm come together", i);
     }
     return RUNNER_OK;
 }

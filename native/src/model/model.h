@@ -22,6 +22,8 @@ typedef struct runner_weight {
 typedef struct runner_layer {
     runner_weight attn_norm, wq, wk, wv, wo;
     runner_weight ffn_norm, w_gate, w_up, w_down;
+    runner_weight bq, bk, bv;         /* optional biases added after the Q/K/V projections */
+    runner_weight q_norm, k_norm;     /* optional per-head RMS norms before rope */
     uint8_t attn_removed; /* declared removed: no weights, no KV cache, the branch is skipped */
     uint8_t ffn_removed;
 } runner_layer;

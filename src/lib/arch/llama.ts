@@ -1,5 +1,7 @@
 import type {ArchitectureSpec} from './types.js'
 
+import type {TensorSpec} from './types.js'
+
 const vec = (c: {nEmbd: number}) => [c.nEmbd]
 
 /**
@@ -23,4 +25,27 @@ export const llama: ArchitectureSpec = {
     {role: 'ffn_up', name: 'blk.{L}.ffn_up.weight', perLayer: true, shape: (c) => [c.nEmbd, c.nFf], sublayer: 'ffn'},
     {role: 'ffn_down', name: 'blk.{L}.ffn_down.weight', perLayer: true, shape: (c) => [c.nFf, c.nEmbd], sublayer: 'ffn'},
   ],
+}
+
+/** qwen2: llama's tensors plus biases on the Q, K and V projections; rope pairs i with i + n/2 (NEOX). */
+export const qwen2: ArchitectureSpec = {
+  name: 'qwen2',
+  ropeType: 'neox',
+  tensors: [
+    ...llama.tensors,
+    {role: 'attn_q_bias', name: 'blk.{L}.attn_q.bias', perLayer: true, shape: (c) => [c.nHead * c.headDim], f32Only: true, sublayer: 'attn'},
+    {role: 'attn_k_bias', name: 'blk.{L}.attn_k.bias', perLayer: true, shape: (c) => [c.nHeadKv * c.headDim], f32Only: true, sublayer: 'attn'},
+    {role: 'attn_v_bias', name: 'blk.{L}.attn_v.bias', perLayer: true, shape: (c) => [c.nHeadKv * c.headDim], f32Only: true, sublayer: 'attn'},
+  ] satisfies TensorSpec[],
+}
+
+/** qwen3: llama's tensors plus an RMS norm over each query and key head before rope (NEOX). */
+export const qwen3: ArchitectureSpec = {
+  name: 'qwen3',
+  ropeType: 'neox',
+  tensors: [
+    ...llama.tensors,
+    {role: 'attn_q_norm', name: 'blk.{L}.attn_q_norm.weight', perLayer: true, shape: (c) => [c.headDim], f32Only: true, sublayer: 'attn'},
+    {role: 'attn_k_norm', name: 'blk.{L}.attn_k_norm.weight', perLayer: true, shape: (c) => [c.headDim], f32Only: true, sublayer: 'attn'},
+  ] satisfies TensorSpec[],
 }

@@ -1,10 +1,10 @@
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, GgufMetadata, GgufValueType, isGgufArray, valueTypeName} from '../gguf/index.js'
-import {llama} from './llama.js'
+import {llama, qwen2, qwen3} from './llama.js'
 import type {ArchitectureSpec, ModelConfig, ModelPlan, TensorBinding} from './types.js'
 
 /** The architectures the engine admits; any other is refused by name. */
-export const ARCHITECTURES: ReadonlyMap<string, ArchitectureSpec> = new Map([[llama.name, llama]])
+export const ARCHITECTURES: ReadonlyMap<string, ArchitectureSpec> = new Map([llama, qwen2, qwen3].map((a) => [a.name, a]))
 
 /** ggml types the engine has kernels for (native typeTraits() agrees: test/native). */
 export const ENGINE_WEIGHT_TYPES: ReadonlySet<string> = new Set(['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_1'])

@@ -15,6 +15,11 @@ export const TENSOR_ROLES = [
   'ffn_gate',
   'ffn_up',
   'ffn_down',
+  'attn_q_bias',
+  'attn_k_bias',
+  'attn_v_bias',
+  'attn_q_norm',
+  'attn_k_norm',
 ] as const
 
 export type TensorRole = (typeof TENSOR_ROLES)[number]

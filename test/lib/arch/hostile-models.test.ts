@@ -297,8 +297,8 @@ describe('hostile models: refused at load by name, fast, before the engine maps 
     })
   }
 
-  test('a refused file of an unsupported architecture from the shared fixtures (qwen2) is refused by name', async () => {
-    await expectRefused(sharedPath('fixtures', 'qwen2.gguf'), {code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: ['"qwen2"']})
+  test('a refused file of an unsupported architecture from the shared fixtures (gemma2) is refused by name', async () => {
+    await expectRefused(sharedPath('fixtures', 'gemma2.gguf'), {code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: ['"gemma2"']})
   })
 
   test('a trailing dimension of 1 is not a disagreement (ggml pads shapes with 1)', async () => {
@@ -314,7 +314,7 @@ describe('hostile models through the CLI: exit 3 or 5 with the code on stderr, n
     {name: 'unknown architecture', file: () => variant({kvs: setKv('general.architecture', GgufValueType.STRING, 'gptneox')}), exit: 5, code: 'ARCH_UNSUPPORTED', mentions: ['gptneox']},
     {name: 'misshapen tensor', file: () => variant({tensors: editTensor('blk.2.attn_k.weight', {shape: [64, 64]})}), exit: 3, code: 'ARCH_BAD_TENSOR_SHAPE', mentions: ['blk.2.attn_k.weight', '[64, 64]']},
     {name: 'bos id outside the vocabulary', file: () => variant({kvs: u32('tokenizer.ggml.bos_token_id', 512)}), exit: 3, code: 'TOKENIZER_BAD_SPECIAL_TOKEN', mentions: ['tokenizer.ggml.bos_token_id', '512']},
-    {name: 'the qwen2 fixture', file: async () => sharedPath('fixtures', 'qwen2.gguf'), exit: 5, code: 'ARCH_UNSUPPORTED', mentions: ['qwen2']},
+    {name: 'the gemma2 fixture', file: async () => sharedPath('fixtures', 'gemma2.gguf'), exit: 5, code: 'ARCH_UNSUPPORTED', mentions: ['gemma2']},
   ]
   for (const c of cases) {
     test(`${c.name}: exit ${c.exit}, ${c.code}`, async () => {

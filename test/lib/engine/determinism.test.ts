@@ -18,6 +18,8 @@ const CASES = [
   {file: 'models/stories260K.gguf', kvType: 'f16'},
   {file: 'fixtures/llama-q4_0.gguf', kvType: 'f16'},
   {file: 'fixtures/llama-f16.gguf', kvType: 'f32'},
+  {file: 'fixtures/qwen3.gguf', kvType: 'f16'},
+  {file: 'fixtures/qwen2.gguf', kvType: 'f32'},
 ] as const
 
 describe('determinism', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
