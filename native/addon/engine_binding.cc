@@ -231,6 +231,11 @@ Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
   cfg.rope_freq_base = static_cast<float>(GetDouble(c, "ropeFreqBase"));
   cfg.rope_freq_scale = static_cast<float>(GetDouble(c, "ropeFreqScale"));
   cfg.norm_eps = static_cast<float>(GetDouble(c, "normEps"));
+  auto optional = [&](const char *key) { return c.Get(key).IsUndefined() ? 0.0f : static_cast<float>(GetDouble(c, key)); };
+  cfg.embedding_scale = optional("embeddingScale");
+  cfg.residual_scale = optional("residualScale");
+  cfg.attention_scale = optional("attentionScale");
+  cfg.logit_scale = optional("logitScale");
   // Per-block removal flags, copied (the config's pointers must outlive only the load call).
   auto flags = [&](const char *key) {
     std::vector<uint8_t> out;

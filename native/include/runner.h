@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 4
+#define RUNNER_ABI_VERSION 5
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -151,6 +151,11 @@ typedef struct runner_model_config {
      * (its pre-norm may stay), it gets no KV cache, and its branch adds nothing to the residual. */
     const uint8_t *attn_removed;
     const uint8_t *ffn_removed;
+    /* Multipliers (granite); 0 means "not set": embedding 1, residual 1, attention 1/sqrt(head_dim), logits 1. */
+    float embedding_scale; /* the token embedding is multiplied by it */
+    float residual_scale;  /* each sublayer's output is multiplied by it before it joins the residual */
+    float attention_scale; /* replaces 1/sqrt(head_dim) on the attention scores */
+    float logit_scale;     /* logits are divided by it */
 } runner_model_config;
 
 typedef struct runner_model runner_model;

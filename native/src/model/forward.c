@@ -71,6 +71,7 @@ typedef struct matmul_group {
     const runner_weight *w[GROUP_MAX];
     float *out[GROUP_MAX];      /* [n_tok][w->ne[1]] */
     int accumulate[GROUP_MAX];  /* add into out (residual) instead of storing */
+    float scale[GROUP_MAX];     /* multiply each result by this first (1: none) */
     int slot[GROUP_MAX];        /* which activation slot holds this weight's input */
     int32_t slot_type[RUNNER_ACT_SLOTS];
     int n_slots;
@@ -122,17 +123,21 @@ static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
                 float *o = g->out[i] + (size_t)t * rows;
                 /* Bitwise the same as one vec_dot per row (the kernel table's contract). */
                 runner_vec_dot_rows(w->traits, w->variant, w->ne[0], v, w->data + (size_t)rt * w->row_bytes, w->row_bytes, re - rt, y);
+                const float sc = g->scale[i];
+                if (sc != 1.0f)
+                    for (int64_t r = rt; r < re; r++) v[r - rt] = v[r - rt] * sc;
                 for (int64_t r = rt; r < re; r++) o[r] = g->accumulate[i] ? o[r] + v[r - rt] : v[r - rt];
             }
         }
     }
 }
 
-static void group_add(matmul_group *g, const runner_weight *w, float *out, int accumulate) {
+static void group_add_scaled(matmul_group *g, const runner_weight *w, float *out, int accumulate, float scale) {
     const int i = g->n_w++;
     g->w[i] = w;
     g->out[i] = out;
     g->accumulate[i] = accumulate;
+    g->scale[i] = scale;
     const int32_t type = w->traits->vec_dot_type;
     int s = 0;
     while (s < g->n_slots && g->slot_type[s] != type) s++;
@@ -143,6 +148,10 @@ static void group_add(matmul_group *g, const runner_weight *w, float *out, int a
 static int64_t token_chunk(const runner_context *ctx, int64_t n) {
     const int64_t parts = 4 * (int64_t)ctx->params.n_threads;
     return n < parts ? 1 : (n + parts - 1) / parts;
+}
+
+static void group_add(matmul_group *g, const runner_weight *w, float *out, int accumulate) {
+    group_add_scaled(g, w, out, accumulate, 1.0f);
 }
 
 static void group_run(matmul_group *g) {
@@ -167,9 +176,12 @@ static void embed_task(void *arg, int64_t t0, int64_t t1, int ith) {
     step *st = arg;
     const runner_model *m = st->ctx->model;
     const runner_weight *e = &m->tok_embd;
-    for (int64_t t = t0; t < t1; t++)
-        e->traits->to_float(e->data + (size_t)st->tokens[t] * e->row_bytes, st->ctx->s.x + (size_t)t * m->cfg.n_embd,
-                            m->cfg.n_embd);
+    for (int64_t t = t0; t < t1; t++) {
+        float *x = st->ctx->s.x + (size_t)t * m->cfg.n_embd;
+        e->traits->to_float(e->data + (size_t)st->tokens[t] * e->row_bytes, x, m->cfg.n_embd);
+        if (m->cfg.embedding_scale > 0.0f)
+            for (int32_t i = 0; i < m->cfg.n_embd; i++) x[i] = x[i] * m->cfg.embedding_scale;
+    }
 }
 
 static void rope_store_task(void *arg, int64_t t0, int64_t t1, int ith) {
@@ -221,7 +233,7 @@ static void attention_task(void *arg, int64_t i0, int64_t i1, int ith) {
     const runner_axpy_fn axpy = runner_axpy_pick(f16 ? RUNNER_TYPE_F16 : RUNNER_TYPE_F32, ctx->model->cpu);
     float *scores = ctx->s.scores + (size_t)ith * ctx->params.n_ctx;
     uint16_t *q16 = ctx->s.q16 + (size_t)ith * hd;
-    const float scale = 1.0f / sqrtf((float)hd);
+    const float scale = c->attention_scale > 0.0f ? c->attention_scale : 1.0f / sqrtf((float)hd);
     for (int64_t i = i0; i < i1; i++) {
         const int32_t t = (int32_t)(i / c->n_head), h = (int32_t)(i % c->n_head), g = h / group;
         const int32_t p = st->pos + t;
@@ -288,7 +300,7 @@ static void attention_block(runner_context *ctx, const runner_layer *L, step *st
     runner_pool_for(ctx->pool, n, token_chunk(ctx, n), rope_store_task, st);
     runner_pool_for(ctx->pool, (int64_t)n * c->n_head, 1, attention_task, st);
     matmul_group wo = {.ctx = ctx, .n_tok = n, .in = s->att, .n_in = (int64_t)c->n_head * c->head_dim};
-    group_add(&wo, &L->wo, s->x, 1);
+    group_add_scaled(&wo, &L->wo, s->x, 1, c->residual_scale > 0.0f ? c->residual_scale : 1.0f);
     group_run(&wo);
 }
 
@@ -303,7 +315,7 @@ static void ffn_block(runner_context *ctx, const runner_layer *L, step *st) {
     group_run(&ffn);
     runner_pool_for(ctx->pool, n, token_chunk(ctx, n), swiglu_task, st);
     matmul_group down = {.ctx = ctx, .n_tok = n, .in = s->gate, .n_in = c->n_ff};
-    group_add(&down, &L->w_down, s->x, 1);
+    group_add_scaled(&down, &L->w_down, s->x, 1, c->residual_scale > 0.0f ? c->residual_scale : 1.0f);
     group_run(&down);
 }
 
@@ -329,7 +341,7 @@ runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t
     const int32_t first = logits_mode == RUNNER_LOGITS_LAST ? n - 1 : 0;
     matmul_group head = {.ctx = ctx, .n_tok = n - first, .in = s->xn, .n_in = n_embd,
                          .norm_src = s->x + (size_t)first * n_embd, .norm_w = (const float *)m->output_norm.data};
-    group_add(&head, &m->output, s->logits, 0);
+    group_add_scaled(&head, &m->output, s->logits, 0, c->logit_scale > 0.0f ? 1.0f / c->logit_scale : 1.0f);
     group_run(&head);
     return RUNNER_OK;
 }

@@ -73,6 +73,9 @@ static runner_status check_config(const runner_model_config *c, char *err, int32
     NEED(isfinite(c->rope_freq_scale) && c->rope_freq_scale > 0, "rope_freq_scale %g out of range",
          (double)c->rope_freq_scale);
     NEED(isfinite(c->norm_eps) && c->norm_eps >= 0, "norm_eps %g out of range", (double)c->norm_eps);
+    NEED(isfinite(c->embedding_scale) && isfinite(c->residual_scale) && isfinite(c->attention_scale) && isfinite(c->logit_scale) &&
+             c->embedding_scale >= 0 && c->residual_scale >= 0 && c->attention_scale >= 0 && c->logit_scale >= 0,
+         "a scale multiplier is negative or not finite");
 #undef NEED
     return RUNNER_OK;
 }

@@ -49,3 +49,10 @@ export const qwen3: ArchitectureSpec = {
     {role: 'attn_k_norm', name: 'blk.{L}.attn_k_norm.weight', perLayer: true, shape: (c) => [c.headDim], f32Only: true, sublayer: 'attn'},
   ] satisfies TensorSpec[],
 }
+
+/**
+ * granite: llama's tensors and rope (NORM), with four multipliers from metadata: the embedding is
+ * scaled, each sublayer's output is scaled before it joins the residual, attention.scale replaces
+ * 1/sqrt(head_dim), and logits are divided by logit_scale.
+ */
+export const granite: ArchitectureSpec = {name: 'granite', ropeType: 'norm', multipliers: true, tensors: llama.tensors}

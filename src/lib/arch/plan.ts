@@ -1,10 +1,10 @@
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, GgufMetadata, GgufValueType, isGgufArray, valueTypeName} from '../gguf/index.js'
-import {llama, qwen2, qwen3} from './llama.js'
+import {granite, llama, qwen2, qwen3} from './llama.js'
 import type {ArchitectureSpec, ModelConfig, ModelPlan, TensorBinding} from './types.js'
 
 /** The architectures the engine admits; any other is refused by name. */
-export const ARCHITECTURES: ReadonlyMap<string, ArchitectureSpec> = new Map([llama, qwen2, qwen3].map((a) => [a.name, a]))
+export const ARCHITECTURES: ReadonlyMap<string, ArchitectureSpec> = new Map([llama, qwen2, qwen3, granite].map((a) => [a.name, a]))
 
 /** ggml types the engine has kernels for (native typeTraits() agrees: test/native). */
 export const ENGINE_WEIGHT_TYPES: ReadonlySet<string> = new Set(['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_1'])
@@ -123,6 +123,14 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
     tiedEmbeddings: tied,
     attnRemoved: nHeadPer.map((h) => h === 0),
     ffnRemoved: nFfPer.map((f) => f === 0),
+    ...(spec.multipliers
+      ? {
+          embeddingScale: meta.floatOr(`${a}.embedding_scale`, 1, {min: Number.MIN_VALUE, max: 1e6}),
+          residualScale: meta.floatOr(`${a}.residual_scale`, 1, {min: Number.MIN_VALUE, max: 1e6}),
+          attentionScale: meta.floatOr(`${a}.attention.scale`, 1 / Math.sqrt(headDim), {min: Number.MIN_VALUE, max: 1e6}),
+          logitScale: meta.floatOr(`${a}.logit_scale`, 1, {min: Number.MIN_VALUE, max: 1e6}),
+        }
+      : {}),
   }
 }
 

@@ -24,6 +24,11 @@ export interface ModelConfig {
   readonly attnRemoved: readonly boolean[]
   /** Per block: the FFN sublayer was removed (feed_forward_length 0 there). */
   readonly ffnRemoved: readonly boolean[]
+  /** granite's multipliers (absent elsewhere). */
+  readonly embeddingScale?: number
+  readonly residualScale?: number
+  readonly attentionScale?: number
+  readonly logitScale?: number
 }
 
 /** One weight bound to its role, with where its bytes are. */
@@ -68,5 +73,7 @@ export interface TensorSpec {
 export interface ArchitectureSpec {
   readonly name: string
   readonly ropeType: 'norm' | 'neox'
+  /** Reads granite's embedding, residual, attention and logit multipliers from metadata. */
+  readonly multipliers?: boolean
   readonly tensors: readonly TensorSpec[]
 }

@@ -14,7 +14,7 @@ import {ExitCode, RunnerError} from '../errors.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 4
+export const ADDON_ABI_VERSION = 5
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -66,6 +66,11 @@ export interface NativeModelConfig {
   attnRemoved?: Uint8Array
   /** Per block: 1 where the FFN sublayer was removed (omitted: none). */
   ffnRemoved?: Uint8Array
+  /** Multipliers (granite); 0 or absent: not set. */
+  embeddingScale?: number
+  residualScale?: number
+  attentionScale?: number
+  logitScale?: number
 }
 
 /** runner_tensor_desc: role id, layer (-1 model-wide), ggml type id, ne (ggml order), file index, byte range. */

@@ -100,6 +100,10 @@ export function nativeConfig(c: ModelConfig): NativeModelConfig {
     normEps: c.normEps,
     ...(c.attnRemoved.some(Boolean) ? {attnRemoved: Uint8Array.from(c.attnRemoved, Number)} : {}),
     ...(c.ffnRemoved.some(Boolean) ? {ffnRemoved: Uint8Array.from(c.ffnRemoved, Number)} : {}),
+    ...(c.embeddingScale !== undefined ? {embeddingScale: c.embeddingScale} : {}),
+    ...(c.residualScale !== undefined ? {residualScale: c.residualScale} : {}),
+    ...(c.attentionScale !== undefined ? {attentionScale: c.attentionScale} : {}),
+    ...(c.logitScale !== undefined ? {logitScale: c.logitScale} : {}),
   }
 }
 

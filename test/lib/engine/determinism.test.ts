@@ -20,6 +20,7 @@ const CASES = [
   {file: 'fixtures/llama-f16.gguf', kvType: 'f32'},
   {file: 'fixtures/qwen3.gguf', kvType: 'f16'},
   {file: 'fixtures/qwen2.gguf', kvType: 'f32'},
+  {file: 'fixtures/granite.gguf', kvType: 'f16'},
 ] as const
 
 describe('determinism', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
