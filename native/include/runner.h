@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 5
+#define RUNNER_ABI_VERSION 6
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -109,6 +109,8 @@ typedef enum runner_tensor_role {
     RUNNER_ROLE_ATTN_V_BIAS,    /* per layer [n_head_kv * head_dim], optional */
     RUNNER_ROLE_ATTN_Q_NORM,    /* per layer [head_dim], optional: RMS norm of each query head before rope (qwen3) */
     RUNNER_ROLE_ATTN_K_NORM,    /* per layer [head_dim], optional: the same for each key head */
+    RUNNER_ROLE_ATTN_QKV,       /* per layer [n_embd, n_q + 2 n_kv]: Q, K and V rows fused (phi3), instead of attn_q/k/v */
+    RUNNER_ROLE_FFN_GATE_UP,    /* per layer [n_embd, 2 n_ff]: gate rows then up rows fused (phi3), instead of ffn_gate/up */
     RUNNER_ROLE_COUNT
 } runner_tensor_role;
 

@@ -25,7 +25,7 @@ runner_status runner_fail(char *err, int32_t err_len, runner_status status, cons
 static const char *const role_names[RUNNER_ROLE_COUNT] = {
     "token_embd", "output_norm", "output",      "attn_norm",   "attn_q",      "attn_k",      "attn_v",
     "attn_output", "ffn_norm",   "ffn_gate",    "ffn_up",      "ffn_down",    "attn_q_bias", "attn_k_bias",
-    "attn_v_bias", "attn_q_norm", "attn_k_norm",
+    "attn_v_bias", "attn_q_norm", "attn_k_norm", "attn_qkv",    "ffn_gate_up",
 };
 
 const char *runner_tensor_role_name(int32_t role) {
@@ -99,6 +99,8 @@ static void expected_shape(const runner_model_config *c, int32_t role, int64_t *
     case RUNNER_ROLE_ATTN_V_BIAS: *ne0 = n_kv; break;
     case RUNNER_ROLE_ATTN_Q_NORM:
     case RUNNER_ROLE_ATTN_K_NORM: *ne0 = c->head_dim; break;
+    case RUNNER_ROLE_ATTN_QKV: *ne0 = c->n_embd; *ne1 = n_q + 2 * n_kv; break;
+    case RUNNER_ROLE_FFN_GATE_UP: *ne0 = c->n_embd; *ne1 = 2 * (int64_t)c->n_ff; break;
     default: *ne0 = c->n_embd; break; /* norms */
     }
 }
@@ -154,7 +156,7 @@ static runner_status bind_tensor(runner_model *m, const runner_tensor_desc *t, i
     expected_shape(c, t->role, &ne0, &ne1);
     /* Vectors read as F32 in place: norms and biases. */
     int is_vector = t->role == RUNNER_ROLE_OUTPUT_NORM || t->role == RUNNER_ROLE_ATTN_NORM || t->role == RUNNER_ROLE_FFN_NORM ||
-                    t->role >= RUNNER_ROLE_ATTN_Q_BIAS;
+                    (t->role >= RUNNER_ROLE_ATTN_Q_BIAS && t->role <= RUNNER_ROLE_ATTN_K_NORM);
     int64_t got1 = t->n_dims >= 2 ? t->ne[1] : 1;
     for (int d = 2; d < t->n_dims; d++)
         if (t->ne[d] != 1) got1 = -1;
@@ -173,32 +175,54 @@ static runner_status bind_tensor(runner_model *m, const runner_tensor_desc *t, i
     if (!mul_ok(row_bytes, (size_t)ne1, &total) || total != t->size)
         return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): %llu bytes, expected %zu", name,
                            t->layer, (unsigned long long)t->size, row_bytes * (size_t)ne1);
-    runner_weight *w = slot_for(m, t->role, t->layer);
-    if (w->data)
-        return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d) is given twice", name, t->layer);
-    w->data = (const uint8_t *)map->base + t->offset;
-    w->traits = tt;
-    w->ne[0] = ne0;
-    w->ne[1] = ne1;
-    w->ne[2] = w->ne[3] = 1;
-    w->row_bytes = row_bytes;
-    if (!is_vector && t->role != RUNNER_ROLE_TOKEN_EMBD) {
-        runner_kernel_variant v = runner_kernel_pick_vec_dot(tt, m->cpu);
-        w->vec_dot = tt->vec_dot[v];
-        w->variant = v;
-        if (!w->vec_dot)
-            return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s (layer %d): no matmul kernel for %s",
-                               name, t->layer, tt->name);
-        const runner_type_traits *act = runner_type_traits_get(tt->vec_dot_type);
-        if (!act)
-            return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s: activation type %d missing", name,
-                               tt->vec_dot_type);
-        if (act->type != RUNNER_TYPE_F32) {
-            runner_from_float_fn f = act->from_float[runner_kernel_pick_from_float(act, m->cpu)];
-            if (!f)
-                return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s: no quantizer for activations of %s",
-                                   name, act->name);
-            m->act_from_float[act->type] = f;
+    /* A fused tensor is bound as views: consecutive row ranges, one per weight it stands for. */
+    runner_weight *slots[3] = {NULL, NULL, NULL};
+    int64_t rows[3] = {ne1, 0, 0};
+    const int64_t n_q = (int64_t)c->n_head * c->head_dim, n_kv = (int64_t)c->n_head_kv * c->head_dim;
+    if (t->role == RUNNER_ROLE_ATTN_QKV) {
+        runner_layer *L = &m->layers[t->layer];
+        slots[0] = &L->wq, slots[1] = &L->wk, slots[2] = &L->wv;
+        rows[0] = n_q, rows[1] = n_kv, rows[2] = n_kv;
+    } else if (t->role == RUNNER_ROLE_FFN_GATE_UP) {
+        runner_layer *L = &m->layers[t->layer];
+        slots[0] = &L->w_gate, slots[1] = &L->w_up;
+        rows[0] = rows[1] = c->n_ff;
+    } else {
+        slots[0] = slot_for(m, t->role, t->layer);
+    }
+    const uint8_t *base = (const uint8_t *)map->base + t->offset;
+    for (int k = 0; k < 3 && slots[k]; k++) {
+        runner_weight *w = slots[k];
+        if (w->data)
+            return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d) is given twice (or fused and separate)", name, t->layer);
+        w->data = base;
+        base += (size_t)rows[k] * row_bytes;
+        w->traits = tt;
+        w->ne[0] = ne0;
+        w->ne[1] = rows[k];
+        w->ne[2] = w->ne[3] = 1;
+        w->row_bytes = row_bytes;
+    }
+    for (int k = 0; k < 3 && slots[k]; k++) {
+        runner_weight *w = slots[k];
+        if (!is_vector && t->role != RUNNER_ROLE_TOKEN_EMBD) {
+            runner_kernel_variant v = runner_kernel_pick_vec_dot(tt, m->cpu);
+            w->vec_dot = tt->vec_dot[v];
+            w->variant = v;
+            if (!w->vec_dot)
+                return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s (layer %d): no matmul kernel for %s",
+                                   name, t->layer, tt->name);
+            const runner_type_traits *act = runner_type_traits_get(tt->vec_dot_type);
+            if (!act)
+                return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s: activation type %d missing", name,
+                                   tt->vec_dot_type);
+            if (act->type != RUNNER_TYPE_F32) {
+                runner_from_float_fn f = act->from_float[runner_kernel_pick_from_float(act, m->cpu)];
+                if (!f)
+                    return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s: no quantizer for activations of %s",
+                                       name, act->name);
+                m->act_from_float[act->type] = f;
+            }
         }
     }
     return RUNNER_OK;

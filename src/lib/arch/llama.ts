@@ -56,3 +56,17 @@ export const qwen3: ArchitectureSpec = {
  * 1/sqrt(head_dim), and logits are divided by logit_scale.
  */
 export const granite: ArchitectureSpec = {name: 'granite', ropeType: 'norm', multipliers: true, tensors: llama.tensors}
+
+/**
+ * phi3: Q, K and V in one fused tensor (rows q, then k, then v) and gate with up in one (rows gate,
+ * then up, under the name ffn_up); rope NEOX. The engine binds the fused rows as views.
+ */
+export const phi3: ArchitectureSpec = {
+  name: 'phi3',
+  ropeType: 'neox',
+  tensors: [
+    ...llama.tensors.filter((t) => !['attn_q', 'attn_k', 'attn_v', 'ffn_gate', 'ffn_up'].includes(t.role)),
+    {role: 'attn_qkv', name: 'blk.{L}.attn_qkv.weight', perLayer: true, shape: (c) => [c.nEmbd, (c.nHead + 2 * c.nHeadKv) * c.headDim], sublayer: 'attn'},
+    {role: 'ffn_gate_up', name: 'blk.{L}.ffn_up.weight', perLayer: true, shape: (c) => [c.nEmbd, 2 * c.nFf], sublayer: 'ffn'},
+  ] satisfies TensorSpec[],
+}

@@ -1,10 +1,10 @@
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, GgufMetadata, GgufValueType, isGgufArray, valueTypeName} from '../gguf/index.js'
-import {granite, llama, qwen2, qwen3} from './llama.js'
+import {granite, llama, phi3, qwen2, qwen3} from './llama.js'
 import type {ArchitectureSpec, ModelConfig, ModelPlan, TensorBinding} from './types.js'
 
 /** The architectures the engine admits; any other is refused by name. */
-export const ARCHITECTURES: ReadonlyMap<string, ArchitectureSpec> = new Map([llama, qwen2, qwen3, granite].map((a) => [a.name, a]))
+export const ARCHITECTURES: ReadonlyMap<string, ArchitectureSpec> = new Map([llama, qwen2, qwen3, granite, phi3].map((a) => [a.name, a]))
 
 /** ggml types the engine has kernels for (native typeTraits() agrees: test/native). */
 export const ENGINE_WEIGHT_TYPES: ReadonlySet<string> = new Set(['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_1'])
@@ -45,6 +45,9 @@ export function planModel(model: GgufModelFiles): ModelPlan {
 
 function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, model: GgufModelFiles): ModelConfig {
   const L = HPARAM_LIMITS
+  for (const key of [`${a}.attention.sliding_window`, `${a}.attention.sliding_window_pattern`]) {
+    if (meta.has(key)) bad('ARCH_UNSUPPORTED', `${key}: sliding-window attention is not supported yet`, ExitCode.unsupported)
+  }
   const nEmbd = meta.uint(`${a}.embedding_length`, {min: 1, max: L.nEmbd})
   const nLayer = meta.uint(`${a}.block_count`, {min: 1, max: L.nLayer})
   // Per-block arrays are how a removed sublayer is declared (llama.cpp's "deci" convention): 0 at

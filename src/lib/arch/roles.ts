@@ -20,6 +20,8 @@ export const TENSOR_ROLES = [
   'attn_v_bias',
   'attn_q_norm',
   'attn_k_norm',
+  'attn_qkv',
+  'ffn_gate_up',
 ] as const
 
 export type TensorRole = (typeof TENSOR_ROLES)[number]

@@ -21,6 +21,7 @@ const CASES = [
   {file: 'fixtures/qwen3.gguf', kvType: 'f16'},
   {file: 'fixtures/qwen2.gguf', kvType: 'f32'},
   {file: 'fixtures/granite.gguf', kvType: 'f16'},
+  {file: 'fixtures/phi3.gguf', kvType: 'f16'},
 ] as const
 
 describe('determinism', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {

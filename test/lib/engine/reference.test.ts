@@ -29,6 +29,7 @@ const MODELS: Array<{file: string; ref: string; tol: number; meanTol: number}> =
   {file: 'fixtures/qwen2.gguf', ref: 'qwen2', tol: 1e-3, meanTol: 2e-4},
   {file: 'fixtures/qwen3.gguf', ref: 'qwen3', tol: 1e-3, meanTol: 2e-4},
   {file: 'fixtures/granite.gguf', ref: 'granite', tol: 1e-3, meanTol: 2e-4},
+  {file: 'fixtures/phi3.gguf', ref: 'phi3', tol: 1e-3, meanTol: 2e-4},
   {file: 'fixtures/llama-f16.gguf', ref: 'llama-f16', tol: 1e-3, meanTol: 2e-4},
   {file: 'fixtures/llama-bf16.gguf', ref: 'llama-bf16', tol: 0.05, meanTol: 0.01},
   {file: 'fixtures/llama-q8_0.gguf', ref: 'llama-q8_0', tol: 0.25, meanTol: 0.03},
