@@ -5,22 +5,8 @@
  */
 #include <immintrin.h>
 
+#include "quant/float_simd.h"
 #include "quant/quant_impl.h"
-
-/* Canonical tree over eight ymm accumulators (lanes 0..63). */
-static float reduce_lanes_8x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, __m256 a6, __m256 a7) {
-    a0 = _mm256_add_ps(a0, a4); /* w = 32 */
-    a1 = _mm256_add_ps(a1, a5);
-    a2 = _mm256_add_ps(a2, a6);
-    a3 = _mm256_add_ps(a3, a7);
-    a0 = _mm256_add_ps(a0, a2); /* w = 16 */
-    a1 = _mm256_add_ps(a1, a3);
-    a0 = _mm256_add_ps(a0, a1); /* w = 8 */
-    __m128 v = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1)); /* w = 4 */
-    v = _mm_add_ps(v, _mm_movehl_ps(v, v));                                           /* w = 2 */
-    v = _mm_add_ss(v, _mm_movehdup_ps(v));                                            /* w = 1 */
-    return _mm_cvtss_f32(v);
-}
 
 /* Lanes whose index (0..7) is below count, as a blend mask. */
 static inline __m256 lanes_below(int count) {
@@ -35,10 +21,6 @@ static inline __m256 pair_lanes_below(int count, int p) {
 
 static inline __m256 load_f32x8(const uint8_t *p) {
     return _mm256_loadu_ps((const float *)(const void *)p);
-}
-
-static inline __m256 load_f16x8(const uint8_t *p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
 }
 
 /* ---- F32 and F16: lane(i) = i % 64 -------------------------------------------------------------- */

@@ -12,22 +12,8 @@
  */
 #include <immintrin.h>
 
+#include "quant/float_simd.h"
 #include "quant/quant_impl.h"
-
-/* Canonical tree over eight ymm accumulators (lanes 0..63). */
-static float reduce_lanes_8x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, __m256 a6, __m256 a7) {
-    a0 = _mm256_add_ps(a0, a4); /* w = 32 */
-    a1 = _mm256_add_ps(a1, a5);
-    a2 = _mm256_add_ps(a2, a6);
-    a3 = _mm256_add_ps(a3, a7);
-    a0 = _mm256_add_ps(a0, a2); /* w = 16 */
-    a1 = _mm256_add_ps(a1, a3);
-    a0 = _mm256_add_ps(a0, a1); /* w = 8 */
-    __m128 v = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1)); /* w = 4 */
-    v = _mm_add_ps(v, _mm_movehl_ps(v, v));                                           /* w = 2 */
-    v = _mm_add_ss(v, _mm_movehdup_ps(v));                                            /* w = 1 */
-    return _mm_cvtss_f32(v);
-}
 
 /* Bits 0..count-1 (count clamped to 0..bits). */
 static inline uint32_t below(int64_t count, int bits) {
@@ -57,10 +43,6 @@ void runner_vec_dot_f32_avx512(int64_t n, float *s, const void *vx, const void *
 }
 
 /* ---- F16: lane(i) = i % 64, eight ymm accumulators ------------------------------------------------ */
-
-static inline __m256 load_f16x8(const uint8_t *p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
-}
 
 #define F16_STEP(A, K) A = _mm256_fmadd_ps(load_f16x8(x + 2 * (i + 8 * (K))), load_f16x8(y + 2 * (i + 8 * (K))), A);
 #define F16_TAIL(A, K)                                                                              \
