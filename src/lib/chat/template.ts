@@ -1,0 +1,94 @@
+import {Template} from '@huggingface/jinja'
+
+import {ExitCode, RunnerError} from '../errors.js'
+import {GgufMetadata, type GgufModelFiles} from '../gguf/index.js'
+import type {Tokenizer} from '../tokenizer/index.js'
+import {type ChatMessage, ChatHistoryError} from './messages.js'
+
+export const CHAT_TEMPLATE_KEY = 'tokenizer.chat_template'
+
+/**
+ * The template used when a model carries none: ChatML, which is also llama.cpp's default. Models
+ * trained without it will not follow it well; /v1/capabilities and the chat status line name it.
+ */
+export const CHATML_TEMPLATE =
+  "{%- for message in messages -%}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' -}}{%- endfor -%}" +
+  "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
+
+/** Where a template came from: the model's metadata, the documented fallback, or the user. */
+export type ChatTemplateSource = 'model' | 'fallback-chatml' | 'override'
+
+export interface RenderOptions {
+  /** End with the header of an assistant turn, so the model writes the reply (default true). */
+  readonly addGenerationPrompt?: boolean
+}
+
+/** A chat template, parsed once, rendered per request through @huggingface/jinja. */
+export class ChatTemplate {
+  private readonly template: Template
+
+  private constructor(
+    readonly source: string,
+    readonly origin: ChatTemplateSource,
+    private readonly bosToken: string,
+    private readonly eosToken: string,
+  ) {
+    try {
+      this.template = new Template(source)
+    } catch (error) {
+      throw new RunnerError(
+        'CHAT_TEMPLATE_INVALID',
+        `the ${origin === 'model' ? `model's ${CHAT_TEMPLATE_KEY}` : 'chat template'} does not parse (${(error as Error).message}); ` +
+          'use --chat-template chatml for the fallback, or give a template file',
+        ExitCode.invalidModel,
+      )
+    }
+  }
+
+  /**
+   * The model's own template, or ChatML when it has none. `override` is "chatml" or the text of a
+   * template, and wins over the model's.
+   */
+  static forModel(gguf: GgufModelFiles, tokenizer: Tokenizer, override?: string): ChatTemplate {
+    const bos = tokenizer.bos === undefined ? '' : tokenizer.tokenText(tokenizer.bos)
+    const eos = tokenizer.eos === undefined ? '' : tokenizer.tokenText(tokenizer.eos)
+    if (override !== undefined) return new ChatTemplate(override === 'chatml' ? CHATML_TEMPLATE : override, override === 'chatml' ? 'fallback-chatml' : 'override', bos, eos)
+    const first = gguf.shards[0]!
+    const meta = new GgufMetadata(gguf.metadata, first.kvOffsets, gguf.path)
+    const own = meta.stringOr(CHAT_TEMPLATE_KEY, undefined)
+    return own === undefined ? new ChatTemplate(CHATML_TEMPLATE, 'fallback-chatml', bos, eos) : new ChatTemplate(own, 'model', bos, eos)
+  }
+
+  /** A template from its text (tests, and callers that read a template file). */
+  static fromSource(source: string, tokens: {bos?: string; eos?: string} = {}, origin: ChatTemplateSource = 'override'): ChatTemplate {
+    return new ChatTemplate(source, origin, tokens.bos ?? '', tokens.eos ?? '')
+  }
+
+  /**
+   * Render a validated history. A template that raises (most say why: "roles must alternate
+   * user/assistant/...") refuses the history with its own words, naming `messages`.
+   */
+  render(messages: readonly ChatMessage[], options: RenderOptions = {}): string {
+    try {
+      return this.template.render({
+        messages: messages.map((m) => ({role: m.role, content: m.content})),
+        add_generation_prompt: options.addGenerationPrompt ?? true,
+        bos_token: this.bosToken,
+        eos_token: this.eosToken,
+      })
+    } catch (error) {
+      throw new ChatHistoryError('messages', `the model's chat template cannot represent this history: ${(error as Error).message}`, 'CHAT_TEMPLATE_REFUSED')
+    }
+  }
+}
+
+/**
+ * Tokens of a rendered chat prompt. Special tokens written by the template (<|im_start|>, <s>...)
+ * are parsed as such; the model's BOS is added when the vocabulary asks for it, unless the template
+ * already wrote it (llama.cpp would add a second one and warn; the runner does not double it).
+ */
+export function encodeChatPrompt(tokenizer: Tokenizer, rendered: string): number[] {
+  const ids = tokenizer.encode(rendered, {addSpecial: false, parseSpecial: true})
+  if (tokenizer.addBos && tokenizer.bos !== undefined && ids[0] !== tokenizer.bos) ids.unshift(tokenizer.bos)
+  return ids
+}

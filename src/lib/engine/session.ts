@@ -1,0 +1,68 @@
+import type {Context, GenerateOptions, GenerationResult, TokenStream} from './context.js'
+
+/** Length of the common prefix of two token sequences. */
+export function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length)
+  let i = 0
+  while (i < n && a[i] === b[i]) i++
+  return i
+}
+
+export interface SessionTurn {
+  readonly stream: TokenStream
+  /** Prompt tokens whose KV rows were reused instead of evaluated. */
+  readonly cachedTokens: number
+  /** Resolves once the generation ended and the session knows what its cache holds. */
+  readonly result: Promise<GenerationResult>
+}
+
+/**
+ * A context that remembers which tokens its KV cache holds, so a prompt that starts like the last
+ * one (the next turn of a chat, a request with the same system prompt) evaluates only what differs.
+ * Reuse is exact: the engine's logits do not depend on how a sequence was chunked, so a reused
+ * prefix gives the same bits as evaluating the whole prompt again (test/lib/engine/session.test.ts).
+ */
+export class Session {
+  private held: number[] = []
+
+  constructor(readonly context: Context) {}
+
+  /** The tokens whose KV rows the cache holds, in position order. */
+  get cached(): readonly number[] {
+    return this.held
+  }
+
+  /** Prompt tokens a prompt would reuse from the cache (at least one token is always evaluated). */
+  reusable(prompt: readonly number[]): number {
+    return Math.min(commonPrefixLength(this.held, prompt), prompt.length - 1)
+  }
+
+  /** Forget the cache (the next prompt is evaluated from position 0). */
+  reset(): void {
+    this.context.kvTruncate(0)
+    this.held = []
+  }
+
+  /** Generate after `prompt` (the whole sequence from position 0), reusing the cached prefix. */
+  generate(prompt: readonly number[], options: Omit<GenerateOptions, 'pos'>): SessionTurn {
+    const reuse = Math.max(0, this.reusable(prompt))
+    this.context.kvTruncate(reuse)
+    this.held = this.held.slice(0, reuse)
+    const stream = this.context.generate(prompt.slice(reuse), {...options, pos: reuse})
+    const result = stream.result.then(
+      (r) => {
+        // Every position the cache holds is a prompt or generated token; the pending ones are not in it.
+        this.held = [...prompt, ...r.tokens].slice(0, r.nPast)
+        return r
+      },
+      (error: unknown) => {
+        // A failure during the prompt leaves whatever part of it was evaluated.
+        this.held = prompt.slice(0, Math.min(this.context.nPast, prompt.length))
+        throw error
+      },
+    )
+    // Callers that only iterate the stream see the error there; this copy must not go unhandled.
+    result.catch(() => {})
+    return {stream, cachedTokens: reuse, result}
+  }
+}
