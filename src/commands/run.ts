@@ -1,9 +1,9 @@
 import {Flags} from '@oclif/core'
 
 import {RunnerCommand} from '../lib/cli/runner-command.js'
+import {samplingFlags, samplingFromFlags} from '../lib/cli/sampling-flags.js'
 import {Model} from '../lib/engine/model.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
-import {resolveSamplingOptions} from '../lib/sampling/index.js'
 import {formatBytes} from '../lib/util/format.js'
 import {readPrompt} from '../lib/util/prompt-input.js'
 
@@ -28,15 +28,7 @@ export default class Run extends RunnerCommand {
     'n-predict': Flags.integer({char: 'n', description: 'tokens to generate; -1 = until end of text or a full context', default: -1, min: -1}),
     'ctx-size': Flags.integer({char: 'c', description: "context size in tokens (default: the model's, at most 4096)", min: 1}),
     'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step while reading the prompt', default: 512, min: 1}),
-    temp: Flags.string({description: 'temperature; 0 = greedy', helpValue: 'T'}),
-    'top-k': Flags.integer({description: 'keep the k most likely tokens (0 = off)'}),
-    'top-p': Flags.string({description: 'keep the smallest set with this cumulative probability (1 = off)', helpValue: 'P'}),
-    'min-p': Flags.string({description: 'drop tokens less likely than min-p times the most likely (0 = off)', helpValue: 'P'}),
-    'repeat-penalty': Flags.string({description: 'penalize repeats of recent tokens (1 = off)', helpValue: 'X'}),
-    'repeat-last-n': Flags.integer({description: 'how many recent tokens the penalties look at'}),
-    'presence-penalty': Flags.string({description: 'subtract from tokens already present (0 = off)', helpValue: 'X'}),
-    'frequency-penalty': Flags.string({description: 'subtract per occurrence (0 = off)', helpValue: 'X'}),
-    seed: Flags.string({description: 'random seed (any 64-bit value, 0 included; default: random, reported)', helpValue: 'N'}),
+    ...samplingFlags,
     threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
     'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
     'no-bos': Flags.boolean({description: 'do not add the beginning-of-sequence token the model asks for'}),
@@ -46,17 +38,7 @@ export default class Run extends RunnerCommand {
   async run(): Promise<void> {
     const {flags} = await this.parse(Run)
     const prompt = await readPrompt(flags.prompt, flags.file)
-    const sampling = resolveSamplingOptions({
-      temperature: num(flags.temp, '--temp'),
-      topK: flags['top-k'],
-      topP: num(flags['top-p'], '--top-p'),
-      minP: num(flags['min-p'], '--min-p'),
-      repeatPenalty: num(flags['repeat-penalty'], '--repeat-penalty'),
-      penaltyLastN: flags['repeat-last-n'],
-      presencePenalty: num(flags['presence-penalty'], '--presence-penalty'),
-      frequencyPenalty: num(flags['frequency-penalty'], '--frequency-penalty'),
-      seed: flags.seed === undefined ? undefined : parseSeed(flags.seed),
-    })
+    const sampling = samplingFromFlags(flags)
 
     const t0 = performance.now()
     const model = await Model.load(flags.model, {onProgress: progressLine(flags.json)})
@@ -112,23 +94,6 @@ export default class Run extends RunnerCommand {
     ctx.dispose()
     model.dispose()
     if (result.finishReason === 'aborted') this.exit(ExitCode.interrupted)
-  }
-}
-
-function num(v: string | undefined, flag: string): number | undefined {
-  if (v === undefined) return undefined
-  const n = Number(v)
-  if (v.trim() === '' || !Number.isFinite(n)) throw new RunnerError('BAD_FLAG', `${flag} ${JSON.stringify(v)} is not a number`, ExitCode.usage)
-  return n
-}
-
-function parseSeed(v: string): bigint {
-  try {
-    const n = BigInt(v)
-    if (n < 0n || n >= 1n << 64n) throw new RangeError()
-    return n
-  } catch {
-    throw new RunnerError('BAD_FLAG', `--seed ${JSON.stringify(v)} must be an integer from 0 to 2^64-1`, ExitCode.usage)
   }
 }
 
