@@ -4,6 +4,7 @@ import {RunnerCommand} from '../lib/cli/runner-command.js'
 import {samplingFlags, samplingFromFlags} from '../lib/cli/sampling-flags.js'
 import {Model} from '../lib/engine/model.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
+import {prepareReceipt, writeReceipt} from '../lib/receipt/index.js'
 import {formatBytes} from '../lib/util/format.js'
 import {readPrompt} from '../lib/util/prompt-input.js'
 
@@ -19,6 +20,7 @@ export default class Run extends RunnerCommand {
     {description: 'Sampled, reproducible with a seed', command: '<%= config.bin %> run -m model.gguf -p "Write a haiku" --temp 0.7 --top-p 0.9 --seed 42'},
     {description: 'Prompt from a file, result as JSON for scripts', command: '<%= config.bin %> run -m model.gguf --file prompt.txt -n 128 --json'},
     {description: 'Prompt from standard input', command: 'echo "Once upon a time" | <%= config.bin %> run -m model.gguf -n 32'},
+    {description: 'A signed receipt anyone with the model can replay (runner verify)', command: '<%= config.bin %> run -m model.gguf -p "Hello" --seed 7 --transcript r.json --sign-key alice.key'},
   ]
 
   static override flags = {
@@ -33,17 +35,23 @@ export default class Run extends RunnerCommand {
     'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
     'no-bos': Flags.boolean({description: 'do not add the beginning-of-sequence token the model asks for'}),
     json: Flags.boolean({description: 'print one JSON document (text, token ids, finish reason, timings) instead of streaming'}),
+    transcript: Flags.string({description: 'write a receipt of this run (model and build hashes, every setting, seed, tokens, bytes) that `runner verify` replays', helpValue: 'FILE'}),
+    'sign-key': Flags.string({description: 'sign the receipt with this Ed25519 private key (from `runner keygen`)', dependsOn: ['transcript'], helpValue: 'KEY'}),
+    'transcript-prev': Flags.string({description: 'link the receipt to a previous one by its chain hash', dependsOn: ['transcript'], helpValue: 'FILE'}),
   }
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Run)
     const prompt = await readPrompt(flags.prompt, flags.file)
-    const sampling = samplingFromFlags(flags)
+    const chosen = samplingFromFlags(flags)
+    // A receipt records each token's log-probability; reporting them does not change sampling.
+    const sampling = flags.transcript ? {...chosen, logprobs: true} : chosen
 
     const t0 = performance.now()
     const model = await Model.load(flags.model, {onProgress: progressLine(flags.json)})
     const loadMs = performance.now() - t0
     const tokenizer = model.tokenizer
+    const receipt = flags.transcript ? await prepareReceipt(model.gguf, {signKeyPath: flags['sign-key'], prevPath: flags['transcript-prev']}) : undefined
     const ids = tokenizer.encode(prompt, {addSpecial: !flags['no-bos'], parseSpecial: false})
     const nCtx = flags['ctx-size'] ?? Math.min(model.config.nCtxTrain, 4096)
     if (ids.length >= nCtx) {
@@ -56,13 +64,31 @@ export default class Run extends RunnerCommand {
     const abort = new AbortController()
     const onSigint = () => abort.abort()
     process.once('SIGINT', onSigint)
-    const stream = ctx.generate(ids, {maxTokens, sampling, signal: abort.signal})
+    const stopTokens = [...tokenizer.eogTokens]
+    const started = new Date()
+    const stream = ctx.generate(ids, {maxTokens, sampling, signal: abort.signal, stopTokens})
+    const logprobs: number[] = []
     try {
-      for await (const t of stream) if (!flags.json) process.stdout.write(t.text)
+      for await (const t of stream) {
+        if (t.token >= 0) logprobs.push(t.logprob)
+        if (!flags.json) process.stdout.write(t.text)
+      }
     } finally {
       process.removeListener('SIGINT', onSigint)
     }
     const result = await stream.result
+    const finished = new Date()
+    if (receipt && flags.transcript) {
+      const written = await writeReceipt(flags.transcript, receipt, {
+        architecture: model.config.architecture,
+        started,
+        finished,
+        config: {maxTokens, nCtx, nBatch: ctx.options.nBatch, threads: ctx.options.threads, kvType: ctx.options.kvType, addBos: !flags['no-bos'], stopTokens, sampling},
+        prompt: {text: prompt, tokens: ids},
+        output: {tokens: result.tokens, text: result.text, bytes: tokenizer.decodeBytes(result.tokens), finishReason: result.finishReason, logprobs},
+      })
+      if (!flags.json) process.stderr.write(`receipt ${flags.transcript} (chain ${written.chain}${receipt.key ? ', signed' : ''})\n`)
+    }
     const rss = process.resourceUsage().maxRSS * 1024
     const timings = {
       loadMs: round(loadMs),

@@ -1,6 +1,8 @@
 /* Loading a model (mapping files, binding tensors by role) and creating contexts. */
 #include "model/model.h"
 
+#include "core/cpu_cap.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -326,7 +328,7 @@ runner_status runner_model_load(const runner_model_config *config, const char *c
     runner_model *m = calloc(1, sizeof *m);
     if (!m) return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "out of memory");
     m->cfg = *config;
-    m->cpu = runner_cpu_features();
+    m->cpu = runner_cpu_features_capped();
     m->maps = calloc((size_t)n_paths, sizeof *m->maps);
     m->layers = calloc((size_t)config->n_layer, sizeof *m->layers);
     if (!m->maps || !m->layers) {

@@ -9,6 +9,7 @@ import {dirname, join, parse} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {ExitCode, RunnerError} from '../errors.js'
+import {cpuCap} from './cpu-level.js'
 
 /**
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
@@ -238,6 +239,7 @@ let cached: NativeAddon | undefined
 
 /** The addon, loaded once per process. Throws RunnerError ADDON_NOT_BUILT / ADDON_STALE. */
 export function loadAddon(): NativeAddon {
+  cpuCap() // a mistyped RUNNER_CPU_MAX is refused here, before the engine could read it
   cached ??= loadAddonFrom(addonPath())
   return cached
 }

@@ -1,8 +1,8 @@
-import {createHash, randomBytes} from 'node:crypto'
-import {open, readFile, rename, unlink} from 'node:fs/promises'
-import {basename, dirname, join, resolve} from 'node:path'
+import {createHash} from 'node:crypto'
+import {readFile} from 'node:fs/promises'
 
 import {ExitCode, RunnerError} from '../errors.js'
+import {writeFileAtomic} from '../util/atomic-write.js'
 
 /**
  * The base model's per-position distributions, saved by `runner score --save-logits` and read by
@@ -115,17 +115,5 @@ export async function readBaseLogits(path: string): Promise<BaseLogits> {
 
 /** Written to a temporary name in the same folder, fsynced, then renamed. */
 export async function writeBaseLogits(path: string, b: BaseLogits): Promise<void> {
-  const target = resolve(path)
-  const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
-  const fh = await open(tmp, 'wx')
-  try {
-    await fh.writeFile(encodeBaseLogits(b))
-    await fh.sync()
-    await fh.close()
-    await rename(tmp, target)
-  } catch (error) {
-    await fh.close().catch(() => {})
-    await unlink(tmp).catch(() => {})
-    throw error
-  }
+  await writeFileAtomic(path, encodeBaseLogits(b))
 }

@@ -1,0 +1,32 @@
+import {ExitCode, RunnerError} from '../errors.js'
+import type {CpuFeatures} from './addon.js'
+
+/** Kernel levels, lowest first; RUNNER_CPU_MAX caps the engine at one (native/src/core/cpu_cap.h). */
+export const CPU_LEVELS = ['scalar', 'avx2', 'avx512'] as const
+export type CpuLevel = (typeof CPU_LEVELS)[number]
+
+export const CPU_CAP_ENV = 'RUNNER_CPU_MAX'
+
+/** The cap the environment asks for; any value but the documented ones is refused by name. */
+export function cpuCap(env: NodeJS.ProcessEnv = process.env): CpuLevel | undefined {
+  const v = env[CPU_CAP_ENV]
+  if (v === undefined || v === '') return undefined
+  if (!(CPU_LEVELS as readonly string[]).includes(v)) {
+    throw new RunnerError('BAD_ENV', `${CPU_CAP_ENV}=${JSON.stringify(v)} must be one of ${CPU_LEVELS.join(', ')}`, ExitCode.usage)
+  }
+  return v as CpuLevel
+}
+
+/** The kernel level the engine runs at: the best the CPU offers, capped by RUNNER_CPU_MAX. */
+export function effectiveCpuLevel(features: CpuFeatures, env: NodeJS.ProcessEnv = process.env): CpuLevel {
+  // The same feature sets the kernels' dispatch requires (native/src/quant/type_table.c NEEDS_*).
+  const best: CpuLevel =
+    features.avx2 && features.avx512f && features.avx512bw && features.avx512vl && features.fma && features.f16c
+      ? 'avx512'
+      : features.avx2 && features.fma && features.f16c
+        ? 'avx2'
+        : 'scalar'
+  const cap = cpuCap(env)
+  if (cap === undefined) return best
+  return CPU_LEVELS[Math.min(CPU_LEVELS.indexOf(best), CPU_LEVELS.indexOf(cap))]!
+}

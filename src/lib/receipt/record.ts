@@ -1,0 +1,102 @@
+import {basename} from 'node:path'
+
+import {ExitCode, RunnerError} from '../errors.js'
+import type {GgufModelFiles} from '../gguf/index.js'
+import type {SamplingOptions} from '../sampling/index.js'
+import {writeFileAtomic} from '../util/atomic-write.js'
+import {sha256File} from '../util/sha256.js'
+import {chainedPrefix, intactChain, RECEIPT_FORMAT, RECEIPT_VERSION, type ReceiptBody, type ReceiptSignature, receiptBytes, withChain} from './format.js'
+import {engineIdentity} from './identity.js'
+import {hex, type KeyPair, readSecretKey, sign} from './keys.js'
+
+/** The one verification profile so far: replay on the CPU engine reproduces tokens and bytes exactly. */
+export const PROFILE = {name: 'cpu-exact', version: 1} as const
+
+export interface ReceiptOptions {
+  /** PKCS#8 PEM Ed25519 key to sign with. */
+  readonly signKeyPath?: string
+  /** The previous receipt of a chain; this one records its chain hash. */
+  readonly prevPath?: string
+}
+
+/** What a receipt needs besides the run itself, checked before the run so a typo costs nothing. */
+export interface ReceiptSetup {
+  readonly key: KeyPair | undefined
+  readonly prev: string | null
+  /** sha256 of the model files, hashed while the model runs. */
+  readonly modelFiles: Promise<ReceiptBody['model']['files']>
+  readonly engine: Promise<ReceiptBody['engine']>
+}
+
+export async function prepareReceipt(model: GgufModelFiles, options: ReceiptOptions): Promise<ReceiptSetup> {
+  const key = options.signKeyPath === undefined ? undefined : await readSecretKey(options.signKeyPath)
+  let prev: string | null = null
+  if (options.prevPath !== undefined) {
+    const chain = await intactChain(options.prevPath)
+    if (typeof chain !== 'string') throw new RunnerError('RECEIPT_PREV_INVALID', `--transcript-prev: ${chain.problem}`, ExitCode.usage)
+    prev = chain
+  }
+  const modelFiles = Promise.all(model.shards.map(async (s) => ({name: basename(s.path), bytes: s.fileSize, sha256: await sha256File(s.path)})))
+  const engine = engineIdentity()
+  // Both are awaited when the receipt is written; a failure must not surface earlier as unhandled.
+  modelFiles.catch(() => {})
+  engine.catch(() => {})
+  return {key, prev, modelFiles, engine}
+}
+
+export interface RunRecord {
+  readonly architecture: string
+  readonly started: Date
+  readonly finished: Date
+  readonly config: Omit<ReceiptBody['config'], 'sampling'> & {readonly sampling: SamplingOptions}
+  readonly prompt: {readonly text: string; readonly tokens: readonly number[]}
+  readonly output: {readonly tokens: readonly number[]; readonly text: string; readonly bytes: Uint8Array; readonly finishReason: string; readonly logprobs: readonly number[]}
+}
+
+/** Assemble, chain, sign (when set up to) and atomically write a receipt; returns its chain hash. */
+export async function writeReceipt(path: string, setup: ReceiptSetup, run: RunRecord): Promise<{chain: string; bytes: number}> {
+  const s = run.config.sampling
+  const body: ReceiptBody = {
+    format: RECEIPT_FORMAT,
+    version: RECEIPT_VERSION,
+    created: {started: run.started.toISOString(), finished: run.finished.toISOString()},
+    model: {architecture: run.architecture, files: await setup.modelFiles},
+    engine: await setup.engine,
+    profile: PROFILE,
+    config: {
+      maxTokens: run.config.maxTokens,
+      nCtx: run.config.nCtx,
+      nBatch: run.config.nBatch,
+      threads: run.config.threads,
+      kvType: run.config.kvType,
+      addBos: run.config.addBos,
+      stopTokens: run.config.stopTokens,
+      sampling: {
+        temperature: s.temperature,
+        topK: s.topK,
+        topP: s.topP,
+        minP: s.minP,
+        repeatPenalty: s.repeatPenalty,
+        penaltyLastN: s.penaltyLastN,
+        presencePenalty: s.presencePenalty,
+        frequencyPenalty: s.frequencyPenalty,
+        seed: s.seed.toString(),
+      },
+    },
+    prompt: {text: run.prompt.text, tokens: run.prompt.tokens},
+    output: {
+      tokens: run.output.tokens,
+      logprobs: run.output.logprobs,
+      text: run.output.text,
+      bytes: Buffer.from(run.output.bytes).toString('hex'),
+      finishReason: run.output.finishReason,
+    },
+    prev: setup.prev,
+  }
+  const {signed, chain} = withChain(chainedPrefix(body))
+  let signature: ReceiptSignature | undefined
+  if (setup.key) signature = {algorithm: 'ed25519', publicKey: hex(setup.key.publicKey), value: hex(await sign(signed, setup.key.secretKey))}
+  const bytes = receiptBytes(signed, signature)
+  await writeFileAtomic(path, bytes)
+  return {chain, bytes: bytes.length}
+}

@@ -1,0 +1,287 @@
+import {readFile} from 'node:fs/promises'
+import {basename} from 'node:path'
+
+import {Model} from '../engine/model.js'
+import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
+import {resolveSamplingOptions, type SamplingOptions} from '../sampling/index.js'
+import {createTokenizer} from '../tokenizer/index.js'
+import {sha256File} from '../util/sha256.js'
+import {intactChain, RECEIPT_FORMAT, RECEIPT_VERSION, sha256Hex, splitReceipt} from './format.js'
+import {engineIdentity} from './identity.js'
+import {readPublicKey, verifySignature} from './keys.js'
+import {checkReceiptStructure, type ParsedReceipt} from './schema.js'
+
+export type Verdict = 'VERIFIED' | 'DIVERGED' | 'UNVERIFIABLE'
+export const VERDICT_EXIT: Readonly<Record<Verdict, 0 | 2 | 3>> = {VERIFIED: 0, DIVERGED: 2, UNVERIFIABLE: 3}
+
+export interface Check {
+  readonly name: 'structure' | 'chain' | 'signature' | 'link' | 'model' | 'settings' | 'replay'
+  readonly ok: boolean
+  readonly detail: string
+}
+
+export interface Divergence {
+  /** What differed first: an output token, the prompt's tokens, the output bytes or text, or a log-probability. */
+  readonly at: 'token' | 'prompt' | 'bytes' | 'text' | 'logprob'
+  readonly index: number
+  readonly expected: string
+  readonly got: string
+}
+
+export interface VerifyReport {
+  readonly verdict: Verdict
+  readonly exitCode: 0 | 2 | 3
+  /** One sentence: why this verdict. */
+  readonly reason: string
+  readonly checks: readonly Check[]
+  readonly divergence?: Divergence
+  /** Chain hash of the receipt (when its structure could be read). */
+  readonly chain?: string
+  readonly signer?: string
+  readonly modelLoaded: boolean
+}
+
+export interface VerifyOptions {
+  readonly receiptPath: string
+  readonly modelPath: string
+  /** Public keys (SPKI PEM files or 64 hex digits) whose signatures are trusted. */
+  readonly trustKeys?: readonly string[]
+  readonly requireSigned?: boolean
+  /** The receipt this one must link to. */
+  readonly prevPath?: string
+  /** Called as each stage starts (the CLI shows progress). */
+  readonly onStage?: (stage: Check['name']) => void
+}
+
+type Fail = (name: Check['name'], detail: string, verdict?: Verdict, divergence?: Divergence) => never
+type Pass = (name: Check['name'], detail: string) => void
+
+class Stop extends Error {
+  constructor(readonly verdict: Verdict, readonly reason: string, readonly divergence?: Divergence) {
+    super(reason)
+  }
+}
+
+/**
+ * Check a receipt in the documented order: structure and chain, signature and trust, link, model
+ * file, settings; then load the model and replay. Every UNVERIFIABLE verdict is reached before the
+ * model is loaded; only the replay can say DIVERGED.
+ */
+export async function verifyReceipt(options: VerifyOptions): Promise<VerifyReport> {
+  const checks: Check[] = []
+  let receipt: ParsedReceipt | undefined
+  let chain: string | undefined
+  let signer: string | undefined
+  let modelLoaded = false
+  const pass: Pass = (name, detail) => {
+    checks.push({name, ok: true, detail})
+  }
+  const fail: Fail = (name, detail, verdict = 'UNVERIFIABLE', divergence) => {
+    checks.push({name, ok: false, detail})
+    throw new Stop(verdict, detail, divergence)
+  }
+  try {
+    // 1. Structure and chain hash.
+    options.onStage?.('structure')
+    let file: Buffer
+    try {
+      file = await readFile(options.receiptPath)
+    } catch (error) {
+      fail('structure', `cannot read ${options.receiptPath}: ${(error as Error).message}`)
+    }
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(file.toString('utf8'))
+    } catch (error) {
+      fail('structure', `${options.receiptPath} is not JSON: ${(error as Error).message}`)
+    }
+    const head = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as {format?: unknown; version?: unknown}
+    if (head.format !== RECEIPT_FORMAT) fail('structure', `${options.receiptPath} is not a runner receipt (no "format": "${RECEIPT_FORMAT}")`)
+    if (head.version !== RECEIPT_VERSION) fail('structure', `receipt version ${JSON.stringify(head.version)} is unknown to this verifier (it reads version ${RECEIPT_VERSION})`)
+    const split = splitReceipt(file)
+    if (typeof split === 'string') fail('structure', `the receipt's tail is malformed: ${split}`)
+    const structured = checkReceiptStructure(parsed)
+    if (typeof structured === 'string') fail('structure', `the receipt is malformed: ${structured}`)
+    receipt = structured
+    if (receipt.chain !== split.chain) fail('structure', 'the receipt has more than one "chain" key')
+    pass('structure', `format ${RECEIPT_FORMAT} version ${RECEIPT_VERSION}`)
+    options.onStage?.('chain')
+    const recomputed = sha256Hex(split.prefix)
+    if (recomputed !== split.chain) fail('chain', `the record has been altered: sha256 of the bytes before "chain" is ${recomputed}, the receipt says ${split.chain}`)
+    chain = split.chain
+    pass('chain', `sha256 ${chain} over ${split.prefix.length} bytes`)
+
+    // 2. Signature and trust.
+    options.onStage?.('signature')
+    const trusted = await Promise.all((options.trustKeys ?? []).map(async (k) => Buffer.from(await readPublicKey(k)).toString('hex')))
+    if (receipt.signature) {
+      signer = receipt.signature.publicKey
+      const ok = await verifySignature(Buffer.from(receipt.signature.value, 'hex'), split.signed, Buffer.from(signer, 'hex'))
+      if (!ok) fail('signature', `the signature does not match the receipt's bytes under its public key ${signer}`)
+      if (trusted.length > 0 && !trusted.includes(signer)) fail('signature', `signed by ${signer}, which is not among the ${trusted.length} trusted key(s)`)
+      if (options.requireSigned && trusted.length === 0) fail('signature', `--require-signed needs --trust-key: a valid signature by an unpinned key (${signer}) proves nothing`)
+      pass('signature', `valid Ed25519 signature by ${signer}${trusted.length > 0 ? ' (trusted)' : ' (no key pinned with --trust-key)'}`)
+    } else if (options.requireSigned) {
+      fail('signature', 'the receipt is not signed, and --require-signed was given')
+    } else {
+      pass('signature', 'not signed')
+    }
+
+    // 3. The link to the previous receipt.
+    options.onStage?.('link')
+    if (options.prevPath !== undefined) {
+      const prevChain = await intactChain(options.prevPath)
+      if (typeof prevChain !== 'string') fail('link', `the previous receipt ${prevChain.problem}`)
+      if (receipt.prev !== prevChain) fail('link', `the receipt links to ${receipt.prev ?? 'nothing'}, but ${options.prevPath} has chain hash ${prevChain}`)
+      pass('link', `links to ${basename(options.prevPath)} (${prevChain})`)
+    } else {
+      pass('link', receipt.prev ? `links to ${receipt.prev} (not checked: pass --prev)` : 'first of its chain')
+    }
+
+    // 4. The model files.
+    options.onStage?.('model')
+    let gguf: GgufModelFiles
+    try {
+      gguf = readGgufModel(options.modelPath)
+    } catch (error) {
+      fail('model', `cannot read the model ${options.modelPath}: ${(error as Error).message}`)
+    }
+    const files = receipt.model.files
+    if (gguf.shards.length !== files.length) fail('model', `the receipt names ${files.length} model file(s), ${options.modelPath} has ${gguf.shards.length}`)
+    for (const [i, shard] of gguf.shards.entries()) {
+      const sha = await sha256File(shard.path)
+      if (sha !== files[i]!.sha256) fail('model', `wrong model: ${shard.path} has sha256 ${sha}, the receipt was made with ${files[i]!.name} (${files[i]!.sha256})`)
+    }
+    pass('model', `sha256 ${files.map((f) => f.sha256).join(', ')}`)
+
+    // 5. Settings: the same validation the CLI applies, before any weight is mapped.
+    options.onStage?.('settings')
+    const tokenizer = createTokenizer(gguf)
+    let sampling: SamplingOptions
+    try {
+      sampling = resolveSamplingOptions({...receipt.config.sampling, seed: BigInt(receipt.config.sampling.seed), logprobs: true})
+    } catch (error) {
+      fail('settings', `the recorded settings are invalid: ${(error as Error).message}`)
+    }
+    const c = receipt.config
+    const problems = [
+      rangeProblem('config.nCtx', c.nCtx, 1, 1 << 24),
+      rangeProblem('config.nBatch', c.nBatch, 1, 65536),
+      rangeProblem('config.threads', c.threads, 1, 256),
+      rangeProblem('config.maxTokens', c.maxTokens, 0, c.nCtx),
+      receipt.prompt.tokens.length === 0 ? 'prompt.tokens is empty' : undefined,
+      receipt.prompt.tokens.length + receipt.output.tokens.length > c.nCtx ? `prompt and output (${receipt.prompt.tokens.length + receipt.output.tokens.length} tokens) exceed config.nCtx ${c.nCtx}` : undefined,
+      receipt.output.tokens.length > c.maxTokens ? `output has ${receipt.output.tokens.length} tokens, more than config.maxTokens ${c.maxTokens}` : undefined,
+      receipt.output.logprobs.length !== receipt.output.tokens.length ? 'output.logprobs and output.tokens differ in length' : undefined,
+      [...receipt.prompt.tokens, ...receipt.output.tokens, ...c.stopTokens].some((t) => t >= tokenizer.vocabSize) ? `a token id is outside the model's vocabulary of ${tokenizer.vocabSize}` : undefined,
+    ].filter((p): p is string => p !== undefined)
+    if (problems.length > 0) fail('settings', `the recorded settings are invalid: ${problems[0]}`)
+    pass('settings', `seed ${c.sampling.seed}, temperature ${c.sampling.temperature}, ${c.maxTokens} max tokens, context ${c.nCtx}, ${c.threads} thread(s), KV ${c.kvType}`)
+
+    // 6. Replay.
+    options.onStage?.('replay')
+    const promptTokens = tokenizer.encode(receipt.prompt.text, {addSpecial: c.addBos, parseSpecial: false})
+    const p = firstDifference(promptTokens, receipt.prompt.tokens)
+    if (p >= 0) {
+      fail('replay', `the prompt text does not tokenize to the recorded prompt tokens (first difference at prompt token ${p})`, 'DIVERGED', {
+        at: 'prompt',
+        index: p,
+        expected: String(receipt.prompt.tokens[p] ?? 'end'),
+        got: String(promptTokens[p] ?? 'end'),
+      })
+    }
+    const model = await Model.load(options.modelPath)
+    modelLoaded = true
+    try {
+      await replay(model, receipt, sampling, fail, pass, signerSameBuild(receipt))
+    } finally {
+      model.dispose()
+    }
+    return {verdict: 'VERIFIED', exitCode: 0, reason: `replayed ${receipt.output.tokens.length} tokens: every token and byte matches`, checks, chain, signer, modelLoaded}
+  } catch (error) {
+    if (error instanceof Stop) return {verdict: error.verdict, exitCode: VERDICT_EXIT[error.verdict], reason: error.reason, checks, chain, signer, modelLoaded, ...(error.divergence ? {divergence: error.divergence} : {})}
+    throw error
+  }
+}
+
+/** True when this process runs the very build (addon and JavaScript) that made the receipt. */
+async function signerSameBuild(receipt: ParsedReceipt): Promise<boolean> {
+  const here = await engineIdentity()
+  return here.addonSha256 === receipt.engine.addonSha256 && here.packageSha256 === receipt.engine.packageSha256
+}
+
+async function replay(
+  model: Model,
+  receipt: ParsedReceipt,
+  sampling: SamplingOptions,
+  fail: Fail,
+  pass: Pass,
+  sameBuild: Promise<boolean>,
+): Promise<void> {
+  const c = receipt.config
+  const expected = receipt.output.tokens
+  // A run cut short (Ctrl+C) is replayed for exactly the tokens it produced.
+  const cut = receipt.output.finishReason === 'aborted' || receipt.output.finishReason === 'stopped'
+  const ctx = await model.createContext({nCtx: c.nCtx, nBatch: c.nBatch, threads: c.threads, kvType: c.kvType})
+  const got: number[] = []
+  const logprobs: number[] = []
+  const tok = model.tokenizer
+  try {
+    const stream = ctx.generate(receipt.prompt.tokens, {maxTokens: cut ? expected.length : c.maxTokens, sampling, stopTokens: c.stopTokens})
+    for await (const t of stream) {
+      if (t.token < 0) continue
+      const i = got.length
+      got.push(t.token)
+      logprobs.push(t.logprob)
+      if (t.token !== expected[i]) {
+        const exp = expected[i] === undefined ? `end of output (${receipt.output.finishReason})` : describe(expected[i]!)
+        fail('replay', `diverged at output token ${i}: the receipt has ${exp}, the model produced ${describe(t.token)}`, 'DIVERGED', {at: 'token', index: i, expected: exp, got: describe(t.token)})
+      }
+    }
+    const result = await stream.result
+    if (got.length < expected.length) {
+      const exp = describe(expected[got.length]!)
+      fail('replay', `diverged at output token ${got.length}: the receipt has ${exp}, the model ended (${result.finishReason})`, 'DIVERGED', {at: 'token', index: got.length, expected: exp, got: `end (${result.finishReason})`})
+    }
+    const bytes = Buffer.from(tok.decodeBytes(got))
+    const recorded = Buffer.from(receipt.output.bytes, 'hex')
+    if (!bytes.equals(recorded)) {
+      const b = firstDifference([...bytes], [...recorded])
+      fail('replay', `the output bytes differ from the tokens' bytes at byte ${b}`, 'DIVERGED', {at: 'bytes', index: b, expected: hexAt(recorded, b), got: hexAt(bytes, b)})
+    }
+    if (result.text !== receipt.output.text) {
+      const i = firstDifference([...result.text], [...receipt.output.text])
+      fail('replay', `the output text differs from the tokens' text at character ${i}`, 'DIVERGED', {at: 'text', index: i, expected: [...receipt.output.text][i] ?? 'end', got: [...result.text][i] ?? 'end'})
+    }
+    // Log-probabilities: bit-exact on the same build (and in practice on every CPU level, whose
+    // kernels are bitwise equal); another build may round differently, which tokens tolerate.
+    const l = logprobs.findIndex((v, i) => !Object.is(Math.fround(v), Math.fround(receipt.output.logprobs[i]!)))
+    if (l >= 0 && (await sameBuild)) {
+      fail('replay', `same build, yet the log-probability of output token ${l} differs: ${receipt.output.logprobs[l]} recorded, ${logprobs[l]} replayed`, 'DIVERGED', {
+        at: 'logprob',
+        index: l,
+        expected: String(receipt.output.logprobs[l]),
+        got: String(logprobs[l]),
+      })
+    }
+    pass('replay', `${got.length} tokens and ${bytes.length} bytes identical; log-probabilities ${l < 0 ? 'bit-identical' : `differ from token ${l} (another build)`}`)
+  } finally {
+    ctx.dispose()
+  }
+
+  function describe(id: number): string {
+    return `token ${id} ${JSON.stringify(tok.piece(id, {special: true}))}`
+  }
+}
+
+function rangeProblem(name: string, v: number, min: number, max: number): string | undefined {
+  return Number.isInteger(v) && v >= min && v <= max ? undefined : `${name} ${v} is outside [${min}, ${max}]`
+}
+
+function firstDifference<T>(a: readonly T[], b: readonly T[]): number {
+  const n = Math.max(a.length, b.length)
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i
+  return -1
+}
+
+const hexAt = (b: Buffer, i: number) => (i < b.length ? b.subarray(i, i + 1).toString('hex') : 'end')
