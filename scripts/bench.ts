@@ -1,7 +1,10 @@
 /**
- * Side-by-side benchmark of our engine and llama.cpp (through node-llama-cpp) on the same GGUF file
- * and thread count: prompt processing (pp, default 512 tokens in one batch) and decode (tg, default
- * 128 generated tokens, greedy), plus peak RSS and load time.
+ * Side-by-side benchmark of our engine and llama.cpp on the same GGUF file and thread count: prompt
+ * processing (pp, default 512 tokens in one batch) and decode (tg, default 128 generated tokens,
+ * greedy), plus peak, anonymous and file-backed RSS and load time. llama.cpp runs twice: from C with
+ * a persistent thread pool (scripts/native-bench/llama_direct.c, linked against the libllama that
+ * node-llama-cpp ships: llama.cpp's own speed) and through node-llama-cpp (what a Node user gets).
+ * A STREAM-like probe (scripts/native-bench/membw.c) measures the read bandwidth decode is bound by.
  *
  *   npm run bench -- --model FILE [--model FILE2] [--threads 1,2] [--reps 3] [--pp 512] [--tg 128] [--json]
  *   npm run bench -- --suite [--cache-dir DIR]      (TinyLlama-shaped Q8_0 and Q4_0, and stories260K)
@@ -29,7 +32,7 @@
  *
  * Progress goes to stderr, results to stdout (a markdown table, or JSON with --json).
  */
-import {spawn} from 'node:child_process'
+import {spawn, spawnSync} from 'node:child_process'
 import {closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync} from 'node:fs'
 import {cpus, loadavg, tmpdir} from 'node:os'
 import {basename, join, resolve} from 'node:path'
@@ -43,8 +46,14 @@ const SCRIPT = fileURLToPath(import.meta.url)
 const ROOT = resolve(SCRIPT, '../..')
 const STORIES = resolve(ROOT, '../shared/models/stories260K.gguf')
 
-type Engine = 'runner' | 'llama.cpp'
-const ENGINES: readonly Engine[] = ['runner', 'llama.cpp']
+/**
+ * runner: our engine. llama.cpp-c: the libllama node-llama-cpp ships, driven from C with a persistent
+ * thread pool (scripts/native-bench/llama_direct.c): llama.cpp's own speed, the fair bar.
+ * llama.cpp: the same library through node-llama-cpp, what a Node user of llama.cpp gets.
+ */
+type Engine = 'runner' | 'llama.cpp-c' | 'llama.cpp'
+const ENGINES: readonly Engine[] = ['runner', 'llama.cpp-c', 'llama.cpp']
+const REFERENCES = ['llama.cpp-c', 'llama.cpp'] as const
 type FlashAttention = 'off' | 'on' | 'auto'
 const FLASH_ATTENTION: Record<FlashAttention, boolean | 'auto'> = {off: false, on: true, auto: 'auto'}
 
@@ -58,7 +67,7 @@ const RESULT_MARK = 'BENCH_RESULT '
 
 /** The standard bench models: TinyLlama-1.1B's shape with random weights (make-test-model.ts). */
 const TINYLLAMA = {nEmbd: 2048, nLayer: 22, nHead: 32, nHeadKv: 4, nFf: 5632, vocab: 32000, context: 2048, seed: 1}
-const SUITE_TYPES = ['q8_0', 'q4_0'] as const
+const SUITE_TYPES = ['q4_0', 'q8_0', 'q4_k', 'q6_k', 'f16'] as const
 
 interface WorkerOptions {
   readonly engine: Engine
@@ -84,6 +93,9 @@ interface WorkerResult {
   readonly baseRssMiB: number
   /** process.resourceUsage().maxRSS at the end. */
   readonly peakRssMiB: number
+  /** Resident anonymous memory (heap, copies, KV cache) and file-backed memory (mapped weights) after tg. */
+  readonly anonRssMiB: number
+  readonly fileRssMiB: number
   /**
    * CPU time the process got during the timed pp and tg, divided by their wall time: about the
    * thread count when the threads ran (spinning counts), less when they were descheduled or slept.
@@ -113,6 +125,16 @@ const mib = (bytes: number) => bytes / 2 ** 20
 const rssMiB = () => mib(process.memoryUsage().rss)
 /** maxRSS is in KiB on Linux and macOS. */
 const peakRssMiB = () => process.resourceUsage().maxRSS / 1024
+
+/** A field of /proc/self/status (RssAnon, RssFile) in MiB; NaN where there is none. */
+function statusMiB(field: string): number {
+  try {
+    const m = new RegExp(`^${field}:\\s*(\\d+) kB`, 'm').exec(readFileSync('/proc/self/status', 'utf8'))
+    return m ? Number(m[1]) / 1024 : NaN
+  } catch {
+    return NaN
+  }
+}
 
 /** Starts a meter; calling the result gives the process's CPU seconds (all threads) per wall second since. */
 function cpuMeter(): () => number {
@@ -150,10 +172,14 @@ async function workerRunner(o: WorkerOptions): Promise<WorkerResult> {
   const r = await ctx.generate(ids.slice(0, TG_PROMPT), {maxTokens: o.tg + 1, sampling, stopTokens: [], pos: 0}).result
   if (r.tokens.length !== o.tg + 1) throw new Error(`runner: generated ${r.tokens.length} tokens, expected ${o.tg + 1} (finish: ${r.finishReason})`)
   const coresUsed = cpu()
+  const anonRssMiB = statusMiB('RssAnon')
+  const fileRssMiB = statusMiB('RssFile')
   ctx.dispose()
   model.dispose()
   return {
     engine: 'runner',
+    anonRssMiB,
+    fileRssMiB,
     threads: o.threads,
     loadMs,
     ppTokens: o.pp,
@@ -207,10 +233,14 @@ async function workerLlamaCpp(o: WorkerOptions): Promise<WorkerResult> {
   const tg = await generate(ids.slice(0, TG_PROMPT), o.tg + 1)
   const coresUsed = cpu()
   const notes = {threadsUsed: ctx.currentThreads}
+  const anonRssMiB = statusMiB('RssAnon')
+  const fileRssMiB = statusMiB('RssFile')
   await ctx.dispose()
   await model.dispose()
   return {
     engine: 'llama.cpp',
+    anonRssMiB,
+    fileRssMiB,
     threads: o.threads,
     loadMs,
     ppTokens: o.pp,
@@ -226,6 +256,7 @@ async function workerLlamaCpp(o: WorkerOptions): Promise<WorkerResult> {
 }
 
 async function worker(o: WorkerOptions): Promise<void> {
+  if (o.engine === 'llama.cpp-c') throw new Error('llama.cpp-c runs as its own C program, not as a worker')
   const result = o.engine === 'runner' ? await workerRunner(o) : await workerLlamaCpp(o)
   process.stdout.write(`${RESULT_MARK}${JSON.stringify(result)}\n`)
 }
@@ -238,11 +269,18 @@ interface BenchModel {
 }
 
 /** Run one worker; resolves with its result, or rejects with its stderr. */
-function runWorker(o: WorkerOptions): Promise<WorkerResult> {
-  const args = ['--import', 'tsx', SCRIPT, '--worker', o.engine, '--model', o.model, '--threads', String(o.threads), '--pp', String(o.pp), '--tg', String(o.tg)]
+function runWorker(o: WorkerOptions, tools: NativeTools | undefined): Promise<WorkerResult> {
+  let command = process.execPath
+  let args = ['--import', 'tsx', SCRIPT, '--worker', o.engine, '--model', o.model, '--threads', String(o.threads), '--pp', String(o.pp), '--tg', String(o.tg)]
   args.push('--n-ctx', String(o.nCtx), '--flash-attention', o.flashAttention)
+  if (o.engine === 'llama.cpp-c') {
+    if (!tools) throw new Error('the llama.cpp C driver was not built')
+    if (o.flashAttention !== 'off') throw new Error('the llama.cpp C driver runs with flash attention off only')
+    command = tools.llamaDirect
+    args = [o.model, String(o.threads), String(o.pp), String(o.tg), String(o.nCtx), LLAMA_BINS]
+  }
   return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, args, {cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe']})
+    const child = spawn(command, args, {cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe']})
     let out = ''
     let err = ''
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
@@ -254,6 +292,56 @@ function runWorker(o: WorkerOptions): Promise<WorkerResult> {
       else reject(new Error(`${o.engine} worker on ${basename(o.model)} (${o.threads} threads) exited with ${signal ?? code}:\n${err.trim() || out.trim()}`))
     })
   })
+}
+
+/** node-llama-cpp's prebuilt llama.cpp for this platform: libllama, libggml and the CPU backend variants. */
+const LLAMA_BINS = join(ROOT, `node_modules/@node-llama-cpp/${process.platform}-${process.arch}/bins/${process.platform}-${process.arch}`)
+const NODE_LLAMA_CPP = join(ROOT, 'node_modules/node-llama-cpp/llama')
+
+interface NativeTools {
+  readonly llamaDirect: string
+  readonly membw: string
+}
+
+function run(command: string, args: string[], cwd = ROOT): string {
+  const r = spawnSync(command, args, {cwd, encoding: 'utf8', maxBuffer: 64 << 20})
+  if (r.status !== 0) throw new Error(`${command} ${args.join(' ')} failed:\n${r.stderr || r.stdout}`)
+  return r.stdout
+}
+
+/**
+ * Build the C driver of llama.cpp and the bandwidth probe into the cache: llama.cpp's headers come
+ * from the source bundle inside node-llama-cpp (the exact release its binaries were built from),
+ * the libraries from its prebuilt binaries.
+ */
+function buildNativeTools(cacheDir: string): NativeTools {
+  const dir = join(cacheDir, 'native-bench')
+  const headers = join(dir, 'llama-headers')
+  mkdirSync(dir, {recursive: true})
+  if (!existsSync(join(headers, 'include/llama.h'))) {
+    const repo = join(dir, 'llama-src.git')
+    rmSync(repo, {recursive: true, force: true})
+    run('git', ['init', '-q', '--bare', repo])
+    run('git', ['--git-dir', repo, 'fetch', '-q', join(NODE_LLAMA_CPP, 'gitRelease.bundle'), 'HEAD'])
+    mkdirSync(headers, {recursive: true})
+    const tar = join(dir, 'headers.tar')
+    run('git', ['--git-dir', repo, 'archive', '-o', tar, 'FETCH_HEAD', 'include', 'ggml/include'])
+    run('tar', ['-xf', tar, '-C', headers])
+    rmSync(repo, {recursive: true, force: true})
+    rmSync(tar, {force: true})
+  }
+  const src = join(ROOT, 'scripts/native-bench')
+  const llamaDirect = join(dir, 'llama_direct')
+  const libs = ['libllama.v0.5.0.so', 'libggml.v0.5.0.so', 'libggml-base.so'].map((l) => join(LLAMA_BINS, l))
+  run('cc', ['-O2', '-std=c11', '-Wall', '-I', join(headers, 'include'), '-I', join(headers, 'ggml/include'), join(src, 'llama_direct.c'), '-o', llamaDirect, ...libs, `-Wl,-rpath,${LLAMA_BINS}`])
+  const membw = join(dir, 'membw')
+  run('cc', ['-O2', '-Wall', '-pthread', join(src, 'membw.c'), '-o', membw])
+  return {llamaDirect, membw}
+}
+
+/** Best read bandwidth (GB/s) of `threads` threads over 1 GiB. */
+function readBandwidth(tools: NativeTools, threads: number): number {
+  return (JSON.parse(run(tools.membw, [String(threads), '1024', '5'])) as {readGBs: number}).readGBs
 }
 
 function spawnChecked(args: string[]): Promise<void> {
@@ -358,6 +446,8 @@ interface EngineSummary {
   ppTokS: Stats
   tgTokS: Stats
   peakRssMiB: Stats
+  anonRssMiB: Stats
+  fileRssMiB: Stats
   baseRssMiB: Stats
   loadMs: Stats
   coresUsed: Stats
@@ -371,11 +461,13 @@ interface CaseSummary {
   fileMiB: number
   weightMiBPerToken: number
   threads: number
+  /** Measured read bandwidth of this many threads (scripts/native-bench/membw.c), GB/s. */
+  bandwidthGBs?: number
   engines: Partial<Record<Engine, EngineSummary>>
-  /** Ratios of medians, ours / llama.cpp (absent unless both engines ran). */
-  ratio?: {pp: number; tg: number; peakRss: number}
-  /** Whether the first greedy tokens of the two engines agree (a check that both ran the same model). */
-  sameFirstTokens?: boolean
+  /** Ratios of medians, ours / the reference engine (absent unless both ran). */
+  ratios: Partial<Record<(typeof REFERENCES)[number], {pp: number; tg: number; peakRss: number}>>
+  /** Whether our first greedy tokens equal the reference's (a check that both ran the same model). */
+  sameFirstTokens: Partial<Record<(typeof REFERENCES)[number], boolean>>
 }
 
 function summarize(runs: WorkerResult[], errors: string[], weightBytes: number): EngineSummary {
@@ -386,6 +478,8 @@ function summarize(runs: WorkerResult[], errors: string[], weightBytes: number):
     ppTokS: stats(runs.map((r) => (1000 * r.ppTokens) / r.ppMs)),
     tgTokS: tg,
     peakRssMiB: stats(runs.map((r) => r.peakRssMiB)),
+    anonRssMiB: stats(runs.map((r) => r.anonRssMiB)),
+    fileRssMiB: stats(runs.map((r) => r.fileRssMiB)),
     baseRssMiB: stats(runs.map((r) => r.baseRssMiB)),
     loadMs: stats(runs.map((r) => r.loadMs)),
     coresUsed: stats(runs.map((r) => r.coresUsed)),
@@ -417,32 +511,43 @@ const range = (s: Stats, digits = 1) => (Number.isFinite(s.median) ? `${fmt(s.me
 function markdown(header: Record<string, string | number>, cases: CaseSummary[], pp: number, tg: number): string {
   const lines: string[] = []
   for (const [k, v] of Object.entries(header)) lines.push(`- ${k}: ${v}`)
-  lines.push('', `Speed: tokens per second, median (min–max) over the reps; ratio = median ours / median llama.cpp (above 1: we are faster).`, '')
-  lines.push(`| model | threads | pp${pp} runner | pp${pp} llama.cpp | pp ratio | tg${tg} runner | tg${tg} llama.cpp | tg ratio |`)
-  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|')
-  for (const c of cases) {
-    const o = c.engines.runner
-    const l = c.engines['llama.cpp']
-    const cell = (s: EngineSummary | undefined, pick: (e: EngineSummary) => Stats) => (s ? (s.runs.length ? range(pick(s)) : 'failed') : '-')
-    lines.push(
-      `| ${c.model} | ${c.threads} | ${cell(o, (e) => e.ppTokS)} | ${cell(l, (e) => e.ppTokS)} | ${c.ratio ? `${fmt(c.ratio.pp, 2)}x` : '-'} | ${cell(o, (e) => e.tgTokS)} | ${cell(l, (e) => e.tgTokS)} | ${c.ratio ? `${fmt(c.ratio.tg, 2)}x` : '-'} |`,
-    )
+  lines.push(
+    '',
+    'Speed: tokens per second, median (min–max) over the reps. "C" is llama.cpp driven from C with a persistent thread pool; "node" is the same library through node-llama-cpp. Ratios: median ours / median theirs (above 1: we are faster).',
+    '',
+  )
+  const cell = (e: EngineSummary | undefined, pick: (e: EngineSummary) => Stats) => (e ? (e.runs.length ? range(pick(e)) : 'failed') : '-')
+  const ratio = (c: CaseSummary, ref: (typeof REFERENCES)[number], k: 'pp' | 'tg') => (c.ratios[ref] ? `${fmt(c.ratios[ref]![k], 2)}x` : '-')
+  for (const [k, n] of [['pp', pp], ['tg', tg]] as const) {
+    lines.push(`| model | threads | ${k}${n} runner | ${k}${n} llama.cpp C | ratio vs C | ${k}${n} llama.cpp node | ratio vs node |`)
+    lines.push('|---|---:|---:|---:|---:|---:|---:|')
+    const pick = (e: EngineSummary) => (k === 'pp' ? e.ppTokS : e.tgTokS)
+    for (const c of cases) {
+      lines.push(
+        `| ${c.model} | ${c.threads} | ${cell(c.engines.runner, pick)} | ${cell(c.engines['llama.cpp-c'], pick)} | ${ratio(c, 'llama.cpp-c', k)} | ${cell(c.engines['llama.cpp'], pick)} | ${ratio(c, 'llama.cpp', k)} |`,
+      )
+    }
+    lines.push('')
   }
-  lines.push('', 'Memory, load and decode bandwidth: peak RSS of the whole worker process (median, min–max), of which "base" is Node plus the engine\'s code before the model; cores used = CPU time / wall time over the timed pp and tg (median); tg GB/s = weight bytes read per token × median tg tok/s.', '')
-  lines.push('| model | threads | engine | peak RSS MiB | base MiB | load ms | cores used | weights/token MiB | tg GB/s | notes |')
-  lines.push('|---|---:|---|---:|---:|---:|---:|---:|---:|---|')
+  lines.push(
+    'Memory and decode bandwidth: peak RSS of the whole process (median, min–max); anonymous and file-backed RSS after decode (medians: mapped weights are file-backed, copies and caches anonymous); cores used = CPU time / wall time over the timed pp and tg; tg GB/s = weight bytes read per token × median tg tok/s, and its share of the measured read bandwidth of that many threads.',
+    '',
+  )
+  lines.push('| model | threads | engine | peak RSS MiB | anon MiB | file MiB | load ms | cores used | weights/token MiB | tg GB/s | of bandwidth | notes |')
+  lines.push('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|')
   for (const c of cases) {
     for (const engine of ENGINES) {
       const e = c.engines[engine]
       if (!e) continue
       const notes = [...Object.entries(e.runs[0]?.notes ?? {}).map(([k, v]) => `${k}=${v}`), ...(e.errors.length ? [`${e.errors.length} failed`] : [])]
+      const share = c.bandwidthGBs ? `${fmt((100 * e.tgGBs) / c.bandwidthGBs, 0)} %` : '-'
       lines.push(
-        `| ${c.model} | ${c.threads} | ${engine} | ${range(e.peakRssMiB, 0)} | ${fmt(e.baseRssMiB.median, 0)} | ${fmt(e.loadMs.median, 0)} | ${fmt(e.coresUsed.median, 2)} | ${fmt(c.weightMiBPerToken, 1)} | ${fmt(e.tgGBs, 2)} | ${notes.join(', ')} |`,
+        `| ${c.model} | ${c.threads} | ${engine} | ${range(e.peakRssMiB, 0)} | ${fmt(e.anonRssMiB.median, 0)} | ${fmt(e.fileRssMiB.median, 0)} | ${fmt(e.loadMs.median, 0)} | ${fmt(e.coresUsed.median, 2)} | ${fmt(c.weightMiBPerToken, 1)} | ${fmt(e.tgGBs, 2)} | ${share} | ${notes.join(', ')} |`,
       )
     }
   }
-  const differ = cases.filter((c) => c.sameFirstTokens === false)
-  if (differ.length) lines.push('', `Note: the engines' first 16 greedy tokens differ on: ${differ.map((c) => `${c.model} (${c.threads} thread${c.threads > 1 ? 's' : ''})`).join(', ')}.`)
+  const differ = cases.flatMap((c) => REFERENCES.filter((r) => c.sameFirstTokens[r] === false).map((r) => `${c.model} vs ${r} (${c.threads} thread${c.threads > 1 ? 's' : ''})`))
+  if (differ.length) lines.push('', `Note: the first 16 greedy tokens differ on: ${differ.join(', ')}.`)
   return `${lines.join('\n')}\n`
 }
 
@@ -451,14 +556,16 @@ const USAGE = `usage: npm run bench -- (--model FILE ... | --suite) [--threads 1
        npm run bench -- --from-json FILE
 
   --model FILE      a GGUF file to measure (repeatable)
-  --suite           the standard bench models: TinyLlama-1.1B-shaped random weights in Q8_0 and Q4_0
+  --suite           the standard bench models: TinyLlama-1.1B-shaped random weights in Q4_0, Q8_0,
+                    Q4_K, Q6_K and F16
                     (written once by make-test-model.ts into --cache-dir, then reused) and
                     ../shared/models/stories260K.gguf
   --threads LIST    thread counts, comma-separated (default: 1 and the physical cores)
   --reps N          measurements per engine, file and thread count, each in a fresh process (default 3)
   --pp N            prompt tokens processed at once (default 512)
   --tg N            tokens generated after a short prompt (default 128)
-  --engines LIST    runner, llama.cpp or both (default both)
+  --engines LIST    runner, llama.cpp-c (llama.cpp from C, persistent thread pool), llama.cpp
+                    (through node-llama-cpp); default all three
   --flash-attention off|on|auto
                     llama.cpp's flash attention (default off: our attention computes what llama.cpp's
                     non-fused path computes, so both then generate the same greedy tokens;
@@ -467,7 +574,8 @@ const USAGE = `usage: npm run bench -- (--model FILE ... | --suite) [--threads 1
   --json            print the results as JSON instead of markdown tables
   --from-json FILE  print the tables of a saved --json run (measures nothing)
 
-example: npm run bench -- --suite --threads 1,2 --reps 3`
+example: npm run bench -- --suite --threads 1,2 --reps 3
+needs: cc (the C driver and the probe are compiled into --cache-dir on first use)`
 
 function positiveInt(flag: string, v: string): number {
   const n = Number(v)
@@ -551,6 +659,9 @@ async function main(): Promise<void> {
     'load average (1, 5, 15 min) at start': loadavg().map((l) => l.toFixed(2)).join(', '),
   }
   process.stderr.write(`bench: ${header.cpu}, ${header.date}\n`)
+  const tools = buildNativeTools(values['cache-dir'])
+  const bandwidth = new Map(threads.map((t) => [t, readBandwidth(tools, t)]))
+  header['read bandwidth GB/s (threads: GB/s, 1 GiB, best of 5)'] = [...bandwidth].map(([t, b]) => `${t}: ${b.toFixed(1)}`).join(', ')
 
   const cases: CaseSummary[] = []
   const total = models.length * threads.length * reps * engines.length
@@ -559,14 +670,14 @@ async function main(): Promise<void> {
     const weightBytes = weightBytesPerToken(m.path)
     warmPageCache(m.path)
     for (const t of threads) {
-      const runs: Record<Engine, WorkerResult[]> = {runner: [], 'llama.cpp': []}
-      const errors: Record<Engine, string[]> = {runner: [], 'llama.cpp': []}
+      const runs: Record<Engine, WorkerResult[]> = {runner: [], 'llama.cpp-c': [], 'llama.cpp': []}
+      const errors: Record<Engine, string[]> = {runner: [], 'llama.cpp-c': [], 'llama.cpp': []}
       for (let rep = 0; rep < reps; rep++) {
         for (const engine of engines as Engine[]) {
           done++
           const prefix = `[${done}/${total}] ${m.label}, ${t} thread${t > 1 ? 's' : ''}, ${engine}, rep ${rep + 1}/${reps}`
           try {
-            const r = await runWorker({engine, model: m.path, threads: t, pp, tg, nCtx, flashAttention})
+            const r = await runWorker({engine, model: m.path, threads: t, pp, tg, nCtx, flashAttention}, tools)
             runs[engine].push(r)
             process.stderr.write(
               `${prefix}: pp ${fmt((1000 * r.ppTokens) / r.ppMs)} tok/s, tg ${fmt((1000 * r.tgTokens) / r.tgMs)} tok/s, peak RSS ${fmt(r.peakRssMiB, 0)} MiB, load ${fmt(r.loadMs, 0)} ms\n`,
@@ -578,13 +689,24 @@ async function main(): Promise<void> {
           }
         }
       }
-      const c: CaseSummary = {model: m.label, file: m.path, fileMiB: mib(statSync(m.path).size), weightMiBPerToken: mib(weightBytes), threads: t, engines: {}}
+      const c: CaseSummary = {
+        model: m.label,
+        file: m.path,
+        fileMiB: mib(statSync(m.path).size),
+        weightMiBPerToken: mib(weightBytes),
+        threads: t,
+        bandwidthGBs: bandwidth.get(t),
+        engines: {},
+        ratios: {},
+        sameFirstTokens: {},
+      }
       for (const engine of engines as Engine[]) c.engines[engine] = summarize(runs[engine], errors[engine], weightBytes)
       const o = c.engines.runner
-      const l = c.engines['llama.cpp']
-      if (o?.runs.length && l?.runs.length) {
-        c.ratio = {pp: o.ppTokS.median / l.ppTokS.median, tg: o.tgTokS.median / l.tgTokS.median, peakRss: o.peakRssMiB.median / l.peakRssMiB.median}
-        c.sameFirstTokens = JSON.stringify(o.runs[0]!.firstTokens) === JSON.stringify(l.runs[0]!.firstTokens)
+      for (const ref of REFERENCES) {
+        const l = c.engines[ref]
+        if (!o?.runs.length || !l?.runs.length) continue
+        c.ratios[ref] = {pp: o.ppTokS.median / l.ppTokS.median, tg: o.tgTokS.median / l.tgTokS.median, peakRss: o.peakRssMiB.median / l.peakRssMiB.median}
+        c.sameFirstTokens[ref] = JSON.stringify(o.runs[0]!.firstTokens) === JSON.stringify(l.runs[0]!.firstTokens)
       }
       cases.push(c)
     }
