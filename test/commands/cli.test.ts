@@ -15,8 +15,8 @@ function sourceCommands(dir = join(REPO_ROOT, 'src', 'commands')): string[] {
   return readdirSync(dir, {withFileTypes: true}).flatMap((e) => {
     const p = join(dir, e.name)
     if (e.isDirectory()) return sourceCommands(p)
-    if (!e.name.endsWith('.ts') || e.name.endsWith('.d.ts') || e.name.endsWith('.test.ts')) return []
-    const id = relative(join(REPO_ROOT, 'src', 'commands'), p).replace(/\.ts$/, '').split(/[\\/]/)
+    if (!/\.tsx?$/.test(e.name) || e.name.endsWith('.d.ts') || /\.test\.tsx?$/.test(e.name)) return []
+    const id = relative(join(REPO_ROOT, 'src', 'commands'), p).replace(/\.tsx?$/, '').split(/[\\/]/)
     if (id[id.length - 1] === 'index') id.pop()
     return id.length > 0 ? [id.join(' ')] : []
   })

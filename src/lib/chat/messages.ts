@@ -47,8 +47,10 @@ const UNSUPPORTED_FIELDS: Readonly<Record<string, string>> = {
  * known role and text content; content given as parts must be text parts, joined without a
  * separator (as OpenAI does). System messages may appear only at the start; the history must end
  * with a user message, since the runner answers it (continuing an assistant message is refused).
+ * `options.endWith: 'any'` accepts a history that ends with the assistant's reply (a saved chat
+ * being loaded, which is not answered until the next user message).
  */
-export function validateHistory(input: unknown, param = 'messages'): ChatMessage[] {
+export function validateHistory(input: unknown, param = 'messages', options: {endWith?: 'user' | 'any'} = {}): ChatMessage[] {
   if (!Array.isArray(input)) throw new ChatHistoryError(param, `${param} must be an array of messages`)
   if (input.length === 0) throw new ChatHistoryError(param, `${param} must hold at least one message`)
   const messages = input.map((m, i) => validateMessage(m, `${param}[${i}]`))
@@ -58,7 +60,7 @@ export function validateHistory(input: unknown, param = 'messages'): ChatMessage
     }
   })
   const last = messages.at(-1)!
-  if (last.role !== 'user') {
+  if (last.role !== 'user' && options.endWith !== 'any') {
     throw new ChatHistoryError(
       `${param}[${messages.length - 1}].role`,
       `the last message is "${last.role}", but a reply needs a "user" message last (continuing an assistant message is not supported)`,

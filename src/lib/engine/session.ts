@@ -43,12 +43,17 @@ export class Session {
     this.held = []
   }
 
-  /** Generate after `prompt` (the whole sequence from position 0), reusing the cached prefix. */
-  generate(prompt: readonly number[], options: Omit<GenerateOptions, 'pos'>): SessionTurn {
-    const reuse = Math.max(0, this.reusable(prompt))
+  /**
+   * Generate after `prompt` (the whole sequence from position 0), reusing the cached prefix.
+   * `maxReuse` caps the reuse: the sampler's penalties see only the tokens it is given (the
+   * evaluated part of the prompt), so a caller with penalties on keeps their window evaluated.
+   */
+  generate(prompt: readonly number[], options: Omit<GenerateOptions, 'pos'> & {readonly maxReuse?: number}): SessionTurn {
+    const {maxReuse, ...rest} = options
+    const reuse = Math.max(0, Math.min(this.reusable(prompt), maxReuse ?? Infinity))
     this.context.kvTruncate(reuse)
     this.held = this.held.slice(0, reuse)
-    const stream = this.context.generate(prompt.slice(reuse), {...options, pos: reuse})
+    const stream = this.context.generate(prompt.slice(reuse), {...rest, pos: reuse})
     const result = stream.result.then(
       (r) => {
         // Every position the cache holds is a prompt or generated token; the pending ones are not in it.

@@ -1,0 +1,11 @@
+/** Public face of `runner chat`'s UI: the Ink app, the conversation it drives, and the line mode. */
+export {ChatApp, type ChatAppProps, type RenderStats} from './app.js'
+export {runSlashCommand, type CommandOutcome} from './commands.js'
+export {ChatContextFullError, ChatConversation, type ChatTurn, type ConversationOptions, type SavedConversation, type TurnPlan, type TurnResult} from './conversation.js'
+export {applyAction, type EditorAction, type EditorState, emptyEditor, keyActions, type KeyLike} from './editor.js'
+export {escapeLine, unescapeLine} from './escape.js'
+export {answerJson, type LineModeOptions, runLineMode} from './line-mode.js'
+export {applyParams, type ChatParams, formatParams} from './params.js'
+export {helpText, parseInput, type ParsedInput, type SlashCommand} from './slash.js'
+export {formatStatus, type StatusInput} from './status.js'
+export {displayText, ReplyWrapper, wrapText} from './transcript.js'

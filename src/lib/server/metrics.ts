@@ -1,0 +1,84 @@
+/**
+ * Prometheus text exposition (format 0.0.4): every sample under its own HELP and TYPE lines.
+ * Counters are kept here; gauges (queue depth, busy slots, cache bytes, RSS) are read at scrape
+ * time. Scrapes of /metrics are not counted as requests.
+ */
+export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
+
+export interface GaugeReadings {
+  readonly queueDepth: number
+  readonly slotsBusy: number
+  readonly slotsTotal: number
+  readonly prefixCacheTokens: number
+  readonly prefixCacheBytes: number
+}
+
+export class Metrics {
+  private readonly requests = new Map<string, number>()
+  promptTokens = 0
+  generatedTokens = 0
+  cachedTokens = 0
+  generationSeconds = 0
+  prefixHits = 0
+  prefixMisses = 0
+
+  constructor(private readonly gauges: () => GaugeReadings) {}
+
+  countRequest(route: string, status: number): void {
+    const key = JSON.stringify([route, String(status)])
+    this.requests.set(key, (this.requests.get(key) ?? 0) + 1)
+  }
+
+  /** One finished generation's token counts and time. */
+  recordGeneration(prompt: number, generated: number, cached: number, seconds: number): void {
+    this.promptTokens += prompt
+    this.generatedTokens += generated
+    this.cachedTokens += cached
+    this.generationSeconds += seconds
+  }
+
+  recordPrefix(reused: number): void {
+    if (reused > 0) this.prefixHits++
+    else this.prefixMisses++
+  }
+
+  render(): string {
+    const g = this.gauges()
+    const out: string[] = []
+    const metric = (name: string, type: 'counter' | 'gauge', help: string, samples: Array<[labels: string, value: number]>) => {
+      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`)
+      for (const [labels, value] of samples) out.push(`${name}${labels} ${formatValue(value)}`)
+    }
+    const requestSamples: Array<[string, number]> = [...this.requests.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([key, n]) => {
+        const [route, status] = JSON.parse(key) as [string, string]
+        return [`{route="${escapeLabel(route)}",status="${status}"}`, n]
+      })
+    metric('runner_http_requests_total', 'counter', 'HTTP requests answered, by route and status (scrapes of /metrics excluded).', requestSamples)
+    metric('runner_prompt_tokens_total', 'counter', 'Prompt tokens of finished generations (cached ones included).', [['', this.promptTokens]])
+    metric('runner_generated_tokens_total', 'counter', 'Tokens generated.', [['', this.generatedTokens]])
+    metric('runner_cached_tokens_total', 'counter', 'Prompt tokens whose KV rows were reused from the prefix cache instead of evaluated.', [['', this.cachedTokens]])
+    metric('runner_generation_seconds_total', 'counter', 'Seconds slots spent generating (prompt and decode).', [['', this.generationSeconds]])
+    metric('runner_queue_depth', 'gauge', 'Requests waiting for a slot.', [['', g.queueDepth]])
+    metric('runner_slots_busy', 'gauge', 'Slots serving a request.', [['', g.slotsBusy]])
+    metric('runner_slots_total', 'gauge', 'Slots (--parallel).', [['', g.slotsTotal]])
+    metric('runner_prefix_cache_hits_total', 'counter', 'Requests that reused at least one cached prompt token.', [['', this.prefixHits]])
+    metric('runner_prefix_cache_misses_total', 'counter', 'Requests that reused no cached prompt token.', [['', this.prefixMisses]])
+    metric('runner_prefix_cache_tokens', 'gauge', 'Tokens whose KV rows the slots hold for reuse.', [['', g.prefixCacheTokens]])
+    metric('runner_prefix_cache_bytes', 'gauge', 'Bytes of KV cache holding those tokens.', [['', g.prefixCacheBytes]])
+    metric('process_resident_memory_bytes', 'gauge', 'Resident set size of the server process in bytes.', [['', process.memoryUsage.rss()]])
+    return `${out.join('\n')}\n`
+  }
+}
+
+function escapeLabel(v: string): string {
+  return v.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')
+}
+
+function formatValue(v: number): string {
+  if (Number.isNaN(v)) return 'NaN'
+  if (v === Infinity) return '+Inf'
+  if (v === -Infinity) return '-Inf'
+  return String(v)
+}

@@ -1,0 +1,165 @@
+/**
+ * From a validated request body to what the engine runs: the prompt tokens (a chat history rendered
+ * through the model's template, or a completion prompt), the token budget, sampling options and stop
+ * strings. Every field is honoured or refused here by name.
+ */
+import {type ChatTemplate, encodeChatPrompt, validateHistory} from '../chat/index.js'
+import type {Tokenizer} from '../tokenizer/index.js'
+import {resolveSamplingOptions} from '../sampling/index.js'
+import {ApiError, badParam, toApiError} from './api-error.js'
+import type {GenerationRequest} from './generation.js'
+import {CHAT_SCHEMA, COMPLETION_SCHEMA, validateBody} from './schemas.js'
+
+export interface PreparedRequest extends GenerationRequest {
+  readonly stream: boolean
+  readonly includeUsage: boolean
+  /** Report log-probabilities (and how many alternatives). */
+  readonly logprobs: boolean
+}
+
+export interface RequestEnv {
+  readonly modelId: string
+  readonly tokenizer: Tokenizer
+  readonly template: ChatTemplate
+  /** Positions of one slot's KV cache. */
+  readonly nCtx: number
+}
+
+/** Which request field each sampling option came from, so its refusal names the field. */
+const SAMPLING_PARAMS: Readonly<Record<string, string>> = {
+  temperature: 'temperature',
+  topK: 'top_k',
+  topP: 'top_p',
+  minP: 'min_p',
+  presencePenalty: 'presence_penalty',
+  frequencyPenalty: 'frequency_penalty',
+  seed: 'seed',
+  topLogprobs: 'top_logprobs',
+  logitBias: 'logit_bias',
+}
+
+type Body = Record<string, unknown>
+
+function opt<T>(body: Body, key: string): T | undefined {
+  const v = body[key]
+  return v === null || v === undefined ? undefined : (v as T)
+}
+
+export function checkModel(env: RequestEnv, body: Body): void {
+  const model = body.model as string
+  if (model !== env.modelId) {
+    throw new ApiError(404, `The model \`${model}\` does not exist; this server serves \`${env.modelId}\` (GET /v1/models)`, 'model', 'model_not_found')
+  }
+}
+
+/** The rendered chat prompt (what /apply-template returns). */
+export function renderChat(env: RequestEnv, messages: unknown): string {
+  return env.template.render(validateHistory(messages, 'messages'))
+}
+
+export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
+  const body = validateBody(CHAT_SCHEMA, raw)
+  checkModel(env, body)
+  const format = opt<{type: string}>(body, 'response_format')
+  if (format && format.type !== 'text') {
+    throw new ApiError(400, `response_format.type "${format.type}" is not supported: constrained decoding does not exist yet; only "text"`, 'response_format.type', 'unsupported_value')
+  }
+  const maxTokens = opt<number>(body, 'max_tokens')
+  const maxCompletion = opt<number>(body, 'max_completion_tokens')
+  if (maxTokens !== undefined && maxCompletion !== undefined && maxTokens !== maxCompletion) {
+    throw badParam('max_completion_tokens', `max_completion_tokens = ${maxCompletion} and max_tokens = ${maxTokens} disagree; give one`)
+  }
+  const logprobs = opt<boolean>(body, 'logprobs') ?? false
+  const topLogprobs = opt<number>(body, 'top_logprobs')
+  if (topLogprobs !== undefined && topLogprobs > 0 && !logprobs) throw badParam('top_logprobs', 'top_logprobs needs logprobs: true')
+  let prompt: number[]
+  try {
+    prompt = encodeChatPrompt(env.tokenizer, renderChat(env, body.messages))
+  } catch (error) {
+    throw toApiError(error)
+  }
+  return finish(env, body, prompt, 'messages', maxCompletion ?? maxTokens, logprobs, topLogprobs ?? 0)
+}
+
+/** OpenAI's default for /v1/completions max_tokens. */
+export const COMPLETION_DEFAULT_MAX_TOKENS = 16
+
+export function prepareCompletion(env: RequestEnv, raw: unknown): PreparedRequest {
+  const body = validateBody(COMPLETION_SCHEMA, raw)
+  checkModel(env, body)
+  const p = body.prompt as string | string[] | number[]
+  let prompt: number[]
+  if (typeof p === 'string' || typeof p[0] === 'string') {
+    const text = typeof p === 'string' ? p : (p[0] as string)
+    // The same tokens `runner run -p TEXT` evaluates: BOS as the vocabulary asks, special tokens as text.
+    prompt = env.tokenizer.encode(text, {addSpecial: true, parseSpecial: false})
+    if (prompt.length === 0) throw badParam('prompt', 'prompt is empty')
+  } else {
+    prompt = p as number[]
+    prompt.forEach((id, i) => {
+      if (id >= env.tokenizer.vocabSize) throw badParam(`prompt[${i}]`, `prompt[${i}] = ${id} is not a token id (the vocabulary has ${env.tokenizer.vocabSize})`)
+    })
+  }
+  const logprobs = opt<number>(body, 'logprobs')
+  return finish(env, body, prompt, 'prompt', opt<number>(body, 'max_tokens') ?? COMPLETION_DEFAULT_MAX_TOKENS, logprobs !== undefined, logprobs ?? 0)
+}
+
+function finish(env: RequestEnv, body: Body, prompt: number[], promptParam: string, maxTokens: number | undefined, logprobs: boolean, topLogprobs: number): PreparedRequest {
+  if (prompt.length >= env.nCtx) {
+    throw new ApiError(
+      400,
+      `This model's maximum context length is ${env.nCtx} tokens per slot (--ctx). However, your ${promptParam} resulted in ${prompt.length} tokens, which leaves no room for a completion`,
+      promptParam,
+      'context_length_exceeded',
+    )
+  }
+  if (maxTokens !== undefined && prompt.length + maxTokens > env.nCtx) {
+    throw new ApiError(
+      400,
+      `This model's maximum context length is ${env.nCtx} tokens per slot (--ctx). However, you requested ${prompt.length + maxTokens} tokens (${prompt.length} in the ${promptParam}, ${maxTokens} in the completion)`,
+      body.max_completion_tokens !== undefined && body.max_completion_tokens !== null ? 'max_completion_tokens' : 'max_tokens',
+      'context_length_exceeded',
+    )
+  }
+  const seed = opt<number>(body, 'seed')
+  // JSON numbers are doubles: beyond 2^53 the client's seed would already have been rounded.
+  if (seed !== undefined && (!Number.isSafeInteger(seed) || seed < 0)) {
+    throw badParam('seed', `seed = ${seed} must be an integer in [0, 2^53) (larger seeds cannot pass through a JSON number exactly)`)
+  }
+  const bias = opt<Record<string, number>>(body, 'logit_bias')
+  for (const key of Object.keys(bias ?? {})) {
+    if (Number(key) >= env.tokenizer.vocabSize) {
+      throw badParam('logit_bias', `logit_bias names token ${key}, but the vocabulary has ${env.tokenizer.vocabSize} tokens`)
+    }
+  }
+  const stop = opt<string | string[]>(body, 'stop')
+  const stream = opt<boolean>(body, 'stream') ?? false
+  const streamOptions = opt<{include_usage?: boolean}>(body, 'stream_options')
+  if (streamOptions !== undefined && !stream) throw badParam('stream_options', 'stream_options is only allowed when stream is true')
+  let sampling
+  try {
+    sampling = resolveSamplingOptions({
+      temperature: opt(body, 'temperature'),
+      topK: opt(body, 'top_k'),
+      topP: opt(body, 'top_p'),
+      minP: opt(body, 'min_p'),
+      presencePenalty: opt(body, 'presence_penalty'),
+      frequencyPenalty: opt(body, 'frequency_penalty'),
+      seed,
+      logprobs,
+      topLogprobs,
+      logitBias: bias,
+    })
+  } catch (error) {
+    throw toApiError(error, SAMPLING_PARAMS)
+  }
+  return {
+    prompt,
+    maxTokens: maxTokens ?? env.nCtx - prompt.length,
+    sampling,
+    stop: stop === undefined ? [] : typeof stop === 'string' ? [stop] : stop,
+    stream,
+    includeUsage: streamOptions?.include_usage ?? false,
+    logprobs,
+  }
+}

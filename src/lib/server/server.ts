@@ -1,0 +1,272 @@
+/**
+ * The HTTP server: fastify with the route table, OpenAI-shaped errors for everything (bad JSON,
+ * oversize bodies, unknown routes, refused fields), slots built from one loaded model, and a
+ * graceful close. `runner serve` is a thin wrapper around startServer.
+ */
+import {timingSafeEqual} from 'node:crypto'
+import {availableParallelism} from 'node:os'
+import {basename} from 'node:path'
+
+import Fastify, {type FastifyError, type FastifyInstance, type FastifyRequest} from 'fastify'
+
+import {ChatTemplate} from '../chat/index.js'
+import type {Context} from '../engine/context.js'
+import {Model} from '../engine/model.js'
+import {Session} from '../engine/session.js'
+import {ExitCode, RunnerError} from '../errors.js'
+import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
+import {defaultThreads} from '../util/cpu.js'
+import {ApiError, toApiError} from './api-error.js'
+import {Metrics} from './metrics.js'
+import {COMPLETION_DEFAULT_MAX_TOKENS, type RequestEnv} from './requests.js'
+import {ROUTES} from './routes.js'
+import {Scheduler} from './scheduler.js'
+import {ServerState} from './state.js'
+
+export interface ServeOptions {
+  readonly modelPath: string
+  readonly host?: string
+  /** 0: any free port (tests). */
+  readonly port?: number
+  readonly parallel?: number
+  /** KV positions per slot (default: the model's training context, at most 4096). */
+  readonly nCtx?: number
+  /** Threads per slot (default: physical cores divided among the slots, at least 1). */
+  readonly threadsPerSlot?: number
+  readonly kvType?: 'f16' | 'f32'
+  readonly queueLimit?: number
+  /** Seconds a request may take from arrival (queue and prefill included). */
+  readonly timeoutSeconds?: number
+  readonly bodyLimitBytes?: number
+  readonly apiKey?: string
+  /** "chatml" or the text of a Jinja chat template; wins over the model's. */
+  readonly chatTemplate?: string
+  readonly prefixCache?: boolean
+  /** The model id clients name (default: the file name without .gguf). */
+  readonly alias?: string
+}
+
+export const SERVE_DEFAULTS = {
+  host: '127.0.0.1',
+  port: 8080,
+  parallel: 1,
+  kvType: 'f16',
+  queueLimit: 64,
+  timeoutSeconds: 600,
+  bodyLimitBytes: 4 << 20,
+  prefixCache: true,
+} as const
+
+/** How long a graceful close lets in-flight requests finish before cancelling them. */
+export const SHUTDOWN_GRACE_MS = 5000
+
+export interface RunningServer {
+  readonly url: string
+  readonly app: FastifyInstance
+  readonly state: ServerState
+  /** Stop accepting, finish (up to graceMs) or cancel in-flight requests, free the model. */
+  close(graceMs?: number): Promise<void>
+}
+
+/** libuv's worker pool runs the engine's calls; its size caps how many slots generate at once. */
+function uvThreadpoolSize(): number {
+  const n = Number(process.env.UV_THREADPOOL_SIZE)
+  return Number.isInteger(n) && n > 0 ? Math.min(n, 1024) : 4
+}
+
+export async function startServer(options: ServeOptions, log: (line: string) => void = () => {}): Promise<RunningServer> {
+  const o = {...SERVE_DEFAULTS, ...definedOnly(options), modelPath: options.modelPath} as Required<Omit<ServeOptions, 'nCtx' | 'threadsPerSlot' | 'apiKey' | 'chatTemplate' | 'alias'>> & ServeOptions
+  const check = (name: string, v: number, min: number, max: number) => {
+    if (!Number.isInteger(v) || v < min || v > max) throw new RunnerError('SERVE_BAD_OPTION', `${name} ${v} must be an integer in [${min}, ${max}]`, ExitCode.usage)
+  }
+  check('--parallel', o.parallel, 1, 256)
+  check('--queue', o.queueLimit, 0, 1 << 20)
+  check('--body-limit', o.bodyLimitBytes, 1024, 1 << 30)
+  check('--port', o.port, 0, 65535)
+  if (!(o.timeoutSeconds > 0) || !Number.isFinite(o.timeoutSeconds)) throw new RunnerError('SERVE_BAD_OPTION', `--timeout ${o.timeoutSeconds} must be a positive number of seconds`, ExitCode.usage)
+
+  const model = await Model.load(o.modelPath)
+  const contexts: Context[] = []
+  try {
+    const template = ChatTemplate.forModel(model.gguf, model.tokenizer, o.chatTemplate)
+    const nCtx = o.nCtx ?? Math.min(model.config.nCtxTrain, 4096)
+    const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
+    for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
+    const modelId = o.alias ?? basename(o.modelPath).replace(/\.gguf$/i, '')
+    const env: RequestEnv = {modelId, tokenizer: model.tokenizer, template, nCtx}
+    const scheduler = new Scheduler(
+      contexts.map((c) => new Session(c)),
+      {queueLimit: o.queueLimit, prefixCache: o.prefixCache},
+    )
+    const bytesPerPosition = contexts[0]!.kvBytes / nCtx
+    const metrics = new Metrics(() => {
+      const tokens = scheduler.slots.reduce((n, s) => n + s.session.cached.length, 0)
+      return {queueDepth: scheduler.queued, slotsBusy: scheduler.busy, slotsTotal: scheduler.slots.length, prefixCacheTokens: tokens, prefixCacheBytes: Math.round(tokens * bytesPerPosition)}
+    })
+    scheduler.onAssign = (_slot, reused) => metrics.recordPrefix(reused)
+    const concurrent = Math.min(o.parallel, uvThreadpoolSize())
+    if (concurrent < o.parallel) {
+      log(`runner: warning: ${o.parallel} slots but only ${concurrent} engine calls run at once (UV_THREADPOOL_SIZE=${uvThreadpoolSize()}); start with UV_THREADPOOL_SIZE=${o.parallel} to run every slot at once`)
+    }
+    const capabilities = {
+      model: {
+        id: modelId,
+        file: o.modelPath,
+        architecture: model.config.architecture,
+        n_ctx_train: model.config.nCtxTrain,
+        n_vocab: model.config.nVocab,
+      },
+      chat_template: {origin: template.origin, source: template.source},
+      slots: {
+        parallel: o.parallel,
+        n_ctx_per_slot: nCtx,
+        threads_per_slot: threadsPerSlot,
+        cpu_cores: availableParallelism(),
+        concurrent_generations: concurrent,
+        kv_type: o.kvType,
+        kv_bytes_per_slot: contexts[0]!.kvBytes,
+        batched_decode: false,
+        scheduling:
+          'each slot owns a context (its own KV cache) and runs its own native generation loop; slots run concurrently on OS threads ' +
+          '(threads_per_slot each); the engine has no multi-sequence batched decode, so decode steps of different slots are not batched together. ' +
+          "A request's tokens do not depend on which slot runs it or what runs beside it.",
+      },
+      queue: {limit: o.queueLimit, full_status: 503},
+      prefix_cache: {
+        enabled: o.prefixCache,
+        kind: 'slot-affinity',
+        capacity_tokens: o.prefixCache ? nCtx * o.parallel : 0,
+        capacity_bytes: o.prefixCache ? contexts[0]!.kvBytes * o.parallel : 0,
+        eviction: 'least recently used slot',
+        exact: true,
+      },
+      limits: {timeout_seconds: o.timeoutSeconds, body_limit_bytes: o.bodyLimitBytes, max_stop_sequences: 4, max_top_logprobs: MAX_TOP_LOGPROBS},
+      auth: {api_key_required: o.apiKey !== undefined},
+      defaults: {
+        temperature: SAMPLING_DEFAULTS.temperature,
+        top_k: SAMPLING_DEFAULTS.topK,
+        top_p: SAMPLING_DEFAULTS.topP,
+        min_p: SAMPLING_DEFAULTS.minP,
+        presence_penalty: 0,
+        frequency_penalty: 0,
+        penalty_last_n: SAMPLING_DEFAULTS.penaltyLastN,
+        chat_max_tokens: 'until end of text or the slot context is full',
+        completion_max_tokens: COMPLETION_DEFAULT_MAX_TOKENS,
+        seed: 'random per request when not given',
+      },
+      fields: {
+        honoured: [
+          'model', 'messages', 'prompt', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'top_k', 'min_p', 'seed', 'stop',
+          'presence_penalty', 'frequency_penalty', 'logit_bias', 'logprobs', 'top_logprobs', 'n (1)', 'stream', 'stream_options.include_usage',
+          'response_format (text)', 'user (accepted; the server keeps no per-user records)', 'echo (false)', 'suffix (empty)', 'best_of (1)',
+        ],
+        refused: {
+          'n > 1': 'one choice per request',
+          'response_format json_object/json_schema': 'constrained decoding does not exist yet',
+          'tools, tool_choice, functions, function_call, parallel_tool_calls': 'tool calling is not supported',
+          'non-text content parts, audio, modalities': 'the runner is text-only',
+          'other fields': 'refused by name as unrecognized',
+        },
+      },
+      routes: ROUTES.map((r) => ({method: r.method, path: r.url, summary: r.summary})),
+    }
+    const state = new ServerState(env, {scheduler, metrics, tokenizer: model.tokenizer}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000)
+    const app = buildApp(state, o.bodyLimitBytes, o.apiKey)
+    try {
+      await app.listen({host: o.host, port: o.port})
+    } catch (error) {
+      throw new RunnerError('SERVE_LISTEN', `cannot listen on ${o.host}:${o.port}: ${(error as Error).message}`, ExitCode.failure)
+    }
+    const address = app.server.address()
+    const port = typeof address === 'object' && address ? address.port : o.port
+    const url = `http://${o.host.includes(':') ? `[${o.host}]` : o.host}:${port}`
+    let closing: Promise<void> | undefined
+    return {
+      url,
+      app,
+      state,
+      close(graceMs = SHUTDOWN_GRACE_MS) {
+        closing ??= (async () => {
+          state.closing = true
+          scheduler.close()
+          const closed = app.close()
+          await state.drain(graceMs)
+          while (scheduler.busy > 0) await new Promise((resolve) => setTimeout(resolve, 5))
+          app.server.closeAllConnections()
+          await closed
+          for (const c of contexts) c.dispose()
+          model.dispose()
+        })()
+        return closing
+      },
+    }
+  } catch (error) {
+    for (const c of contexts) c.dispose()
+    model.dispose()
+    throw error
+  }
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>
+}
+
+function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefined): FastifyInstance {
+  const app = Fastify({bodyLimit, logger: false, return503OnClosing: false})
+  // Any content type is read as JSON (curl -d sends form encoding by default).
+  const json = app.getDefaultJsonParser('error', 'error')
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', {parseAs: 'string'}, json)
+  app.addContentTypeParser('*', {parseAs: 'string'}, json)
+
+  const publicRoutes = new Set(ROUTES.filter((r) => !r.auth).map((r) => r.url))
+  const key = apiKey === undefined ? undefined : Buffer.from(apiKey)
+  app.addHook('onRequest', async (req, reply) => {
+    ;(req as FastifyRequest & {startedAt?: number}).startedAt = performance.now()
+    const route = req.routeOptions.url ?? 'unmatched'
+    if (route !== '/metrics') {
+      reply.raw.once('close', () => state.metrics.countRequest(route, reply.raw.writableFinished ? reply.raw.statusCode : 499))
+    }
+    if (key && !publicRoutes.has(route)) {
+      const given = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? (req.headers['x-api-key'] as string | undefined)
+      const ok = given !== undefined && Buffer.byteLength(given) === key.length && timingSafeEqual(Buffer.from(given), key)
+      if (!ok) throw new ApiError(401, 'Incorrect API key provided (send it as "Authorization: Bearer KEY")', null, 'invalid_api_key')
+    }
+  })
+  for (const r of ROUTES) app.route({method: r.method, url: r.url, handler: (req, reply) => r.handler(state, req, reply)})
+
+  /** Anthropic's route answers errors in Anthropic's shape; every other route in OpenAI's. */
+  const errorBody = (req: FastifyRequest, e: ApiError) => (req.routeOptions.url === '/v1/messages' ? e.anthropicBody() : e.body())
+  app.setNotFoundHandler((req, reply) => {
+    const err = new ApiError(404, `there is no route ${req.method} ${req.url.split('?')[0]} (GET /v1/capabilities lists the routes)`, null, 'unknown_url')
+    void reply.code(404).send(err.body())
+  })
+  app.setErrorHandler((error: FastifyError, req, reply) => {
+    const api = fromFastify(error)
+    void reply.code(api.status).headers(api.headers).send(errorBody(req, api))
+  })
+  return app
+}
+
+/** Fastify's own refusals (body parsing, size) in OpenAI's shape; everything else through toApiError. */
+function fromFastify(error: FastifyError): ApiError {
+  if (error instanceof ApiError) return error
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError(413, `the request body is larger than the server's limit (--body-limit)`, null, 'request_too_large')
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError(415, error.message, null, 'unsupported_media_type')
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError(400, 'the request body is empty; send a JSON object', null, 'invalid_json')
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError(400, `the request body is not valid JSON: ${error.message}`, null, 'invalid_json')
+    default:
+      break
+  }
+  if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {
+    return new ApiError(400, `the request body is not valid JSON: ${error.message}`, null, 'invalid_json')
+  }
+  if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) return new ApiError(error.statusCode, error.message, null, (error.code ?? 'bad_request').toLowerCase())
+  return toApiError(error)
+}

@@ -1,0 +1,114 @@
+// `runner serve` as a process: the compiled CLI is spawned, prints one startup line with its URL,
+// answers the OpenAI SDK, guards routes with --api-key, warns when bound beyond loopback without a
+// key, and on SIGTERM/SIGINT stops accepting, lets the in-flight stream finish and exits 0.
+// Build first (`npx tsc -p .`): the CLI runs from dist/.
+import assert from 'node:assert/strict'
+import {type ChildProcess, spawn} from 'node:child_process'
+import {describe, test} from 'node:test'
+
+import OpenAI from 'openai'
+
+import {hasShared, NO_SHARED_REASON, REPO_ROOT, sharedPath} from '../helpers/shared.js'
+
+const STORIES = sharedPath('models', 'stories260K.gguf')
+
+interface Served {
+  readonly child: ChildProcess
+  readonly url: string
+  stderr(): string
+  /** Exit code (or signal) once the process ends. */
+  readonly exited: Promise<number | string | null>
+}
+
+function serve(args: string[]): Promise<Served> {
+  const child = spawn(process.execPath, ['bin/run.js', 'serve', '-m', STORIES, '--port', '0', ...args], {cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1'}})
+  let out = ''
+  let err = ''
+  // 'close', not 'exit': stderr has been read to its end by then.
+  const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)))
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no startup line after 30 s; stderr: ${err}`)), 30_000)
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()))
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString()
+      const url = /listening on (http:\/\/\S+)/.exec(out)?.[1]
+      if (url) {
+        clearTimeout(timer)
+        resolve({child, url, stderr: () => err, exited})
+      }
+    })
+    void exited.then((code) => reject(new Error(`serve exited (${code}) before listening: ${err}`)))
+  })
+}
+
+describe('runner serve (the process)', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
+  test('startup line, the SDK, SIGTERM with a stream in flight: the stream completes, new connections are refused, exit 0', async () => {
+    const s = await serve(['--parallel', '2', '--ctx', '256', '--threads', '1'])
+    try {
+      const client = new OpenAI({baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0})
+      const health = (await (await fetch(`${s.url}/health`)).json()) as {status: string; slots_idle: number}
+      assert.deepEqual([health.status, health.slots_idle], ['ok', 2])
+      const stream = await client.completions.create({model: 'stories260K', prompt: 'Once upon a time', max_tokens: 200, temperature: 0, stream: true, stream_options: {include_usage: true}})
+      let text = ''
+      let usage: OpenAI.CompletionUsage | null | undefined
+      let signalled = false
+      for await (const chunk of stream) {
+        if (!signalled) {
+          s.child.kill('SIGTERM')
+          signalled = true
+        }
+        text += chunk.choices[0]?.text ?? ''
+        usage = chunk.usage ?? usage
+      }
+      assert.ok(text.length > 0)
+      assert.ok(usage && usage.completion_tokens > 0, 'the in-flight stream ran to its end (usage chunk received)')
+      assert.equal(await s.exited, 0, s.stderr())
+      assert.match(s.stderr(), /SIGTERM: closing/)
+      await assert.rejects(fetch(`${s.url}/health`))
+    } finally {
+      s.child.kill('SIGKILL')
+    }
+  })
+
+  test('--api-key guards every route but /health (401 as the SDK reads it); SIGINT exits 0', async () => {
+    const s = await serve(['--api-key', 'sesame', '--ctx', '128'])
+    try {
+      assert.equal((await fetch(`${s.url}/health`)).status, 200)
+      const wrong = new OpenAI({baseURL: `${s.url}/v1`, apiKey: 'nope', maxRetries: 0})
+      await assert.rejects(wrong.models.list(), (e: unknown) => e instanceof OpenAI.AuthenticationError && e.code === 'invalid_api_key')
+      assert.equal((await fetch(`${s.url}/metrics`)).status, 401)
+      const right = new OpenAI({baseURL: `${s.url}/v1`, apiKey: 'sesame', maxRetries: 0})
+      assert.equal((await right.models.list()).data[0]!.id, 'stories260K')
+      const r = await right.chat.completions.create({model: 'stories260K', messages: [{role: 'user', content: 'Hi'}], max_tokens: 3})
+      assert.equal(r.usage?.completion_tokens, 3)
+      assert.doesNotMatch(s.stderr(), /warning/)
+      s.child.kill('SIGINT')
+      assert.equal(await s.exited, 0, s.stderr())
+    } finally {
+      s.child.kill('SIGKILL')
+    }
+  })
+
+  test('binding beyond loopback without --api-key prints a warning', async () => {
+    const s = await serve(['--host', '0.0.0.0', '--ctx', '64'])
+    try {
+      // stderr and stdout are separate pipes: the warning may be read after the startup line.
+      const t0 = performance.now()
+      while (!/warning: serving on 0\.0\.0\.0 without --api-key/.test(s.stderr()) && performance.now() - t0 < 5000) await new Promise((resolve) => setTimeout(resolve, 10))
+      assert.match(s.stderr(), /warning: serving on 0\.0\.0\.0 without --api-key/)
+      s.child.kill('SIGTERM')
+      assert.equal(await s.exited, 0)
+    } finally {
+      s.child.kill('SIGKILL')
+    }
+  })
+
+  test('bad flags exit 2 naming the flag', async () => {
+    const child = spawn(process.execPath, ['bin/run.js', 'serve', '-m', STORIES, '--timeout', 'soon'], {cwd: REPO_ROOT})
+    let err = ''
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()))
+    const code = await new Promise((resolve) => child.on('exit', resolve))
+    assert.equal(code, 2)
+    assert.match(err, /--timeout "soon"/)
+  })
+})
