@@ -5,6 +5,7 @@ import {samplingFlags, samplingFromFlags} from '../lib/cli/sampling-flags.js'
 import {Model} from '../lib/engine/model.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {prepareReceipt, writeReceipt} from '../lib/receipt/index.js'
+import {encodePrompt} from '../lib/tokenizer/index.js'
 import {formatBytes} from '../lib/util/format.js'
 import {readPrompt} from '../lib/util/prompt-input.js'
 
@@ -34,6 +35,7 @@ export default class Run extends RunnerCommand {
     threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
     'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
     'no-bos': Flags.boolean({description: 'do not add the beginning-of-sequence token the model asks for'}),
+    special: Flags.boolean({description: 'read special-token text in the prompt (<|im_start|>, <s>, ...) as those tokens, as a chat template writes them; a BOS already written is not added again'}),
     json: Flags.boolean({description: 'print one JSON document (text, token ids, finish reason, timings) instead of streaming'}),
     transcript: Flags.string({description: 'write a receipt of this run (model and build hashes, every setting, seed, tokens, bytes) that `runner verify` replays', helpValue: 'FILE'}),
     'sign-key': Flags.string({description: 'sign the receipt with this Ed25519 private key (from `runner keygen`)', dependsOn: ['transcript'], helpValue: 'KEY'}),
@@ -52,7 +54,7 @@ export default class Run extends RunnerCommand {
     const loadMs = performance.now() - t0
     const tokenizer = model.tokenizer
     const receipt = flags.transcript ? await prepareReceipt(model.gguf, {signKeyPath: flags['sign-key'], prevPath: flags['transcript-prev']}) : undefined
-    const ids = tokenizer.encode(prompt, {addSpecial: !flags['no-bos'], parseSpecial: false})
+    const ids = encodePrompt(tokenizer, prompt, {addBos: !flags['no-bos'], parseSpecial: flags.special === true})
     const nCtx = flags['ctx-size'] ?? Math.min(model.config.nCtxTrain, 4096)
     if (ids.length >= nCtx) {
       throw new RunnerError('PROMPT_TOO_LONG', `the prompt is ${ids.length} tokens but the context holds ${nCtx}; raise -c (at most the model's ${model.config.nCtxTrain}) or shorten the prompt`, ExitCode.usage)
@@ -83,7 +85,7 @@ export default class Run extends RunnerCommand {
         architecture: model.config.architecture,
         started,
         finished,
-        config: {maxTokens, nCtx, nBatch: ctx.options.nBatch, threads: ctx.options.threads, kvType: ctx.options.kvType, addBos: !flags['no-bos'], stopTokens, sampling},
+        config: {maxTokens, nCtx, nBatch: ctx.options.nBatch, threads: ctx.options.threads, kvType: ctx.options.kvType, addBos: !flags['no-bos'], parseSpecial: flags.special === true, stopTokens, sampling},
         prompt: {text: prompt, tokens: ids},
         output: {tokens: result.tokens, text: result.text, bytes: tokenizer.decodeBytes(result.tokens), finishReason: result.finishReason, logprobs},
       })

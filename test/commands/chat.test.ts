@@ -64,7 +64,7 @@ describe('runner chat, line mode', {skip: SKIP}, () => {
     const m1 = [{role: 'user', content: 'Hello'}]
     const m2 = [...m1, {role: 'assistant', content: a1!.text}, {role: 'user', content: 'Tell me a story'}]
     const render = (messages: object[]) => new Template(CHATML_TEMPLATE).render({messages, add_generation_prompt: true, bos_token: '<s>', eos_token: '</s>'})
-    const runs = await Promise.all([m1, m2].map((m) => runCliAsync(['run', '-m', STORIES, '-p', render(m), '--temp', '0', '-n', '24', '-c', '512', '--json'])))
+    const runs = await Promise.all([m1, m2].map((m) => runCliAsync(['run', '-m', STORIES, '-p', render(m), '--temp', '0', '-n', '24', '-c', '512', '--special', '--json'])))
     const pairs: Array<[Answer, CliResult]> = [
       [a1!, runs[0]!],
       [a2!, runs[1]!],

@@ -212,6 +212,15 @@ describe('runner run: the greedy story is the one llama.cpp prints', {skip: SKIP
     assert.ok(!r.stderr.includes('tok/s'), 'with --json the summary is in the document, not on stderr')
   })
 
+  test('--special reads "<s>" as BOS without doubling it, as llama.cpp\'s special parse does (reference: bos_prefix_equals_special_parse)', async () => {
+    const [special, plain] = await Promise.all([
+      runCliAsync(storiesArgs('-p', `<s>${PROMPT}`, '-n', '1', '--temp', '0', '--special', '--json')),
+      runCliAsync(storiesArgs('-p', `<s>${PROMPT}`, '-n', '1', '--temp', '0', '--json')),
+    ])
+    assert.deepEqual(parseJson(special).promptTokens, reference.prompt_ids)
+    assert.notDeepEqual(parseJson(plain).promptTokens, reference.prompt_ids, 'without --special, "<s>" is plain text')
+  })
+
   test('--file and standard input give what -p gives', async () => {
     const promptFile = join(dir, 'prompt.txt')
     writeFileSync(promptFile, PROMPT)

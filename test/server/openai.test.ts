@@ -70,7 +70,7 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
     assert.equal(applied.prompt, rendered)
 
     const chat = await t.client.chat.completions.create({model: MODEL, messages, max_tokens: 40, temperature: 0, logprobs: true})
-    const run = await runCliAsync(['run', '-m', STORIES, '-p', rendered, '-n', '40', '--temp', '0', '-c', '256', '--json'])
+    const run = await runCliAsync(['run', '-m', STORIES, '-p', rendered, '-n', '40', '--temp', '0', '-c', '256', '--special', '--json'])
     assert.equal(run.status, 0, run.stderr)
     const expected = JSON.parse(run.stdout) as {text: string; tokens: number[]; promptTokens: number[]; finishReason: string}
     const choice = chat.choices[0]!

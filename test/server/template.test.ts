@@ -58,7 +58,7 @@ describe('a model with its own chat template', {skip: hasShared() ? false : NO_S
     const rendered = new Template(TEMPLATE).render({messages, add_generation_prompt: true})
     const [chat, run] = await Promise.all([
       t.client.chat.completions.create({model: 'stories-templated', messages, max_tokens: 32, temperature: 0}),
-      runCliAsync(['run', '-m', file, '-p', rendered, '-n', '32', '--temp', '0', '-c', '256', '--json']),
+      runCliAsync(['run', '-m', file, '-p', rendered, '-n', '32', '--temp', '0', '-c', '256', '--special', '--json']),
     ])
     assert.equal(run.status, 0, run.stderr)
     const expected = JSON.parse(run.stdout) as {text: string; tokens: number[]; promptTokens: number[]}

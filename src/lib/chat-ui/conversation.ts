@@ -169,13 +169,8 @@ export class ChatConversation {
     const abort = new AbortController()
     if (signal?.aborted) abort.abort()
     signal?.addEventListener('abort', () => abort.abort(), {once: true})
-    // The sampler's penalties see only the evaluated tokens, so with penalties on the last
-    // penaltyLastN prompt tokens are evaluated again rather than reused (as runner serve does):
-    // the reply is then the one a fresh evaluation of the whole prompt gives.
     const s = this.params.sampling
-    const penalties = s.penaltyLastN > 0 && (s.repeatPenalty !== 1 || s.presencePenalty !== 0 || s.frequencyPenalty !== 0)
-    const maxReuse = penalties ? Math.max(0, plan.prompt.length - s.penaltyLastN) : Infinity
-    const turn = session.generate(plan.prompt, {maxTokens, sampling: s, signal: abort.signal, maxReuse})
+    const turn = session.generate(plan.prompt, {maxTokens, sampling: s, signal: abort.signal})
     const active: {abort: AbortController; done: Promise<unknown>} = {abort, done: Promise.resolve()}
     // Cleared before anyone awaiting the result resumes, so the next turn can start at once.
     const release = () => {

@@ -2,7 +2,7 @@ import {Template} from '@huggingface/jinja'
 
 import {ExitCode, RunnerError} from '../errors.js'
 import {GgufMetadata, type GgufModelFiles} from '../gguf/index.js'
-import type {Tokenizer} from '../tokenizer/index.js'
+import {encodePrompt, type Tokenizer} from '../tokenizer/index.js'
 import {type ChatMessage, ChatHistoryError} from './messages.js'
 
 export const CHAT_TEMPLATE_KEY = 'tokenizer.chat_template'
@@ -83,12 +83,9 @@ export class ChatTemplate {
 }
 
 /**
- * Tokens of a rendered chat prompt. Special tokens written by the template (<|im_start|>, <s>...)
- * are parsed as such; the model's BOS is added when the vocabulary asks for it, unless the template
- * already wrote it (llama.cpp would add a second one and warn; the runner does not double it).
+ * Tokens of a rendered chat prompt: special tokens written by the template (<|im_start|>, <s>...)
+ * are parsed as such, and the model's BOS is added once when the vocabulary asks for it.
  */
 export function encodeChatPrompt(tokenizer: Tokenizer, rendered: string): number[] {
-  const ids = tokenizer.encode(rendered, {addSpecial: false, parseSpecial: true})
-  if (tokenizer.addBos && tokenizer.bos !== undefined && ids[0] !== tokenizer.bos) ids.unshift(tokenizer.bos)
-  return ids
+  return encodePrompt(tokenizer, rendered, {addBos: true, parseSpecial: true})
 }

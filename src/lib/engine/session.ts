@@ -1,3 +1,4 @@
+import type {SamplingOptions} from '../sampling/index.js'
 import type {Context, GenerateOptions, GenerationResult, TokenStream} from './context.js'
 
 /** Length of the common prefix of two token sequences. */
@@ -6,6 +7,17 @@ export function commonPrefixLength(a: readonly number[], b: readonly number[]): 
   let i = 0
   while (i < n && a[i] === b[i]) i++
   return i
+}
+
+/**
+ * The most prompt tokens a generation with these settings may take from the cache. The engine's
+ * penalties (repeat, presence, frequency) look back over the tokens of the current call, so with
+ * penalties on, the last penaltyLastN prompt tokens must be evaluated again for the result to equal a
+ * fresh evaluation's; without penalties every token but the last may be reused.
+ */
+export function reuseLimit(prompt: readonly number[], sampling: SamplingOptions): number {
+  const penalties = sampling.penaltyLastN > 0 && (sampling.repeatPenalty !== 1 || sampling.presencePenalty !== 0 || sampling.frequencyPenalty !== 0)
+  return Math.max(0, prompt.length - (penalties ? sampling.penaltyLastN : 1))
 }
 
 export interface SessionTurn {
@@ -44,13 +56,13 @@ export class Session {
   }
 
   /**
-   * Generate after `prompt` (the whole sequence from position 0), reusing the cached prefix.
-   * `maxReuse` caps the reuse: the sampler's penalties see only the tokens it is given (the
-   * evaluated part of the prompt), so a caller with penalties on keeps their window evaluated.
+   * Generate after `prompt` (the whole sequence from position 0), reusing the cached prefix as far
+   * as reuseLimit() allows, so the result is bitwise what a fresh context would give. `maxReuse`
+   * caps it further (a scheduler that already chose how much to reuse).
    */
   generate(prompt: readonly number[], options: Omit<GenerateOptions, 'pos'> & {readonly maxReuse?: number}): SessionTurn {
     const {maxReuse, ...rest} = options
-    const reuse = Math.max(0, Math.min(this.reusable(prompt), maxReuse ?? Infinity))
+    const reuse = Math.max(0, Math.min(this.reusable(prompt), reuseLimit(prompt, rest.sampling), maxReuse ?? Infinity))
     this.context.kvTruncate(reuse)
     this.held = this.held.slice(0, reuse)
     const stream = this.context.generate(prompt.slice(reuse), {...rest, pos: reuse})

@@ -46,6 +46,8 @@ export interface ReceiptBody {
     readonly threads: number
     readonly kvType: 'f16' | 'f32'
     readonly addBos: boolean
+    /** The prompt's special-token text was read as special tokens (run --special). */
+    readonly parseSpecial: boolean
     readonly stopTokens: readonly number[]
     readonly sampling: ReceiptSampling
   }

@@ -70,6 +70,7 @@ export async function writeReceipt(path: string, setup: ReceiptSetup, run: RunRe
       threads: run.config.threads,
       kvType: run.config.kvType,
       addBos: run.config.addBos,
+      parseSpecial: run.config.parseSpecial,
       stopTokens: run.config.stopTokens,
       sampling: {
         temperature: s.temperature,

@@ -38,6 +38,7 @@ const validateReceipt = new Ajv({allErrors: false}).compile<ReceiptBody & {chain
       threads: {type: 'integer'},
       kvType: {enum: ['f16', 'f32']},
       addBos: {type: 'boolean'},
+      parseSpecial: {type: 'boolean'},
       stopTokens: tokenList,
       sampling: obj({
         temperature: {type: 'number'},

@@ -4,7 +4,7 @@ import {basename} from 'node:path'
 import {Model} from '../engine/model.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {resolveSamplingOptions, type SamplingOptions} from '../sampling/index.js'
-import {createTokenizer} from '../tokenizer/index.js'
+import {createTokenizer, encodePrompt} from '../tokenizer/index.js'
 import {sha256File} from '../util/sha256.js'
 import {intactChain, RECEIPT_FORMAT, RECEIPT_VERSION, sha256Hex, splitReceipt} from './format.js'
 import {engineIdentity} from './identity.js'
@@ -180,7 +180,7 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
 
     // 6. Replay.
     options.onStage?.('replay')
-    const promptTokens = tokenizer.encode(receipt.prompt.text, {addSpecial: c.addBos, parseSpecial: false})
+    const promptTokens = encodePrompt(tokenizer, receipt.prompt.text, {addBos: c.addBos, parseSpecial: c.parseSpecial})
     const p = firstDifference(promptTokens, receipt.prompt.tokens)
     if (p >= 0) {
       fail('replay', `the prompt text does not tokenize to the recorded prompt tokens (first difference at prompt token ${p})`, 'DIVERGED', {

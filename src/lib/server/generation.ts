@@ -5,6 +5,7 @@
  * whatever happened (error, abort, client gone), so no request can leak one.
  */
 import type {FinishReason} from '../engine/context.js'
+import {reuseLimit} from '../engine/session.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import type {Tokenizer} from '../tokenizer/index.js'
 import {ApiError} from './api-error.js'
@@ -53,11 +54,6 @@ export interface GenerationOutcome {
 
 const FINISH: Readonly<Record<Exclude<FinishReason, 'aborted'>, OpenAiFinishReason>> = {eos: 'stop', stopped: 'stop', length: 'length', context: 'length'}
 
-/** Whether the sampler's penalties look at earlier tokens (then the reused prefix must leave their window evaluated). */
-function penaltiesActive(s: SamplingOptions): boolean {
-  return s.penaltyLastN > 0 && (s.repeatPenalty !== 1 || s.presencePenalty !== 0 || s.frequencyPenalty !== 0)
-}
-
 export interface GenerationContext {
   readonly scheduler: Scheduler
   readonly metrics: Metrics
@@ -76,7 +72,7 @@ export async function runGeneration(
   onDelta: (delta: GenerationDelta) => void = () => {},
 ): Promise<GenerationOutcome> {
   const {scheduler, metrics, tokenizer} = env
-  const maxReuse = penaltiesActive(request.sampling) ? Math.max(0, request.prompt.length - request.sampling.penaltyLastN) : Infinity
+  const maxReuse = reuseLimit(request.prompt, request.sampling)
   const lease = await scheduler.acquire(request.prompt, signal, maxReuse)
   const t0 = performance.now()
   let settled: Promise<unknown> = Promise.resolve()

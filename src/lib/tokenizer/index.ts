@@ -8,6 +8,7 @@ import {loadVocab} from './vocab.js'
 
 export {TokenizerError, TokenizerErrorCode, type TokenizerErrorCodeValue} from './errors.js'
 export {PRE_TOKENIZER_NAMES} from './pre-tokenizers.js'
+export {encodePrompt, type PromptEncoding} from './prompt.js'
 export {type SpecialSlot} from './special-ids.js'
 export {StreamDecoder, type StreamDecoderOptions} from './stream.js'
 export {TokenAttr, TokenType, type TokenTypeValue} from './token-attr.js'
