@@ -154,11 +154,13 @@ struct LoadState {
 class LoadWorker : public Napi::AsyncWorker {
  public:
   LoadWorker(Napi::Env env, runner_model_config cfg, std::vector<uint8_t> attn_removed, std::vector<uint8_t> ffn_removed,
-             std::vector<std::string> paths, std::vector<runner_tensor_desc> tensors, Napi::Function progress)
+             std::vector<uint8_t> swa_layers, std::vector<std::string> paths, std::vector<runner_tensor_desc> tensors,
+             Napi::Function progress)
       : Napi::AsyncWorker(env), state_(std::make_shared<LoadState>(env)), cfg_(cfg), attn_removed_(std::move(attn_removed)),
-        ffn_removed_(std::move(ffn_removed)), paths_(std::move(paths)), tensors_(std::move(tensors)) {
+        ffn_removed_(std::move(ffn_removed)), swa_layers_(std::move(swa_layers)), paths_(std::move(paths)), tensors_(std::move(tensors)) {
     cfg_.attn_removed = attn_removed_.empty() ? nullptr : attn_removed_.data();
     cfg_.ffn_removed = ffn_removed_.empty() ? nullptr : ffn_removed_.data();
+    cfg_.swa_layers = swa_layers_.empty() ? nullptr : swa_layers_.data();
     if (!progress.IsEmpty()) {
       std::shared_ptr<LoadState> state = state_;
       tsfn_ = Napi::ThreadSafeFunction::New(env, progress, "runner.modelLoad.progress", 0, 1,
@@ -205,7 +207,7 @@ class LoadWorker : public Napi::AsyncWorker {
 
   std::shared_ptr<LoadState> state_;
   runner_model_config cfg_;
-  std::vector<uint8_t> attn_removed_, ffn_removed_;
+  std::vector<uint8_t> attn_removed_, ffn_removed_, swa_layers_;
   std::vector<std::string> paths_;
   std::vector<runner_tensor_desc> tensors_;
   Napi::ThreadSafeFunction tsfn_;
@@ -236,6 +238,19 @@ Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
   cfg.residual_scale = optional("residualScale");
   cfg.attention_scale = optional("attentionScale");
   cfg.logit_scale = optional("logitScale");
+  cfg.query_scale = optional("queryScale");
+  cfg.attn_softcap = optional("attnSoftcap");
+  cfg.final_softcap = optional("finalSoftcap");
+  cfg.rope_freq_base_swa = optional("ropeFreqBaseSwa");
+  cfg.rope_freq_scale_swa = optional("ropeFreqScaleSwa");
+  cfg.rope_attn_factor = optional("ropeAttnFactor");
+  auto optionalInt = [&](const char *key) { return c.Get(key).IsUndefined() ? 0 : GetInt(c, key); };
+  cfg.ffn_act = optionalInt("ffnAct");
+  cfg.n_swa = optionalInt("nSwa");
+  cfg.n_expert = optionalInt("nExpert");
+  cfg.n_expert_used = optionalInt("nExpertUsed");
+  cfg.n_ff_exp = optionalInt("nFfExp");
+  cfg.n_ctx_orig = optionalInt("nCtxOrig");
   // Per-block removal flags, copied (the config's pointers must outlive only the load call).
   auto flags = [&](const char *key) {
     std::vector<uint8_t> out;
@@ -249,7 +264,7 @@ Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
     out.assign(a.Data(), a.Data() + a.ElementLength());
     return out;
   };
-  std::vector<uint8_t> attn_removed = flags("attnRemoved"), ffn_removed = flags("ffnRemoved");
+  std::vector<uint8_t> attn_removed = flags("attnRemoved"), ffn_removed = flags("ffnRemoved"), swa_layers = flags("swaLayers");
 
   std::vector<std::string> paths;
   Napi::Array pa = info[1].As<Napi::Array>();
@@ -271,6 +286,7 @@ Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
     d.file = GetInt(o, "file");
     d.offset = GetU64(o, "offset");
     d.size = GetU64(o, "size");
+    d.expert = o.Get("expert").IsUndefined() ? -1 : GetInt(o, "expert");
     Napi::Value ne = o.Get("ne");
     if (!ne.IsArray()) throw Napi::TypeError::New(env, "tensors[" + std::to_string(i) + "].ne must be an array");
     Napi::Array nea = ne.As<Napi::Array>();
@@ -286,7 +302,8 @@ Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
   }
   Napi::Function progress;
   if (info.Length() > 3 && info[3].IsFunction()) progress = info[3].As<Napi::Function>();
-  auto *w = new LoadWorker(env, cfg, std::move(attn_removed), std::move(ffn_removed), std::move(paths), std::move(tensors), progress);
+  auto *w = new LoadWorker(env, cfg, std::move(attn_removed), std::move(ffn_removed), std::move(swa_layers), std::move(paths),
+                           std::move(tensors), progress);
   Napi::Promise p = w->Promise();
   w->Queue();
   return p;

@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 6
+#define RUNNER_ABI_VERSION 7
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -111,6 +111,16 @@ typedef enum runner_tensor_role {
     RUNNER_ROLE_ATTN_K_NORM,    /* per layer [head_dim], optional: the same for each key head */
     RUNNER_ROLE_ATTN_QKV,       /* per layer [n_embd, n_q + 2 n_kv]: Q, K and V rows fused (phi3), instead of attn_q/k/v */
     RUNNER_ROLE_FFN_GATE_UP,    /* per layer [n_embd, 2 n_ff]: gate rows then up rows fused (phi3), instead of ffn_gate/up */
+    RUNNER_ROLE_ATTN_POST_NORM, /* per layer [n_embd], optional: RMS norm of the attention output before the residual add (gemma2/3) */
+    RUNNER_ROLE_FFN_POST_NORM,  /* per layer [n_embd], optional: the same for the FFN output; comes with attn_post_norm */
+    RUNNER_ROLE_FFN_GATE_INP,   /* per layer [n_embd, n_expert]: the router of a mixture of experts */
+    /* Expert weights, instead of ffn_gate/up/down when n_expert > 0. Either fused 3-D (expert = -1:
+     * [n_embd, n_ff_exp, n_expert], ne[2] the expert) or one 2-D tensor per expert (expert = e). */
+    RUNNER_ROLE_FFN_GATE_EXPS,  /* [n_embd, n_ff_exp(, n_expert)] */
+    RUNNER_ROLE_FFN_UP_EXPS,    /* [n_embd, n_ff_exp(, n_expert)] */
+    RUNNER_ROLE_FFN_DOWN_EXPS,  /* [n_ff_exp, n_embd(, n_expert)] */
+    RUNNER_ROLE_ROPE_FACTORS_LONG,  /* model-wide [n_rot / 2], optional (phi3 longrope): rope frequencies divided by these */
+    RUNNER_ROLE_ROPE_FACTORS_SHORT, /* model-wide [n_rot / 2]: the same for contexts up to n_ctx_orig */
     RUNNER_ROLE_COUNT
 } runner_tensor_role;
 
@@ -129,9 +139,16 @@ typedef struct runner_tensor_desc {
     int32_t file;
     uint64_t offset;  /* absolute byte offset in that file */
     uint64_t size;    /* bytes */
+    int32_t expert;   /* expert index of a split expert tensor (ffn_*_exps roles), else -1 */
 } runner_tensor_desc;
 
 typedef enum runner_rope_type { RUNNER_ROPE_NORM = 0, RUNNER_ROPE_NEOX = 2 } runner_rope_type;
+
+/* The gated FFN's activation: silu(gate) * up, or gelu(gate) * up with ggml's tanh GELU evaluated
+ * through its F16 table (the input rounded to F16; x <= -10 gives 0, x >= 10 gives x). */
+typedef enum runner_ffn_act { RUNNER_FFN_SILU = 0, RUNNER_FFN_GELU = 1 } runner_ffn_act;
+
+#define RUNNER_MAX_EXPERTS 1024
 
 /* The transformer's shape and numerics, built by src/lib/arch from metadata. */
 typedef struct runner_model_config {
@@ -158,6 +175,22 @@ typedef struct runner_model_config {
     float residual_scale;  /* each sublayer's output is multiplied by it before it joins the residual */
     float attention_scale; /* replaces 1/sqrt(head_dim) on the attention scores */
     float logit_scale;     /* logits are divided by it */
+    /* gemma2/3 and mixtures of experts; 0 (or NULL) means "not used". */
+    int32_t ffn_act;            /* runner_ffn_act */
+    float query_scale;          /* the query is multiplied by it after rope (then the scores are not scaled again) */
+    float attn_softcap;         /* scores = cap * tanh(scores / cap) before the softmax */
+    float final_softcap;        /* logits = cap * tanh(logits / cap) */
+    int32_t n_swa;              /* sliding window: on a flagged layer, query p sees key k only if p - k < n_swa */
+    const uint8_t *swa_layers;  /* n_layer flags (NULL: none); needs n_swa > 0 */
+    float rope_freq_base_swa;   /* rope on sliding-window layers (0: as the others) */
+    float rope_freq_scale_swa;
+    int32_t n_expert;           /* experts per MoE layer (0: dense FFN) */
+    int32_t n_expert_used;      /* experts chosen per token: softmax over the router, top k, renormalised */
+    int32_t n_ff_exp;           /* an expert's FFN width */
+    /* phi3 longrope: cos and sin are multiplied by rope_attn_factor (0: 1); the long factors apply when
+     * the context, padded to a multiple of 256 as llama.cpp pads it, exceeds n_ctx_orig (0: n_ctx_train). */
+    float rope_attn_factor;
+    int32_t n_ctx_orig;
 } runner_model_config;
 
 typedef struct runner_model runner_model;

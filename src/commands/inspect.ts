@@ -71,6 +71,7 @@ function renderSummary(s: ModelSummary): string {
     ['embedding size', opt(s.embeddingLength)],
     ['layers', opt(s.blockCount)],
     ['heads', heads],
+    ...familyRows(s),
     ['vocab size', opt(s.vocabSize)],
     ['tokenizer', opt(s.tokenizerModel)],
     ['chat template', s.hasChatTemplate ? 'yes' : 'no'],
@@ -78,6 +79,25 @@ function renderSummary(s: ModelSummary): string {
     ...s.bytesByType.map((t): [string, string] => [`  ${t.type}`, `${t.tensors} tensors, ${formatBytes(t.bytes)} (${t.bytes} bytes)`]),
   ]
   return formatRows(rows)
+}
+
+/** Rows only for the families that state them: experts, sliding windows, soft-capping. */
+function familyRows(s: ModelSummary): Array<[string, string]> {
+  const rows: Array<[string, string]> = []
+  if (s.expertCount !== undefined) {
+    const width = s.expertFeedForwardLength === undefined ? '' : `, expert width ${s.expertFeedForwardLength}`
+    rows.push(['experts', `${s.expertCount}, ${s.expertUsedCount ?? '-'} used per token${width}`])
+  }
+  if (s.slidingWindow !== undefined || s.slidingWindowPattern !== undefined) {
+    const p = s.slidingWindowPattern
+    const pattern = p === undefined ? '' : Array.isArray(p) ? `, sliding blocks [${p.map(Number).join(', ')}]` : `, pattern ${p}`
+    const base = s.ropeFreqBaseSwa === undefined ? '' : `, rope base ${s.ropeFreqBaseSwa} there`
+    rows.push(['sliding window', `${s.slidingWindow ?? '-'} tokens${pattern}${base}`])
+  }
+  if (s.attnLogitSoftcapping !== undefined || s.finalLogitSoftcapping !== undefined) {
+    rows.push(['soft-capping', `attention ${s.attnLogitSoftcapping ?? '-'}, final logits ${s.finalLogitSoftcapping ?? '-'}`])
+  }
+  return rows
 }
 
 function renderTable(header: string[], rows: string[][]): string {

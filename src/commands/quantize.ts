@@ -6,19 +6,21 @@ import {Listr, ListrLogger, ProcessOutput} from 'listr2'
 import {RunnerCommand} from '../lib/cli/runner-command.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {readGgufModel} from '../lib/gguf/index.js'
-import {parseRemovals, parseTypePlan, planQuantization, planRemovals, QUANTIZE_TYPES, quantizeModel, type QuantizeSummary} from '../lib/quantize/index.js'
+import {parseRemovals, parseTypePlan, planQuantization, planRemovals, QUANTIZE_MIXES, QUANTIZE_TYPES, quantizeModel, type QuantizeSummary} from '../lib/quantize/index.js'
 import {formatBytes, formatRows} from '../lib/util/format.js'
 
 export default class Quantize extends RunnerCommand {
   static override summary = 'Convert a GGUF model to a smaller weight type.'
   static override description =
-    "Quantizes every weight matrix with llama.cpp's reference quantizers (the same input gives the same bytes, " +
-    'byte-identical to llama.cpp\'s --pure output). All metadata is carried over, general.file_type and a runner.quantize.* ' +
-    'record are set, and the output is written to a temporary file, fsynced and renamed: a killed run leaves no partial ' +
-    'file. The input is never modified. Types today: ' + QUANTIZE_TYPES.join(', ') + ' (K-quants and named mixes need the ' +
-    'K-quant kernels; until then --pure is required). See docs/quantize.md.'
+    "Quantizes the weight matrices with llama.cpp's reference quantizers (the same input gives the same bytes as " +
+    "llama.cpp's llama-quantize without an importance matrix). --type is a tensor type or one of llama.cpp's named mixes " +
+    '(Q4_K_M, ...): without --pure each tensor gets the type llama.cpp\'s rules give it; with --pure every weight matrix gets ' +
+    'the one type. All metadata is carried over, general.file_type and a runner.quantize.* record are set, and the output ' +
+    'is written to a temporary file, fsynced and renamed: a killed run leaves no partial file. The input is never modified. ' +
+    'Tensor types: ' + QUANTIZE_TYPES.join(', ') + '. See docs/quantize.md.'
 
   static override examples = [
+    {description: "llama.cpp's Q4_K_M mix (Q4_K, with Q6_K where its rules put more bits)", command: '<%= config.bin %> quantize model-f16.gguf model-q4_k_m.gguf --type Q4_K_M'},
     {description: 'Q8_0 for every weight matrix', command: '<%= config.bin %> quantize model-f16.gguf model-q8_0.gguf --type Q8_0 --pure'},
     {description: 'Q4_0 but keep the output projection as it is', command: '<%= config.bin %> quantize model-f16.gguf model-q4_0.gguf --type Q4_0 --pure --keep-output'},
     {description: 'Per-tensor rules from a plan file', command: '<%= config.bin %> quantize in.gguf out.gguf --type Q4_0 --pure --type-plan plan.json'},
@@ -31,8 +33,8 @@ export default class Quantize extends RunnerCommand {
   }
 
   static override flags = {
-    type: Flags.string({description: `target type (${QUANTIZE_TYPES.join(', ')})`, required: true, helpValue: 'TYPE'}),
-    pure: Flags.boolean({description: "one type for every weight matrix (llama.cpp's --pure); required for now"}),
+    type: Flags.string({description: `tensor type or llama.cpp mix (${Object.keys(QUANTIZE_MIXES).join(', ')})`, required: true, helpValue: 'TYPE'}),
+    pure: Flags.boolean({description: "one type for every weight matrix (llama.cpp's --pure) instead of the mix"}),
     'keep-output': Flags.boolean({description: 'leave output.weight in its current type'}),
     'remove-sublayer': Flags.string({description: 'also remove sublayers, as runner remove-sublayer does (attn:N,mlp:M)', helpValue: 'SPEC'}),
     'type-plan': Flags.string({description: 'JSON {"rules": [{"pattern": REGEX, "type": TYPE}]}: per-tensor types, first match wins', helpValue: 'FILE'}),
@@ -57,7 +59,7 @@ export default class Quantize extends RunnerCommand {
       }
       plan = parseTypePlan(json, flags['type-plan'])
     }
-    const options = {type: flags.type, pure: flags.pure, keepOutput: flags['keep-output'], plan}
+    const options = {type: flags.type, pure: Boolean(flags.pure), keepOutput: flags['keep-output'], plan}
     const model = readGgufModel(args.input)
     const removal = flags['remove-sublayer'] === undefined ? undefined : planRemovals(model, parseRemovals(flags['remove-sublayer']))
     const decisions = planQuantization(model, options, removal?.kept)

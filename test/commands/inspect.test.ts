@@ -115,6 +115,14 @@ interface SummaryJson {
   headCount: number | number[] | null
   headCountKv: number | number[] | null
   vocabSize: number | null
+  expertCount: number | null
+  expertUsedCount: number | null
+  expertFeedForwardLength: number | null
+  slidingWindow: number | null
+  slidingWindowPattern: number | boolean[] | null
+  ropeFreqBaseSwa: number | null
+  attnLogitSoftcapping: number | null
+  finalLogitSoftcapping: number | null
   tokenizerModel: string | null
   hasChatTemplate: boolean
   tensorCount: number
@@ -174,6 +182,20 @@ before(() => {
 })
 after(() => {
   if (tmp) rmSync(tmp, {recursive: true, force: true})
+})
+
+describe('runner inspect: family hyperparameters (issue #5)', () => {
+  test("experts, sliding windows and soft-caps are rows, with the README fixture table's values", (t) => {
+    if (!needShared(t)) return
+    const rows = (f: string) => summaryRows(runCli(['inspect', sharedPath('fixtures', `${f}.gguf`)]).stdout)
+    assert.equal(rows('qwen3moe').get('experts'), '8, 2 used per token, expert width 96')
+    const g2 = rows('gemma2')
+    assert.equal(g2.get('sliding window'), '16 tokens')
+    assert.equal(g2.get('soft-capping'), 'attention 5, final logits 10')
+    assert.equal(rows('gemma3').get('sliding window'), '16 tokens, pattern 2, rope base 10000 there')
+    const plain = rows('llama')
+    for (const k of ['experts', 'sliding window', 'soft-capping']) assert.equal(plain.has(k), false, `llama has no ${k} row`)
+  })
 })
 
 describe('runner inspect: summary of stories260K', () => {
@@ -338,6 +360,20 @@ describe('runner inspect --json on every shared model', () => {
           if (bytes !== undefined) assert.equal(s.fileBytes, bytes, 'fileBytes vs README bytes')
           const types = (row['tensor types'] ?? '').split('+').map((x) => x.trim()).filter(Boolean)
           if (types.length > 0) assert.deepEqual(s.bytesByType.map((b) => b.type).sort(), types.sort(), 'tensor types vs README')
+          // Family hyperparameters (issue #5) vs the README's "other keys" (key=value cells).
+          const family: Record<string, keyof SummaryJson> = {
+            sliding_window: 'slidingWindow',
+            sliding_window_pattern: 'slidingWindowPattern',
+            'rope.freq_base_swa': 'ropeFreqBaseSwa',
+            attn_logit_softcapping: 'attnLogitSoftcapping',
+            final_logit_softcapping: 'finalLogitSoftcapping',
+            expert_count: 'expertCount',
+            expert_used_count: 'expertUsedCount',
+            expert_feed_forward_length: 'expertFeedForwardLength',
+          }
+          for (const [, k, v] of (row['other keys'] ?? '').matchAll(/([\w.]+)=([\d.e+]+)/g)) {
+            if (family[k!]) assert.equal(s[family[k!]], Number(v), `${family[k!]} vs README ${k}=${v}`)
+          }
         }
       })
     }

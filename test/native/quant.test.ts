@@ -52,7 +52,16 @@ const GGML_VEC_DOT_TYPE: Record<string, string> = {
   Q4_1: 'Q8_1',
   Q5_1: 'Q8_1',
   Q8_1: 'Q8_1',
+  Q2_K: 'Q8_K',
+  Q3_K: 'Q8_K',
+  Q4_K: 'Q8_K',
+  Q5_K: 'Q8_K',
+  Q6_K: 'Q8_K',
+  IQ4_NL: 'Q8_0',
+  MXFP4: 'Q8_0',
 }
+/** Types with their own kernel tests (K-quants, IQ4_NL, MXFP4: test/native/kquant.test.ts). */
+const K_WEIGHT_TYPES = ['Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_NL', 'MXFP4']
 const WEIGHT_TYPES = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_1']
 const ACTIVATION_TYPES = ['F16', 'BF16', 'Q8_0', 'Q8_1']
 
@@ -163,7 +172,7 @@ describe('typeTraits(): the native type table', () => {
   it('implements exactly the documented types, in id order', () => {
     assert.deepEqual(
       traits.map((t) => t.name),
-      ['F32', 'F16', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q8_1', 'BF16'],
+      ['F32', 'F16', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q8_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'Q8_K', 'IQ4_NL', 'BF16', 'MXFP4'],
     )
   })
 
@@ -176,7 +185,7 @@ describe('typeTraits(): the native type table', () => {
   })
 
   it("dots each weight type against ggml's activation type", () => {
-    for (const name of WEIGHT_TYPES) assert.equal(traits.find((t) => t.type === T(name).vecDotType)?.name, GGML_VEC_DOT_TYPE[name], name)
+    for (const name of [...WEIGHT_TYPES, ...K_WEIGHT_TYPES]) assert.equal(traits.find((t) => t.type === T(name).vecDotType)?.name, GGML_VEC_DOT_TYPE[name], name)
   })
 
   it('lists variants slowest first, always has the scalar reference, and picks the fastest', () => {
@@ -193,16 +202,17 @@ describe('typeTraits(): the native type table', () => {
       assert.ok(t.variants.length > 0, `${t.name} has a vec_dot`)
       assert.equal(t.hasQuantizeRef, true, `${t.name} has a weight quantizer`)
     }
-    for (const name of ACTIVATION_TYPES) assert.ok(T(name).fromFloatVariants.length > 0, `${name} has an activation quantizer`)
+    for (const name of [...ACTIVATION_TYPES, 'Q8_K']) assert.ok(T(name).fromFloatVariants.length > 0, `${name} has an activation quantizer`)
   })
 
   it('offers the SIMD variants the CPU supports (x86-64 with AVX2 / AVX-512 VNNI)', {skip: process.arch !== 'x64'}, () => {
     const cpu = cpuFeatures()
     const avx2 = cpu.avx2 && cpu.fma && cpu.f16c
     const avx512 = avx2 && cpu.avx512f && cpu.avx512bw && cpu.avx512vl
-    for (const t of traits) {
+    // Q8_K is only an activation type here: its dot (Q8_K as a weight, which ggml never stores) is scalar only.
+    for (const t of traits.filter((x) => x.name !== 'Q8_K')) {
       assert.equal(t.variants.includes('avx2'), avx2, `${t.name} avx2`)
-      const needsVnni = t.blockSize === 32
+      const needsVnni = t.blockSize > 1
       assert.equal(t.variants.includes('avx512'), avx512 && (!needsVnni || cpu.avx512_vnni), `${t.name} avx512`)
     }
   })
@@ -216,7 +226,7 @@ describe('typeTraits(): the native type table', () => {
     assert.throws(() => vecDot('Q4_0', 32, q, y, 'neon' as KernelVariant), /variant 'neon' is not one of/)
     assert.throws(() => toFloat('Q8_0', new Uint8Array(10), 32), /bytes has 10 bytes/)
     assert.throws(() => quantizeRef('Q4_0', new Float32Array(33)), /x.length = 33 is not a multiple/)
-    assert.throws(() => quantizeRef('Q2_K', new Float32Array(256)), /not a type the engine implements|does not implement/)
+    assert.throws(() => quantizeRef('IQ2_XXS', new Float32Array(256)), /not a type the engine implements|does not implement/)
     assert.throws(() => fromFloat('Q4_0', new Float32Array(32), 'scalar'), /Q4_0 has no from_float/)
     assert.throws(() => fromFloat('Q8_0', new Float32Array(32), 'scalar', 64), /dstOffset must be 0..63/)
     assert.throws(() => vecDot2('Q4_0', 32, new Uint8Array(35), y, 'scalar'), /Q4_0 has no vec_dot2 of that variant/)

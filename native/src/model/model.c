@@ -27,7 +27,8 @@ runner_status runner_fail(char *err, int32_t err_len, runner_status status, cons
 static const char *const role_names[RUNNER_ROLE_COUNT] = {
     "token_embd", "output_norm", "output",      "attn_norm",   "attn_q",      "attn_k",      "attn_v",
     "attn_output", "ffn_norm",   "ffn_gate",    "ffn_up",      "ffn_down",    "attn_q_bias", "attn_k_bias",
-    "attn_v_bias", "attn_q_norm", "attn_k_norm", "attn_qkv",    "ffn_gate_up",
+    "attn_v_bias", "attn_q_norm", "attn_k_norm", "attn_qkv",    "ffn_gate_up", "attn_post_norm", "ffn_post_norm",
+    "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps", "rope_factors_long", "rope_factors_short",
 };
 
 const char *runner_tensor_role_name(int32_t role) {
@@ -35,7 +36,8 @@ const char *runner_tensor_role_name(int32_t role) {
 }
 
 static int role_is_per_layer(int32_t role) {
-    return role >= RUNNER_ROLE_ATTN_NORM && role < RUNNER_ROLE_COUNT;
+    return role >= RUNNER_ROLE_ATTN_NORM && role < RUNNER_ROLE_COUNT && role != RUNNER_ROLE_ROPE_FACTORS_LONG &&
+           role != RUNNER_ROLE_ROPE_FACTORS_SHORT;
 }
 
 /* Multiply with overflow check; returns 0 on overflow. */
@@ -78,6 +80,26 @@ static runner_status check_config(const runner_model_config *c, char *err, int32
     NEED(isfinite(c->embedding_scale) && isfinite(c->residual_scale) && isfinite(c->attention_scale) && isfinite(c->logit_scale) &&
              c->embedding_scale >= 0 && c->residual_scale >= 0 && c->attention_scale >= 0 && c->logit_scale >= 0,
          "a scale multiplier is negative or not finite");
+    NEED(c->ffn_act == RUNNER_FFN_SILU || c->ffn_act == RUNNER_FFN_GELU, "ffn_act %d unknown", c->ffn_act);
+    NEED(isfinite(c->query_scale) && isfinite(c->attn_softcap) && isfinite(c->final_softcap) && c->query_scale >= 0 &&
+             c->attn_softcap >= 0 && c->final_softcap >= 0,
+         "query_scale or a softcap is negative or not finite");
+    NEED(c->n_swa >= 0, "n_swa %d is negative", c->n_swa);
+    if (c->swa_layers)
+        for (int32_t l = 0; l < c->n_layer; l++)
+            NEED(!c->swa_layers[l] || c->n_swa > 0, "layer %d is a sliding-window layer but n_swa is %d", l, c->n_swa);
+    NEED(isfinite(c->rope_freq_base_swa) && c->rope_freq_base_swa >= 0 && isfinite(c->rope_freq_scale_swa) && c->rope_freq_scale_swa >= 0,
+         "rope_freq_base_swa %g or rope_freq_scale_swa %g out of range", (double)c->rope_freq_base_swa, (double)c->rope_freq_scale_swa);
+    NEED(isfinite(c->rope_attn_factor) && c->rope_attn_factor >= 0, "rope_attn_factor %g out of range", (double)c->rope_attn_factor);
+    NEED(c->n_ctx_orig >= 0, "n_ctx_orig %d is negative", c->n_ctx_orig);
+    NEED(c->n_expert >= 0 && c->n_expert <= RUNNER_MAX_EXPERTS, "n_expert %d out of range [0, %d]", c->n_expert, RUNNER_MAX_EXPERTS);
+    if (c->n_expert > 0) {
+        NEED(c->n_expert_used >= 1 && c->n_expert_used <= c->n_expert, "n_expert_used %d must be in [1, n_expert %d]", c->n_expert_used,
+             c->n_expert);
+        NEED(c->n_ff_exp > 0 && c->n_ff_exp <= (1 << 20), "n_ff_exp %d out of range", c->n_ff_exp);
+    } else {
+        NEED(c->n_expert_used == 0, "n_expert_used %d without experts", c->n_expert_used);
+    }
 #undef NEED
     return RUNNER_OK;
 }
@@ -103,6 +125,12 @@ static void expected_shape(const runner_model_config *c, int32_t role, int64_t *
     case RUNNER_ROLE_ATTN_K_NORM: *ne0 = c->head_dim; break;
     case RUNNER_ROLE_ATTN_QKV: *ne0 = c->n_embd; *ne1 = n_q + 2 * n_kv; break;
     case RUNNER_ROLE_FFN_GATE_UP: *ne0 = c->n_embd; *ne1 = 2 * (int64_t)c->n_ff; break;
+    case RUNNER_ROLE_FFN_GATE_INP: *ne0 = c->n_embd; *ne1 = c->n_expert; break;
+    case RUNNER_ROLE_FFN_GATE_EXPS:
+    case RUNNER_ROLE_FFN_UP_EXPS: *ne0 = c->n_embd; *ne1 = c->n_ff_exp; break;
+    case RUNNER_ROLE_FFN_DOWN_EXPS: *ne0 = c->n_ff_exp; *ne1 = c->n_embd; break;
+    case RUNNER_ROLE_ROPE_FACTORS_LONG:
+    case RUNNER_ROLE_ROPE_FACTORS_SHORT: *ne0 = c->n_rot / 2; break;
     default: *ne0 = c->n_embd; break; /* norms */
     }
 }
@@ -112,6 +140,8 @@ static runner_weight *slot_for(runner_model *m, int32_t role, int32_t layer) {
     case RUNNER_ROLE_TOKEN_EMBD: return &m->tok_embd;
     case RUNNER_ROLE_OUTPUT_NORM: return &m->output_norm;
     case RUNNER_ROLE_OUTPUT: return &m->output;
+    case RUNNER_ROLE_ROPE_FACTORS_LONG: return &m->rope_long;
+    case RUNNER_ROLE_ROPE_FACTORS_SHORT: return &m->rope_short;
     default: break;
     }
     runner_layer *l = &m->layers[layer];
@@ -130,8 +160,81 @@ static runner_weight *slot_for(runner_model *m, int32_t role, int32_t layer) {
     case RUNNER_ROLE_ATTN_V_BIAS: return &l->bv;
     case RUNNER_ROLE_ATTN_Q_NORM: return &l->q_norm;
     case RUNNER_ROLE_ATTN_K_NORM: return &l->k_norm;
+    case RUNNER_ROLE_ATTN_POST_NORM: return &l->attn_post_norm;
+    case RUNNER_ROLE_FFN_POST_NORM: return &l->ffn_post_norm;
+    case RUNNER_ROLE_FFN_GATE_INP: return &l->gate_inp;
     default: return NULL;
     }
+}
+
+/* Pick the matmul kernel of a bound weight and the quantizer of the activations it dots against. */
+static runner_status setup_kernel(runner_model *m, runner_weight *w, const char *name, int32_t layer, char *err, int32_t err_len) {
+    const runner_type_traits *tt = w->traits;
+    runner_kernel_variant v = runner_kernel_pick_vec_dot(tt, m->cpu);
+    w->vec_dot = tt->vec_dot[v];
+    w->variant = v;
+    if (!w->vec_dot)
+        return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s (layer %d): no matmul kernel for %s", name, layer, tt->name);
+    const runner_type_traits *act = runner_type_traits_get(tt->vec_dot_type);
+    if (!act)
+        return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s: activation type %d missing", name, tt->vec_dot_type);
+    if (act->type != RUNNER_TYPE_F32) {
+        runner_from_float_fn f = act->from_float[runner_kernel_pick_from_float(act, m->cpu)];
+        if (!f) return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s: no quantizer for activations of %s", name, act->name);
+        m->act_from_float[act->type] = f;
+    }
+    return RUNNER_OK;
+}
+
+/* Expert weights: a fused 3-D tensor (expert -1, ne[2] = n_expert) bound as one view per expert, or
+ * one expert's 2-D tensor (the legacy split layout). Either way the forward pass sees
+ * layer->exp_{gate,up,down}[e]: one accessor. */
+static runner_status bind_experts(runner_model *m, const runner_tensor_desc *t, const runner_mapping *map,
+                                  const runner_type_traits *tt, char *err, int32_t err_len) {
+    const runner_model_config *c = &m->cfg;
+    const char *name = role_names[t->role];
+    if (c->n_expert < 1)
+        return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): expert weights in a model without experts", name, t->layer);
+    const int fused = t->expert < 0;
+    if (!fused && t->expert >= c->n_expert)
+        return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): expert %d out of range [0, %d)", name, t->layer,
+                           t->expert, c->n_expert);
+    int64_t ne0, ne1;
+    expected_shape(c, t->role, &ne0, &ne1);
+    const int64_t ne2 = fused ? c->n_expert : 1;
+    const int64_t g1 = t->n_dims >= 2 ? t->ne[1] : 1, g2 = t->n_dims >= 3 ? t->ne[2] : 1, g3 = t->n_dims >= 4 ? t->ne[3] : 1;
+    if (t->n_dims < 1 || t->n_dims > 4 || t->ne[0] != ne0 || g1 != ne1 || g2 != ne2 || g3 != 1)
+        return runner_fail(err, err_len, RUNNER_ERR_MODEL,
+                           "tensor %s (layer %d, expert %d): shape [%lld, %lld, %lld] does not match the config, expected [%lld, %lld, %lld]",
+                           name, t->layer, t->expert, (long long)t->ne[0], (long long)g1, (long long)g2, (long long)ne0, (long long)ne1,
+                           (long long)ne2);
+    if (ne0 % tt->block_size != 0)
+        return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): ne0 %lld is not a multiple of %s's block %lld", name,
+                           t->layer, (long long)ne0, tt->name, (long long)tt->block_size);
+    const size_t row_bytes = (size_t)(ne0 / tt->block_size) * tt->type_size;
+    size_t per_expert = 0, total = 0;
+    if (!mul_ok(row_bytes, (size_t)ne1, &per_expert) || !mul_ok(per_expert, (size_t)ne2, &total) || total != t->size)
+        return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): %llu bytes, expected %zu", name, t->layer,
+                           (unsigned long long)t->size, total);
+    runner_layer *L = &m->layers[t->layer];
+    runner_weight *arr = t->role == RUNNER_ROLE_FFN_GATE_EXPS ? L->exp_gate : t->role == RUNNER_ROLE_FFN_UP_EXPS ? L->exp_up : L->exp_down;
+    const int32_t e0 = fused ? 0 : t->expert, e1 = fused ? c->n_expert : t->expert + 1;
+    const uint8_t *base = (const uint8_t *)map->base + t->offset;
+    for (int32_t e = e0; e < e1; e++) {
+        runner_weight *w = &arr[e];
+        if (w->data)
+            return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d, expert %d) is given twice (or fused and split)", name,
+                               t->layer, e);
+        w->data = base + (size_t)(e - e0) * per_expert;
+        w->traits = tt;
+        w->ne[0] = ne0;
+        w->ne[1] = ne1;
+        w->ne[2] = w->ne[3] = 1;
+        w->row_bytes = row_bytes;
+        runner_status st = setup_kernel(m, w, name, t->layer, err, err_len);
+        if (st != RUNNER_OK) return st;
+    }
+    return RUNNER_OK;
 }
 
 static runner_status bind_tensor(runner_model *m, const runner_tensor_desc *t, int32_t index, char *err,
@@ -154,11 +257,20 @@ static runner_status bind_tensor(runner_model *m, const runner_tensor_desc *t, i
     if (!tt)
         return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s (layer %d): ggml type %d is not supported",
                            name, t->layer, t->type);
+    const int is_exps = t->role >= RUNNER_ROLE_FFN_GATE_EXPS && t->role <= RUNNER_ROLE_FFN_DOWN_EXPS;
+    if (is_exps) return bind_experts(m, t, map, tt, err, err_len);
+    if (t->expert != -1)
+        return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): expert index %d on a tensor that is not an expert's", name,
+                           t->layer, t->expert);
     int64_t ne0, ne1;
     expected_shape(c, t->role, &ne0, &ne1);
     /* Vectors read as F32 in place: norms and biases. */
     int is_vector = t->role == RUNNER_ROLE_OUTPUT_NORM || t->role == RUNNER_ROLE_ATTN_NORM || t->role == RUNNER_ROLE_FFN_NORM ||
-                    (t->role >= RUNNER_ROLE_ATTN_Q_BIAS && t->role <= RUNNER_ROLE_ATTN_K_NORM);
+                    (t->role >= RUNNER_ROLE_ATTN_Q_BIAS && t->role <= RUNNER_ROLE_ATTN_K_NORM) ||
+                    t->role == RUNNER_ROLE_ATTN_POST_NORM || t->role == RUNNER_ROLE_FFN_POST_NORM ||
+                    t->role == RUNNER_ROLE_ROPE_FACTORS_LONG || t->role == RUNNER_ROLE_ROPE_FACTORS_SHORT;
+    if (t->role == RUNNER_ROLE_FFN_GATE_INP && c->n_expert < 1)
+        return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor ffn_gate_inp (layer %d): a router in a model without experts", t->layer);
     int64_t got1 = t->n_dims >= 2 ? t->ne[1] : 1;
     for (int d = 2; d < t->n_dims; d++)
         if (t->ne[d] != 1) got1 = -1;
@@ -206,25 +318,9 @@ static runner_status bind_tensor(runner_model *m, const runner_tensor_desc *t, i
         w->row_bytes = row_bytes;
     }
     for (int k = 0; k < 3 && slots[k]; k++) {
-        runner_weight *w = slots[k];
         if (!is_vector && t->role != RUNNER_ROLE_TOKEN_EMBD) {
-            runner_kernel_variant v = runner_kernel_pick_vec_dot(tt, m->cpu);
-            w->vec_dot = tt->vec_dot[v];
-            w->variant = v;
-            if (!w->vec_dot)
-                return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s (layer %d): no matmul kernel for %s",
-                                   name, t->layer, tt->name);
-            const runner_type_traits *act = runner_type_traits_get(tt->vec_dot_type);
-            if (!act)
-                return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s: activation type %d missing", name,
-                                   tt->vec_dot_type);
-            if (act->type != RUNNER_TYPE_F32) {
-                runner_from_float_fn f = act->from_float[runner_kernel_pick_from_float(act, m->cpu)];
-                if (!f)
-                    return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s: no quantizer for activations of %s",
-                                       name, act->name);
-                m->act_from_float[act->type] = f;
-            }
+            runner_status st = setup_kernel(m, slots[k], name, t->layer, err, err_len);
+            if (st != RUNNER_OK) return st;
         }
     }
     return RUNNER_OK;
@@ -253,13 +349,17 @@ static runner_status check_complete(runner_model *m, char *err, int32_t err_len)
         const runner_weight *ws[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_norm, &l->w_gate, &l->w_up, &l->w_down};
         const int32_t roles[] = {RUNNER_ROLE_ATTN_NORM, RUNNER_ROLE_ATTN_Q, RUNNER_ROLE_ATTN_K, RUNNER_ROLE_ATTN_V, RUNNER_ROLE_ATTN_OUT,
                                  RUNNER_ROLE_FFN_NORM, RUNNER_ROLE_FFN_GATE, RUNNER_ROLE_FFN_UP, RUNNER_ROLE_FFN_DOWN};
+        const int moe = m->cfg.n_expert > 0;
         for (size_t j = 0; j < sizeof ws / sizeof ws[0]; j++) {
-            /* A removed sublayer keeps its pre-norm (optional) and must have none of its weights. */
+            /* A removed sublayer keeps its pre-norm (optional) and must have none of its weights. A
+             * mixture of experts has no dense gate/up/down: treated as removed here, checked below. */
             const int norm = j == 0 || j == 5;
-            const int removed = j < 5 ? l->attn_removed : l->ffn_removed;
+            const int removed = j < 5 ? l->attn_removed : (l->ffn_removed || (moe && !norm));
             if (removed && !norm && ws[j]->data)
-                return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor blk.%d.%s is present but its sublayer is declared removed", i,
-                                   role_names[roles[j]]);
+                return runner_fail(err, err_len, RUNNER_ERR_MODEL,
+                                   j >= 5 && moe && !l->ffn_removed ? "tensor blk.%d.%s: a dense FFN weight in a model with experts"
+                                                                    : "tensor blk.%d.%s is present but its sublayer is declared removed",
+                                   i, role_names[roles[j]]);
             if (!removed && !ws[j]->data)
                 return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor blk.%d.%s is missing", i, role_names[roles[j]]);
         }
@@ -267,6 +367,30 @@ static runner_status check_complete(runner_model *m, char *err, int32_t err_len)
             return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: attention biases or q/k norms are present but its attention is declared removed", i);
         if ((l->q_norm.data != NULL) != (l->k_norm.data != NULL))
             return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: attn_q_norm and attn_k_norm come together", i);
+        if (m->layers[0].attn_post_norm.data == NULL ? (l->attn_post_norm.data || l->ffn_post_norm.data)
+                                                     : (!l->attn_post_norm.data || !l->ffn_post_norm.data))
+            return runner_fail(err, err_len, RUNNER_ERR_MODEL,
+                               "block %d: attn_post_norm and ffn_post_norm are in every block or in none", i);
+        if (l->attn_removed && l->attn_post_norm.data)
+            return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: attn_post_norm is present but its attention is declared removed", i);
+        if (moe) {
+            const runner_weight *arrs[3] = {l->exp_gate, l->exp_up, l->exp_down};
+            const int32_t roles3[3] = {RUNNER_ROLE_FFN_GATE_EXPS, RUNNER_ROLE_FFN_UP_EXPS, RUNNER_ROLE_FFN_DOWN_EXPS};
+            if (l->ffn_removed) {
+                if (l->gate_inp.data) return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor blk.%d.ffn_gate_inp is present but its sublayer is declared removed", i);
+                for (int k = 0; k < 3; k++)
+                    for (int32_t e = 0; e < m->cfg.n_expert; e++)
+                        if (arrs[k][e].data)
+                            return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor blk.%d.%s is present but its sublayer is declared removed", i,
+                                               role_names[roles3[k]]);
+            } else {
+                if (!l->gate_inp.data) return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor blk.%d.ffn_gate_inp is missing", i);
+                for (int k = 0; k < 3; k++)
+                    for (int32_t e = 0; e < m->cfg.n_expert; e++)
+                        if (!arrs[k][e].data)
+                            return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor blk.%d.%s (expert %d) is missing", i, role_names[roles3[k]], e);
+            }
+        }
     }
     return RUNNER_OK;
 }
@@ -314,6 +438,7 @@ void runner_model_free(runner_model *m) {
         if (m->maps[i].base) munmap(m->maps[i].base, m->maps[i].size);
     free(m->maps);
     free(m->layers);
+    free(m->experts);
     free(m);
 }
 
@@ -329,18 +454,34 @@ runner_status runner_model_load(const runner_model_config *config, const char *c
     if (!m) return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "out of memory");
     m->cfg = *config;
     m->cpu = runner_cpu_features_capped();
+    if (config->ffn_act == RUNNER_FFN_GELU) runner_gelu_table_init();
     m->maps = calloc((size_t)n_paths, sizeof *m->maps);
     m->layers = calloc((size_t)config->n_layer, sizeof *m->layers);
     if (!m->maps || !m->layers) {
         runner_model_free(m);
         return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "out of memory");
     }
+    if (config->n_expert > 0) {
+        m->experts = calloc((size_t)config->n_layer * 3 * (size_t)config->n_expert, sizeof *m->experts);
+        if (!m->experts) {
+            runner_model_free(m);
+            return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "out of memory");
+        }
+    }
     for (int32_t l = 0; l < config->n_layer; l++) {
         m->layers[l].attn_removed = config->attn_removed ? (config->attn_removed[l] != 0) : 0;
         m->layers[l].ffn_removed = config->ffn_removed ? (config->ffn_removed[l] != 0) : 0;
+        m->layers[l].swa = config->swa_layers ? (config->swa_layers[l] != 0) : 0;
+        if (m->experts) {
+            runner_weight *e = m->experts + (size_t)l * 3 * (size_t)config->n_expert;
+            m->layers[l].exp_gate = e;
+            m->layers[l].exp_up = e + config->n_expert;
+            m->layers[l].exp_down = e + 2 * (size_t)config->n_expert;
+        }
     }
     m->cfg.attn_removed = NULL; /* the caller's arrays are not kept: the flags live in the layers */
     m->cfg.ffn_removed = NULL;
+    m->cfg.swa_layers = NULL;
     for (int32_t i = 0; i < n_paths; i++) {
         st = map_file(paths[i], &m->maps[i], err, err_len);
         if (st != RUNNER_OK) {
@@ -376,28 +517,52 @@ void runner_context_free(runner_context *ctx) {
     free(ctx->k_cache);
     free(ctx->v_cache);
     runner_scratch *s = &ctx->s;
-    void *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits, s->act_q, s->scores, s->q16};
+    void *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits, s->act_q, s->scores, s->q16,
+                    s->router, s->sel, s->sel_w, s->exp_gate, s->exp_up, s->exp_out, s->exp_act_q, s->exp_items};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(ctx->rope_cos);
     free(ctx->rope_sin);
+    free(ctx->rope_cos_swa);
+    free(ctx->rope_sin_swa);
     free(ctx);
 }
 
 /* ggml's rope angles: theta_i = pos * base^(-2i/n_rot), formed by repeated multiplication in
  * float (ggml_rope_cache_init), then scaled by freq_scale; cos/sin in float. */
-static void fill_rope_cache(runner_context *ctx) {
+static void fill_rope_cache(runner_context *ctx, float base, float freq_scale, float *cos_out, float *sin_out) {
     const runner_model_config *c = &ctx->model->cfg;
     const int32_t half = c->n_rot / 2;
-    const float theta_scale = powf(c->rope_freq_base, -2.0f / (float)c->n_rot);
+    const float theta_scale = powf(base, -2.0f / (float)c->n_rot);
+    /* longrope (ggml_rope_cache_init with freq_factors): theta / factor, and cos, sin times attn_factor.
+     * llama.cpp picks the long factors when its context (padded to 256) exceeds n_ctx_orig. */
+    const runner_model *m = ctx->model;
+    const int64_t padded = ((int64_t)ctx->params.n_ctx + 255) / 256 * 256;
+    const int32_t orig = c->n_ctx_orig > 0 ? c->n_ctx_orig : c->n_ctx_train;
+    const runner_weight *fw = padded > orig && m->rope_long.data ? &m->rope_long : m->rope_short.data ? &m->rope_short : m->rope_long.data ? &m->rope_long : NULL;
+    const float *ff = fw ? (const float *)fw->data : NULL;
+    const float mscale = c->rope_attn_factor > 0.0f ? c->rope_attn_factor : 1.0f;
     for (int32_t p = 0; p < ctx->params.n_ctx; p++) {
         float theta = (float)p;
         for (int32_t i = 0; i < half; i++) {
-            const float t = c->rope_freq_scale * theta;
-            ctx->rope_cos[(size_t)p * half + i] = cosf(t);
-            ctx->rope_sin[(size_t)p * half + i] = sinf(t);
+            const float t = freq_scale * (ff ? theta / ff[i] : theta);
+            cos_out[(size_t)p * half + i] = cosf(t) * mscale;
+            sin_out[(size_t)p * half + i] = sinf(t) * mscale;
             theta *= theta_scale;
         }
     }
+}
+
+/* Sliding-window layers need their own rope cache when their base or scale differs. */
+static int swa_rope_differs(const runner_model_config *c) {
+    const float base = c->rope_freq_base_swa > 0 ? c->rope_freq_base_swa : c->rope_freq_base;
+    const float scale = c->rope_freq_scale_swa > 0 ? c->rope_freq_scale_swa : c->rope_freq_scale;
+    return c->n_swa > 0 && (base != c->rope_freq_base || scale != c->rope_freq_scale);
+}
+
+/* Bytes of physical memory, or 0 when unknown. */
+static uint64_t physical_memory(void) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 }
 
 runner_status runner_context_create(runner_model *model, const runner_context_params *p, runner_context **out,
@@ -423,8 +588,30 @@ runner_status runner_context_create(runner_model *model, const runner_context_pa
     size_t widest = (size_t)c->n_embd;
     if (n_q > widest) widest = n_q;
     if ((size_t)c->n_ff > widest) widest = (size_t)c->n_ff;
+    if ((size_t)c->n_ff_exp > widest) widest = (size_t)c->n_ff_exp;
     size_t kv_row;
     int ok = mul_ok((size_t)p->n_ctx, n_kv, &kv_row);
+    /* Refuse, before allocating anything, a KV cache this machine could never hold, naming the figure. */
+    {
+        int32_t n_attn = 0;
+        for (int32_t l = 0; l < c->n_layer; l++) n_attn += !model->layers[l].attn_removed;
+        size_t per_layer = 0, need = 0;
+        const int fits = ok && mul_ok(kv_row, 2 * ctx->kv_elem_bytes, &per_layer) && mul_ok(per_layer, (size_t)n_attn, &need);
+        const uint64_t mem = physical_memory();
+        const size_t elem = ctx->kv_elem_bytes;
+        if (!fits || (mem > 0 && (uint64_t)need > mem)) {
+            free(ctx);
+            if (!fits)
+                return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY,
+                                   "a context of %d positions needs a KV cache of more than %zu bytes (%d layers x K and V x %zu values per position)",
+                                   p->n_ctx, SIZE_MAX, n_attn, n_kv);
+            return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY,
+                               "a context of %d positions needs %zu bytes (%.1f GiB) of KV cache (%d layers x K and V x %zu values x %zu bytes per "
+                               "position), more than this machine's %llu bytes (%.1f GiB) of memory",
+                               p->n_ctx, need, (double)need / 1073741824.0, n_attn, n_kv, elem, (unsigned long long)mem,
+                               (double)mem / 1073741824.0);
+        }
+    }
     ctx->k_cache = calloc((size_t)c->n_layer, sizeof(void *));
     ctx->v_cache = calloc((size_t)c->n_layer, sizeof(void *));
     ok = ok && ctx->k_cache && ctx->v_cache;
@@ -456,13 +643,33 @@ runner_status runner_context_create(runner_model *model, const runner_context_pa
         ok = s->x && s->xn && s->q && s->k && s->v && s->att && s->gate && s->up && s->logits && s->act_q &&
              s->scores && s->q16 && ctx->rope_cos && ctx->rope_sin;
     }
+    if (ok && swa_rope_differs(c)) {
+        ctx->rope_cos_swa = alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
+        ctx->rope_sin_swa = alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
+        ok = ctx->rope_cos_swa && ctx->rope_sin_swa;
+    }
+    if (ok && c->n_expert > 0) {
+        const size_t nk = nb * (size_t)c->n_expert_used;
+        s->router = alloc_array(nb, (size_t)c->n_expert * sizeof(float));
+        s->sel = alloc_array(nk, sizeof(int32_t));
+        s->sel_w = alloc_array(nk, sizeof(float));
+        s->exp_gate = alloc_array(nk, (size_t)c->n_ff_exp * sizeof(float));
+        s->exp_up = alloc_array(nk, (size_t)c->n_ff_exp * sizeof(float));
+        s->exp_out = alloc_array(nk, (size_t)c->n_embd * sizeof(float));
+        s->exp_act_q = alloc_array(nk, s->act_q_row_bytes);
+        s->exp_items = alloc_array(nk, sizeof(int32_t));
+        ok = s->router && s->sel && s->sel_w && s->exp_gate && s->exp_up && s->exp_out && s->exp_act_q && s->exp_items;
+    }
     if (!ok) {
         runner_context_free(ctx);
         return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY,
                            "cannot allocate a context of %d positions and batch %d (KV cache and scratch)", p->n_ctx,
                            p->n_batch);
     }
-    fill_rope_cache(ctx);
+    fill_rope_cache(ctx, c->rope_freq_base, c->rope_freq_scale, ctx->rope_cos, ctx->rope_sin);
+    if (ctx->rope_cos_swa)
+        fill_rope_cache(ctx, c->rope_freq_base_swa > 0 ? c->rope_freq_base_swa : c->rope_freq_base,
+                        c->rope_freq_scale_swa > 0 ? c->rope_freq_scale_swa : c->rope_freq_scale, ctx->rope_cos_swa, ctx->rope_sin_swa);
     ctx->pool = runner_pool_create(p->n_threads);
     if (!ctx->pool) {
         runner_context_free(ctx);

@@ -24,8 +24,14 @@ typedef struct runner_layer {
     runner_weight ffn_norm, w_gate, w_up, w_down;
     runner_weight bq, bk, bv;         /* optional biases added after the Q/K/V projections */
     runner_weight q_norm, k_norm;     /* optional per-head RMS norms before rope */
+    runner_weight attn_post_norm, ffn_post_norm; /* optional RMS norms of each sublayer's output (gemma) */
+    runner_weight gate_inp;           /* MoE router [n_embd, n_expert] */
+    /* MoE: one view per expert, whether the file fused them in a 3-D tensor or split them
+     * (runner_layer_expert). n_expert entries each, or NULL for a dense layer. */
+    runner_weight *exp_gate, *exp_up, *exp_down;
     uint8_t attn_removed; /* declared removed: no weights, no KV cache, the branch is skipped */
     uint8_t ffn_removed;
+    uint8_t swa;          /* sliding-window layer: attends to the last n_swa positions, rope from the swa cache */
 } runner_layer;
 
 typedef struct runner_mapping {
@@ -38,7 +44,9 @@ struct runner_model {
     runner_mapping *maps;
     int32_t n_maps;
     runner_weight tok_embd, output_norm, output;
+    runner_weight rope_long, rope_short; /* optional rope frequency factors (phi3 longrope) */
     runner_layer *layers;
+    runner_weight *experts; /* n_layer * 3 * n_expert views (MoE only) */
     runner_cpu_mask cpu;
     /* Activation quantizer per vec_dot_type, picked for this CPU (indexed by ggml type id). */
     runner_from_float_fn act_from_float[64];
@@ -62,6 +70,15 @@ typedef struct runner_scratch {
     size_t act_q_row_bytes;
     float *scores;  /* attention scores, one row of n_ctx per thread */
     uint16_t *q16;  /* per thread: the query rounded to F16 (F16 cache), head_dim */
+    /* MoE (NULL for dense models): router probabilities, the choice per token, expert activations. */
+    float *router;       /* [n_batch][n_expert] */
+    int32_t *sel;        /* [n_batch][n_expert_used] chosen experts, best first */
+    float *sel_w;        /* [n_batch][n_expert_used] their weights */
+    float *exp_gate;     /* [n_batch * n_expert_used][n_ff_exp] */
+    float *exp_up;       /* [n_batch * n_expert_used][n_ff_exp] */
+    float *exp_out;      /* [n_batch * n_expert_used][n_embd] */
+    uint8_t *exp_act_q;  /* quantized hidden rows for the down projections [n_batch * n_expert_used][act_q_row_bytes] */
+    int32_t *exp_items;  /* (token * n_expert_used + slot) grouped by expert [n_batch * n_expert_used] */
 } runner_scratch;
 
 struct runner_context {
@@ -78,6 +95,9 @@ struct runner_context {
     /* Rope angles: [n_ctx][n_rot/2] cos and sin, computed once per context as ggml does. */
     float *rope_cos;
     float *rope_sin;
+    /* The same for sliding-window layers when their rope base or scale differs (else NULL). */
+    float *rope_cos_swa;
+    float *rope_sin_swa;
     int32_t has_logits;
 };
 
@@ -87,6 +107,9 @@ runner_status runner_fail(char *err, int32_t err_len, runner_status status, cons
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+
+/* Fill ggml's F16 GELU table once per process (thread-safe); models with RUNNER_FFN_GELU call it at load. */
+void runner_gelu_table_init(void);
 
 /* One forward step over n <= n_batch tokens at positions [pos, pos + n). Writes logits rows for
  * the tokens selected by logits_mode into ctx->s.logits (row i for token i, or row 0 for LAST). */

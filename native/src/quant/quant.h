@@ -36,7 +36,15 @@ enum {
     RUNNER_TYPE_Q5_1 = 7,
     RUNNER_TYPE_Q8_0 = 8,
     RUNNER_TYPE_Q8_1 = 9,
+    RUNNER_TYPE_Q2_K = 10,
+    RUNNER_TYPE_Q3_K = 11,
+    RUNNER_TYPE_Q4_K = 12,
+    RUNNER_TYPE_Q5_K = 13,
+    RUNNER_TYPE_Q6_K = 14,
+    RUNNER_TYPE_Q8_K = 15,
+    RUNNER_TYPE_IQ4_NL = 20,
     RUNNER_TYPE_BF16 = 30,
+    RUNNER_TYPE_MXFP4 = 39,
 };
 
 /* Kernel variants, picked once from runner_cpu_features(); a NULL slot means "not implemented". */

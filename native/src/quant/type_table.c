@@ -9,6 +9,8 @@
  */
 #include <stddef.h>
 
+#include "quant/kquant.h"
+#include "quant/nl.h"
 #include "quant/quant_impl.h"
 
 #define BIT(f) ((runner_cpu_mask)1 << (unsigned)(f))
@@ -165,6 +167,69 @@ static const runner_type_traits type_q8_1 = {
     .from_float_needs = {0, NEEDS_AVX2, NEEDS_AVX512},
 };
 
+/* K-quants (kquant.h): super-blocks of 256 values against Q8_K activations. */
+#define K_TYPE(T, NAME, BYTES, lower)                                                                 \
+    static const runner_type_traits type_##lower = {                                                 \
+        .type = T,                                                                                    \
+        .name = NAME,                                                                                 \
+        .block_size = QK_K,                                                                           \
+        .type_size = BYTES,                                                                           \
+        .vec_dot_type = RUNNER_TYPE_Q8_K,                                                             \
+        .to_float = runner_to_float_##lower,                                                          \
+        .from_float_ref = runner_quantize_ref_##lower,                                                \
+        .from_float = NO_KERNELS,                                                                     \
+        .vec_dot = {runner_vec_dot_##lower##_q8_K_scalar, X86(runner_vec_dot_##lower##_q8_K_avx2),    \
+                    X86(runner_vec_dot_##lower##_q8_K_avx512)},                                       \
+        .vec_dot2 = {NULL, NULL, NULL},                                                               \
+        .needs = {0, NEEDS_AVX2, NEEDS_AVX512_VNNI},                                                  \
+        .from_float_needs = NO_NEEDS,                                                                 \
+    };
+
+K_TYPE(RUNNER_TYPE_Q2_K, "Q2_K", Q2_K_BYTES, q2_K)
+K_TYPE(RUNNER_TYPE_Q3_K, "Q3_K", Q3_K_BYTES, q3_K)
+K_TYPE(RUNNER_TYPE_Q4_K, "Q4_K", Q4_K_BYTES, q4_K)
+K_TYPE(RUNNER_TYPE_Q5_K, "Q5_K", Q5_K_BYTES, q5_K)
+K_TYPE(RUNNER_TYPE_Q6_K, "Q6_K", Q6_K_BYTES, q6_K)
+
+/* IQ4_NL and MXFP4 (nl.h): 4-bit table lookups against Q8_0 activations, as ggml pairs them. */
+#define NL_TYPE(T, NAME, BYTES, lower)                                                                \
+    static const runner_type_traits type_##lower = {                                                 \
+        .type = T,                                                                                    \
+        .name = NAME,                                                                                 \
+        .block_size = QK,                                                                             \
+        .type_size = BYTES,                                                                           \
+        .vec_dot_type = RUNNER_TYPE_Q8_0,                                                             \
+        .to_float = runner_to_float_##lower,                                                          \
+        .from_float_ref = runner_quantize_ref_##lower,                                                \
+        .from_float = NO_KERNELS,                                                                     \
+        .vec_dot = {runner_vec_dot_##lower##_q8_0_scalar, X86(runner_vec_dot_##lower##_q8_0_avx2),    \
+                    X86(runner_vec_dot_##lower##_q8_0_avx512)},                                       \
+        .vec_dot2 = {NULL, NULL, NULL},                                                               \
+        .needs = {0, NEEDS_AVX2, NEEDS_AVX512_VNNI},                                                  \
+        .from_float_needs = NO_NEEDS,                                                                 \
+    };
+
+NL_TYPE(RUNNER_TYPE_IQ4_NL, "IQ4_NL", IQ4_NL_BYTES, iq4_nl)
+NL_TYPE(RUNNER_TYPE_MXFP4, "MXFP4", MXFP4_BYTES, mxfp4)
+
+/* Q8_K is the K-quants' activation type. Its quantizer is ggml's quantize_row_q8_K_ref, which is
+ * also what ggml-cpu runs for activations on x86; scalar only (it is a small share of a matmul).
+ * As a weight (ggml never stores one) it dots against Q8_K, scalar only. */
+static const runner_type_traits type_q8_K = {
+    .type = RUNNER_TYPE_Q8_K,
+    .name = "Q8_K",
+    .block_size = QK_K,
+    .type_size = Q8_K_BYTES,
+    .vec_dot_type = RUNNER_TYPE_Q8_K,
+    .to_float = runner_to_float_q8_K,
+    .from_float_ref = runner_quantize_ref_q8_K,
+    .from_float = {runner_quantize_ref_q8_K, NULL, NULL},
+    .vec_dot = {runner_vec_dot_q8_K_q8_K_scalar, NULL, NULL},
+    .vec_dot2 = {NULL, NULL, NULL},
+    .needs = NO_NEEDS,
+    .from_float_needs = NO_NEEDS,
+};
+
 static const runner_type_traits type_bf16 = {
     .type = RUNNER_TYPE_BF16,
     .name = "BF16",
@@ -181,7 +246,7 @@ static const runner_type_traits type_bf16 = {
 
 /* In type-id order. */
 static const runner_type_traits *const all_types[] = {
-    &type_f32, &type_f16, &type_q4_0, &type_q4_1, &type_q5_0, &type_q5_1, &type_q8_0, &type_q8_1, &type_bf16,
+    &type_f32, &type_f16, &type_q4_0, &type_q4_1, &type_q5_0, &type_q5_1, &type_q8_0, &type_q8_1, &type_q2_K, &type_q3_K, &type_q4_K, &type_q5_K, &type_q6_K, &type_q8_K, &type_iq4_nl, &type_bf16, &type_mxfp4,
 };
 
 #define TYPE_COUNT ((int32_t)(sizeof all_types / sizeof all_types[0]))

@@ -22,6 +22,14 @@ export const TENSOR_ROLES = [
   'attn_k_norm',
   'attn_qkv',
   'ffn_gate_up',
+  'attn_post_norm',
+  'ffn_post_norm',
+  'ffn_gate_inp',
+  'ffn_gate_exps',
+  'ffn_up_exps',
+  'ffn_down_exps',
+  'rope_factors_long',
+  'rope_factors_short',
 ] as const
 
 export type TensorRole = (typeof TENSOR_ROLES)[number]

@@ -15,7 +15,7 @@ import {cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 6
+export const ADDON_ABI_VERSION = 7
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -72,6 +72,25 @@ export interface NativeModelConfig {
   residualScale?: number
   attentionScale?: number
   logitScale?: number
+  /** Gated FFN activation: 0 SiLU, 1 GELU (ggml's tanh form through its F16 table). Absent: 0. */
+  ffnAct?: number
+  /** Multiplies the query after rope (gemma); the scores are then not scaled again. */
+  queryScale?: number
+  /** Soft-capping of attention scores and of the final logits (gemma2); 0 or absent: none. */
+  attnSoftcap?: number
+  finalSoftcap?: number
+  /** Sliding window: flagged layers attend to the last nSwa positions, with their own rope base/scale. */
+  nSwa?: number
+  swaLayers?: Uint8Array
+  ropeFreqBaseSwa?: number
+  ropeFreqScaleSwa?: number
+  /** Mixture of experts: experts per layer, chosen per token, an expert's FFN width. */
+  nExpert?: number
+  nExpertUsed?: number
+  nFfExp?: number
+  /** phi3 longrope: cos and sin times this; long factors when the context (padded to 256) exceeds nCtxOrig. */
+  ropeAttnFactor?: number
+  nCtxOrig?: number
 }
 
 /** runner_tensor_desc: role id, layer (-1 model-wide), ggml type id, ne (ggml order), file index, byte range. */
@@ -83,6 +102,8 @@ export interface NativeTensorDesc {
   file: number
   offset: number
   size: number
+  /** Expert index of one expert's tensor in the split layout (ffn_*_exps roles); absent: -1. */
+  expert?: number
 }
 
 /**

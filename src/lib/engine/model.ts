@@ -104,10 +104,31 @@ export function nativeConfig(c: ModelConfig): NativeModelConfig {
     ...(c.residualScale !== undefined ? {residualScale: c.residualScale} : {}),
     ...(c.attentionScale !== undefined ? {attentionScale: c.attentionScale} : {}),
     ...(c.logitScale !== undefined ? {logitScale: c.logitScale} : {}),
+    ...(c.ffnAct === 'gelu' ? {ffnAct: 1} : {}),
+    ...(c.queryScale !== undefined ? {queryScale: c.queryScale} : {}),
+    ...(c.attnSoftcap !== undefined ? {attnSoftcap: c.attnSoftcap} : {}),
+    ...(c.finalSoftcap !== undefined ? {finalSoftcap: c.finalSoftcap} : {}),
+    ...(c.slidingWindow !== undefined && c.swaLayers?.some(Boolean)
+      ? {nSwa: c.slidingWindow, swaLayers: Uint8Array.from(c.swaLayers, Number)}
+      : {}),
+    ...(c.ropeFreqBaseSwa !== undefined ? {ropeFreqBaseSwa: c.ropeFreqBaseSwa} : {}),
+    ...(c.ropeFreqScaleSwa !== undefined ? {ropeFreqScaleSwa: c.ropeFreqScaleSwa} : {}),
+    ...(c.nExpert ? {nExpert: c.nExpert, nExpertUsed: c.nExpertUsed!, nFfExp: c.nFfExp!} : {}),
+    ...(c.ropeAttnFactor !== undefined ? {ropeAttnFactor: c.ropeAttnFactor} : {}),
+    ...(c.nCtxOrig !== undefined ? {nCtxOrig: c.nCtxOrig} : {}),
   }
 }
 
 /** runner_tensor_desc from a tensor binding. */
 export function nativeTensor(t: ModelPlan['tensors'][number]): NativeTensorDesc {
-  return {role: roleId(t.role), layer: t.layer, type: t.type.id, ne: [...t.shape], file: t.file, offset: t.offset, size: t.byteSize}
+  return {
+    role: roleId(t.role),
+    layer: t.layer,
+    type: t.type.id,
+    ne: [...t.shape],
+    file: t.file,
+    offset: t.offset,
+    size: t.byteSize,
+    ...(t.expert !== undefined ? {expert: t.expert} : {}),
+  }
 }

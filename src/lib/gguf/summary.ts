@@ -18,6 +18,16 @@ export interface ModelSummary {
   readonly headCount: number | number[] | undefined
   readonly headCountKv: number | number[] | undefined
   readonly vocabSize: number | undefined
+  /** Family-specific hyperparameters, as the file states them (absent keys: undefined; the engine's defaults apply). */
+  readonly expertCount: number | undefined
+  readonly expertUsedCount: number | undefined
+  readonly expertFeedForwardLength: number | undefined
+  readonly slidingWindow: number | undefined
+  /** A period (layer i slides iff i % n < n - 1) or one flag per block. */
+  readonly slidingWindowPattern: number | boolean[] | undefined
+  readonly ropeFreqBaseSwa: number | undefined
+  readonly attnLogitSoftcapping: number | undefined
+  readonly finalLogitSoftcapping: number | undefined
   readonly tokenizerModel: string | undefined
   readonly hasChatTemplate: boolean
   readonly tensorCount: number
@@ -41,6 +51,12 @@ export function summarizeModel(model: GgufModelFiles): ModelSummary {
     return num(key)
   }
   const arch = str('general.architecture')
+  const archNum = (key: string) => (arch ? num(`${arch}.${key}`) : undefined)
+  const pattern = (): number | boolean[] | undefined => {
+    const v = arch ? raw(`${arch}.attention.sliding_window_pattern`) : undefined
+    if (v !== undefined && isGgufArray(v)) return (valueToJson(v) as unknown[]).map(Boolean)
+    return archNum('attention.sliding_window_pattern')
+  }
   const tokens = raw('tokenizer.ggml.tokens')
   const byType = new Map<number, {type: string; tensors: number; bytes: number}>()
   let parameterCount = 0
@@ -66,6 +82,14 @@ export function summarizeModel(model: GgufModelFiles): ModelSummary {
     headCount: arch ? numOrList(`${arch}.attention.head_count`) : undefined,
     headCountKv: arch ? numOrList(`${arch}.attention.head_count_kv`) : undefined,
     vocabSize: tokens !== undefined && isGgufArray(tokens) ? tokens.items.length : arch ? num(`${arch}.vocab_size`) : undefined,
+    expertCount: archNum('expert_count'),
+    expertUsedCount: archNum('expert_used_count'),
+    expertFeedForwardLength: archNum('expert_feed_forward_length'),
+    slidingWindow: archNum('attention.sliding_window'),
+    slidingWindowPattern: pattern(),
+    ropeFreqBaseSwa: archNum('rope.freq_base_swa'),
+    attnLogitSoftcapping: archNum('attn_logit_softcapping'),
+    finalLogitSoftcapping: archNum('final_logit_softcapping'),
     tokenizerModel: str('tokenizer.ggml.model'),
     hasChatTemplate: typeof raw('tokenizer.chat_template') === 'string',
     tensorCount: model.tensors.length,

@@ -97,6 +97,7 @@ export const GgmlType = {
   Q5_K: 13,
   Q6_K: 14,
   Q8_K: 15,
+  IQ4_NL: 20,
   BF16: 30,
   MXFP4: 39,
 } as const

@@ -1,3 +1,3 @@
-export {FILE_TYPE, parseTypePlan, planQuantization, QUANTIZE_TYPES, type QuantizeOptions, type TensorDecision, type TypePlanRule} from './plan.js'
+export {FILE_TYPE, parseTypePlan, planQuantization, QUANTIZE_MIXES, QUANTIZE_TYPES, type QuantizeOptions, type TensorDecision, type TypePlanRule} from './plan.js'
 export {quantizeModel, type QuantizeSummary} from './quantize.js'
 export {parseRemovals, planRemovals, type RemovalPlan, type RemovalSummary, removeSublayers, type SublayerRemoval} from './remove-sublayer.js'

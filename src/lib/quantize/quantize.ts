@@ -50,7 +50,7 @@ function outputKvs(model: GgufModelFiles, base: readonly GgufKv[], decisions: re
     {key: 'general.file_type', type: GgufValueType.UINT32, value: FILE_TYPE[options.type.toUpperCase()] ?? 0},
     ...(quantized ? [{key: 'general.quantization_version', type: GgufValueType.UINT32, value: 2}] : []),
     {key: 'runner.quantize.type', type: GgufValueType.STRING, value: options.type.toUpperCase()},
-    {key: 'runner.quantize.pure', type: GgufValueType.BOOL, value: options.pure},
+    {key: 'runner.quantize.pure', type: GgufValueType.BOOL, value: Boolean(options.pure)},
     {key: 'runner.quantize.keep_output', type: GgufValueType.BOOL, value: Boolean(options.keepOutput)},
     {key: 'runner.quantize.plan_rules', type: GgufValueType.UINT32, value: options.plan?.length ?? 0},
     {key: 'runner.quantize.source', type: GgufValueType.STRING, value: basename(model.path)},

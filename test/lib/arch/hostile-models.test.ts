@@ -231,7 +231,7 @@ const TENSOR_CASES: Case[] = [
   {name: 'attn_q with a third dimension of 2', tensors: editTensor('blk.4.attn_q.weight', {shape: [64, 64, 2]}), code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['blk.4.attn_q.weight', '[64, 64, 2]']},
   {name: 'output with the vocabulary on ne0', tensors: editTensor('output.weight', {shape: [512, 64]}), code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['output.weight', '[512, 64]', '[64, 512]']},
   {name: 'a norm stored as F16', tensors: editTensor('output_norm.weight', {type: GgmlType.F16}), code: 'ARCH_UNSUPPORTED_TYPE', exit: unsupported, mentions: ['output_norm.weight', 'F16']},
-  {name: 'a weight in a type the engine lacks (IQ4_NL)', tensors: editTensor('blk.0.attn_q.weight', {type: 20}), code: 'ARCH_UNSUPPORTED_TYPE', exit: unsupported, mentions: ['blk.0.attn_q.weight', 'IQ4_NL']},
+  {name: 'a weight in a type the engine lacks (NVFP4)', tensors: editTensor('blk.0.attn_q.weight', {type: 40}), code: 'ARCH_UNSUPPORTED_TYPE', exit: unsupported, mentions: ['blk.0.attn_q.weight', 'NVFP4']},
   {name: 'a weight in an integer type (I32)', tensors: editTensor('blk.3.attn_v.weight', {type: 26}), code: 'ARCH_UNSUPPORTED_TYPE', exit: unsupported, mentions: ['blk.3.attn_v.weight', 'I32']},
   {name: 'a missing layer tensor', tensors: dropTensor('blk.3.ffn_up.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.3.ffn_up.weight']},
   {name: 'token_embd missing', tensors: dropTensor('token_embd.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['token_embd.weight']},
@@ -297,8 +297,9 @@ describe('hostile models: refused at load by name, fast, before the engine maps 
     })
   }
 
-  test('a refused file of an unsupported architecture from the shared fixtures (gemma2) is refused by name', async () => {
-    await expectRefused(sharedPath('fixtures', 'gemma2.gguf'), {code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: ['"gemma2"']})
+  test('an architecture llama.cpp has but the engine lacks (gemma4) is refused naming it and every supported one', async () => {
+    const path = await variant({kvs: setKv('general.architecture', GgufValueType.STRING, 'gemma4')})
+    await expectRefused(path, {code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: ['"gemma4"', 'supported: llama, qwen2, qwen3, qwen3moe, granite, phi3, gemma2, gemma3']})
   })
 
   test('a trailing dimension of 1 is not a disagreement (ggml pads shapes with 1)', async () => {
@@ -308,13 +309,99 @@ describe('hostile models: refused at load by name, fast, before the engine maps 
   })
 })
 
+// ---- the families' own keys (issue #5): gemma2, gemma3 and qwen3moe fixtures, patched ----------------
+
+const familySources = new Map<string, GgufModelFiles>()
+/** A shared fixture with its metadata and tensors passed through the edits. */
+async function familyVariant(fixture: string, edit: {kvs?: KvEdit; tensors?: TensorEdit} = {}): Promise<string> {
+  if (!familySources.has(fixture)) familySources.set(fixture, readGgufModel(sharedPath('fixtures', `${fixture}.gguf`)))
+  const m = familySources.get(fixture)!
+  const kvs = (edit.kvs ?? ((x) => x))([...m.kvs])
+  const tensors = (edit.tensors ?? ((x) => x))(m.tensors.map((t) => ({name: t.name, type: t.type, shape: [...t.shape], data: {file: t.file, offset: t.offset}})))
+  const path = join(dir, `family-${counter++}.gguf`)
+  await writeGguf(path, {kvs, tensors})
+  return path
+}
+/** Edit one tensor of a fixture (dropTensor/editTensor check against stories260K, so these are separate). */
+const dropNamed =
+  (name: string): TensorEdit =>
+  (ts) => {
+    assert.ok(ts.some((t) => t.name === name), name)
+    return ts.filter((t) => t.name !== name)
+  }
+const reshapeNamed =
+  (name: string, shape: number[]): TensorEdit =>
+  (ts) =>
+    ts.map((t) => (t.name === name ? {name, type: ggmlTypeById(GgmlType.F32)!, shape, data: new Uint8Array(shape.reduce((a, b) => a * b, 1) * 4)} : t))
+
+interface FamilyCase extends Case {
+  readonly fixture: 'gemma2' | 'gemma3' | 'qwen3moe' | 'phi3'
+}
+const FAMILY_CASES: FamilyCase[] = [
+  {fixture: 'gemma2', name: 'sliding_window 0 (every key outside the window)', kvs: u32('gemma2.attention.sliding_window', 0), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['gemma2.attention.sliding_window is 0']},
+  {fixture: 'gemma2', name: 'sliding_window beyond the context ceiling', kvs: u32('gemma2.attention.sliding_window', 2 ** 31), code: META_RANGE, exit: bad, field: 'gemma2.attention.sliding_window', mentions: ['gemma2.attention.sliding_window', '2147483648']},
+  {fixture: 'gemma2', name: 'sliding_window_pattern as an array of u32', kvs: array('gemma2.attention.sliding_window_pattern', GgufValueType.UINT32, Uint32Array.of(1, 0, 1, 0)), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['gemma2.attention.sliding_window_pattern', 'u32']},
+  {fixture: 'gemma2', name: 'sliding_window_pattern of 3 bools for 4 blocks', kvs: array('gemma2.attention.sliding_window_pattern', GgufValueType.BOOL, [true, false, true]), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['gemma2.attention.sliding_window_pattern', '3 entries', '4 blocks']},
+  {fixture: 'gemma2', name: 'attention soft-cap 0', kvs: setKv('gemma2.attn_logit_softcapping', GgufValueType.FLOAT32, 0), code: META_RANGE, exit: bad, field: 'gemma2.attn_logit_softcapping', mentions: ['gemma2.attn_logit_softcapping']},
+  {fixture: 'gemma2', name: 'final soft-cap NaN', kvs: setKv('gemma2.final_logit_softcapping', GgufValueType.FLOAT32, Number.NaN), code: META_RANGE, exit: bad, field: 'gemma2.final_logit_softcapping', mentions: ['gemma2.final_logit_softcapping', 'NaN']},
+  {fixture: 'gemma2', name: 'an output.weight (llama.cpp ties gemma2 to token_embd)', tensors: (ts) => [...ts, {name: 'output.weight', type: ggmlTypeById(GgmlType.F32)!, shape: [96, 512], data: new Uint8Array(96 * 512 * 4)}], code: 'ARCH_UNKNOWN_TENSOR', exit: unsupported, mentions: ['output.weight']},
+  {fixture: 'gemma2', name: 'a post-FFN norm missing', tensors: dropNamed('blk.1.post_ffw_norm.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.1.post_ffw_norm.weight']},
+  {fixture: 'gemma3', name: 'a sliding_window_pattern without a sliding_window', kvs: delKv('gemma3.attention.sliding_window'), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['gemma3.attention.sliding_window_pattern', 'missing']},
+  {fixture: 'gemma3', name: 'a q norm missing', tensors: dropNamed('blk.2.attn_q_norm.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.2.attn_q_norm.weight']},
+  {fixture: 'qwen3moe', name: 'expert_used_count 9 > expert_count 8', kvs: u32('qwen3moe.expert_used_count', 9), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['qwen3moe.expert_used_count 9', 'qwen3moe.expert_count 8']},
+  {fixture: 'qwen3moe', name: 'expert_used_count 0', kvs: u32('qwen3moe.expert_used_count', 0), code: META_RANGE, exit: bad, field: 'qwen3moe.expert_used_count', mentions: ['qwen3moe.expert_used_count', '0 is outside']},
+  {fixture: 'qwen3moe', name: 'expert_count 0', kvs: u32('qwen3moe.expert_count', 0), code: META_RANGE, exit: bad, field: 'qwen3moe.expert_count', mentions: ['qwen3moe.expert_count', '0 is outside']},
+  {fixture: 'qwen3moe', name: 'expert_count beyond llama.cpp\'s 1024', kvs: u32('qwen3moe.expert_count', 2048), code: META_RANGE, exit: bad, field: 'qwen3moe.expert_count', mentions: ['qwen3moe.expert_count', '2048']},
+  {fixture: 'qwen3moe', name: 'expert_count missing', kvs: delKv('qwen3moe.expert_count'), code: META_MISSING, exit: bad, field: 'qwen3moe.expert_count', mentions: ['qwen3moe.expert_count']},
+  {fixture: 'qwen3moe', name: 'expert_feed_forward_length missing', kvs: delKv('qwen3moe.expert_feed_forward_length'), code: META_MISSING, exit: bad, field: 'qwen3moe.expert_feed_forward_length', mentions: ['qwen3moe.expert_feed_forward_length']},
+  {fixture: 'qwen3moe', name: 'ffn_up_exps with 7 experts', tensors: reshapeNamed('blk.0.ffn_up_exps.weight', [64, 96, 7]), code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['blk.0.ffn_up_exps.weight', '[64, 96, 7]', '[64, 96, 8]']},
+  {fixture: 'qwen3moe', name: 'a router missing', tensors: dropNamed('blk.1.ffn_gate_inp.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.1.ffn_gate_inp.weight']},
+  {fixture: 'qwen3moe', name: 'ffn_down_exps missing (in neither layout)', tensors: dropNamed('blk.0.ffn_down_exps.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.0.ffn_down_exps.weight', 'blk.0.ffn_down.0.weight']},
+  {fixture: 'phi3', name: 'longrope factors of the wrong length (16 for n_rot / 2 = 16 is right; 15 is not)', tensors: (ts) => [...ts, {name: 'rope_factors_long.weight', type: ggmlTypeById(GgmlType.F32)!, shape: [15], data: new Uint8Array(60)}], code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['rope_factors_long.weight', '[15]', '[16]']},
+  {fixture: 'phi3', name: 'longrope factors stored as F16', tensors: (ts) => [...ts, {name: 'rope_factors_short.weight', type: ggmlTypeById(GgmlType.F16)!, shape: [16], data: new Uint8Array(32)}], code: 'ARCH_UNSUPPORTED_TYPE', exit: unsupported, mentions: ['rope_factors_short.weight', 'F16']},
+  {fixture: 'phi3', name: 'rope.scaling.attn_factor NaN', kvs: setKv('phi3.rope.scaling.attn_factor', GgufValueType.FLOAT32, Number.NaN), code: META_RANGE, exit: bad, field: 'phi3.rope.scaling.attn_factor', mentions: ['phi3.rope.scaling.attn_factor']},
+  {fixture: 'qwen3moe', name: 'a dense FFN tensor in an expert model', tensors: (ts) => [...ts, {name: 'blk.0.ffn_up.weight', type: ggmlTypeById(GgmlType.F32)!, shape: [64, 128], data: new Uint8Array(64 * 128 * 4)}], code: 'ARCH_UNKNOWN_TENSOR', exit: unsupported, mentions: ['blk.0.ffn_up.weight']},
+]
+/** The same keys on a llama file (stories260K). */
+const LLAMA_FAMILY_CASES: Case[] = [
+  {name: 'longrope on llama (only phi3 reads it)', kvs: setKv(`${A}.rope.scaling.type`, GgufValueType.STRING, 'longrope'), code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: [`${A}.rope.scaling.type`, '"longrope"']},
+  {name: 'a sliding window on llama (no llama.cpp graph for it)', kvs: u32(`${A}.attention.sliding_window`, 16), code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: [`${A}.attention.sliding_window`]},
+  {name: 'expert_used_count without expert_count', kvs: u32(`${A}.expert_used_count`, 2), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: [`${A}.expert_used_count 2`, `${A}.expert_count`]},
+  {name: 'expert_count 4 on a file with dense FFN tensors', kvs: (kvs) => u32(`${A}.expert_used_count`, 2)(u32(`${A}.expert_count`, 4)(kvs)), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.0.ffn_gate_inp.weight']},
+]
+
+describe('hostile family models (gemma2, gemma3, qwen3moe, llama with experts): refused by name, fast', {skip: SKIP}, () => {
+  before(() => spyOnNativeLoad())
+  test('the unmodified fixtures, through the same read-and-write, load (the anchor)', async () => {
+    for (const f of ['gemma2', 'gemma3', 'qwen3moe', 'phi3']) {
+      const model = await Model.load(await familyVariant(f))
+      model.dispose()
+    }
+  })
+  test('phi3: a sliding_window key is read and ignored, as llama.cpp does (it disables Phi\'s window)', async () => {
+    const model = await Model.load(await familyVariant('phi3', {kvs: u32('phi3.attention.sliding_window', 2047)}))
+    assert.equal(model.config.slidingWindow, undefined)
+    model.dispose()
+  })
+  for (const c of FAMILY_CASES) {
+    test(`${c.fixture}: ${c.name} → ${c.code}`, async () => {
+      await expectRefused(await familyVariant(c.fixture, {kvs: c.kvs, tensors: c.tensors}), c)
+    })
+  }
+  for (const c of LLAMA_FAMILY_CASES) {
+    test(`llama: ${c.name} → ${c.code}`, async () => {
+      await expectRefused(await variant({kvs: c.kvs, tensors: c.tensors}), c)
+    })
+  }
+})
+
 describe('hostile models through the CLI: exit 3 or 5 with the code on stderr, never a signal', {skip: SKIP}, () => {
   const cases: Array<{name: string; file: () => Promise<string>; exit: number; code: string; mentions: string[]}> = [
     {name: 'block_count huge', file: () => variant({kvs: u32(`${A}.block_count`, 1_000_000_000)}), exit: 3, code: 'GGUF_META_RANGE', mentions: [`${A}.block_count`, '1000000000']},
     {name: 'unknown architecture', file: () => variant({kvs: setKv('general.architecture', GgufValueType.STRING, 'gptneox')}), exit: 5, code: 'ARCH_UNSUPPORTED', mentions: ['gptneox']},
     {name: 'misshapen tensor', file: () => variant({tensors: editTensor('blk.2.attn_k.weight', {shape: [64, 64]})}), exit: 3, code: 'ARCH_BAD_TENSOR_SHAPE', mentions: ['blk.2.attn_k.weight', '[64, 64]']},
     {name: 'bos id outside the vocabulary', file: () => variant({kvs: u32('tokenizer.ggml.bos_token_id', 512)}), exit: 3, code: 'TOKENIZER_BAD_SPECIAL_TOKEN', mentions: ['tokenizer.ggml.bos_token_id', '512']},
-    {name: 'the gemma2 fixture', file: async () => sharedPath('fixtures', 'gemma2.gguf'), exit: 5, code: 'ARCH_UNSUPPORTED', mentions: ['gemma2']},
+    {name: 'an unsupported family (gemma4)', file: () => variant({kvs: setKv('general.architecture', GgufValueType.STRING, 'gemma4')}), exit: 5, code: 'ARCH_UNSUPPORTED', mentions: ['gemma4', 'gemma2, gemma3']},
   ]
   for (const c of cases) {
     test(`${c.name}: exit ${c.exit}, ${c.code}`, async () => {
@@ -446,9 +533,9 @@ describe('the native loader re-checks what it is given (defence in depth)', {ski
     await rejects({...config, ropeType: 7}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'rope_type 7')
   })
 
-  test('a type id the engine lacks (Q4_K = 12, IQ4_NL = 20, 9999)', async () => {
-    await rejects(config, [STORIES], lie(at('attn_output', 0), {type: 12}), 'ENGINE_UNSUPPORTED', 'attn_output', 'type 12')
-    await rejects(config, [STORIES], lie(at('attn_output', 0), {type: 20}), 'ENGINE_UNSUPPORTED', 'attn_output', 'type 20')
+  test('a type id the engine lacks (IQ2_XXS = 16, IQ4_XS = 23, 9999)', async () => {
+    await rejects(config, [STORIES], lie(at('attn_output', 0), {type: 16}), 'ENGINE_UNSUPPORTED', 'attn_output', 'type 16')
+    await rejects(config, [STORIES], lie(at('attn_output', 0), {type: 23}), 'ENGINE_UNSUPPORTED', 'attn_output', 'type 23')
     await rejects(config, [STORIES], lie(at('attn_output', 0), {type: 9999}), 'ENGINE_UNSUPPORTED', 'attn_output', 'type 9999')
   })
 
@@ -491,6 +578,79 @@ describe('the native loader re-checks what it is given (defence in depth)', {ski
 })
 
 // ---- one owner per fact, and the other side agrees ------------------------------------------
+
+describe('the native loader re-checks expert and sliding-window fields (defence in depth)', {skip: SKIP}, () => {
+  const QWEN3MOE = sharedPath('fixtures', 'qwen3moe.gguf')
+  const GEMMA2 = sharedPath('fixtures', 'gemma2.gguf')
+  async function rejects(file: string, edit: (c: NativeModelConfig, t: NativeTensorDesc[]) => [NativeModelConfig, NativeTensorDesc[]], ...mentions: string[]) {
+    const plan = planModel(readGgufModel(file))
+    const [cfg, tensors] = edit(nativeConfig(plan.config), plan.tensors.map(nativeTensor))
+    await assert.rejects(loadAddon().modelLoad(cfg, [file], tensors), (e: unknown) => {
+      assert.equal((e as Error & {code?: string}).code, 'ENGINE_BAD_MODEL', (e as Error).message)
+      for (const m of mentions) assert.ok((e as Error).message.includes(m), `"${(e as Error).message}" names ${m}`)
+      return true
+    })
+  }
+  const role = (name: (typeof TENSOR_ROLES)[number]) => TENSOR_ROLES.indexOf(name)
+  test('the honest tables load (the anchor)', async () => {
+    for (const file of [QWEN3MOE, GEMMA2]) {
+      const plan = planModel(readGgufModel(file))
+      loadAddon().modelFree(await loadAddon().modelLoad(nativeConfig(plan.config), [file], plan.tensors.map(nativeTensor)))
+    }
+  })
+  test('n_expert_used above n_expert, n_expert beyond 1024, experts without n_ff_exp', async () => {
+    await rejects(QWEN3MOE, (c, t) => [{...c, nExpertUsed: 9}, t], 'n_expert_used 9')
+    await rejects(QWEN3MOE, (c, t) => [{...c, nExpert: 2048}, t], 'n_expert 2048')
+    await rejects(QWEN3MOE, (c, t) => [{...c, nFfExp: 0}, t], 'n_ff_exp 0')
+  })
+  test('a fused expert tensor given as one expert of the split layout, or with an index out of range', async () => {
+    const exps = (t: NativeTensorDesc[]) => t.findIndex((d) => d.role === role('ffn_up_exps') && d.layer === 1)
+    await rejects(QWEN3MOE, (c, t) => [c, t.map((d, i) => (i === exps(t) ? {...d, expert: 3} : d))], 'ffn_up_exps', '[64, 96, 8]', '[64, 96, 1]')
+    await rejects(QWEN3MOE, (c, t) => [c, t.map((d, i) => (i === exps(t) ? {...d, expert: 8, ne: [64, 96], size: d.size / 8} : d))], 'expert 8 out of range')
+    await rejects(QWEN3MOE, (c, t) => [c, t.map((d) => (d.role === role('attn_q') && d.layer === 0 ? {...d, expert: 0} : d))], 'expert index 0')
+  })
+  test('one expert given twice (fused and split), and an expert missing', async () => {
+    await rejects(QWEN3MOE, (c, t) => {
+      const fused = t.find((d) => d.role === role('ffn_gate_exps') && d.layer === 0)!
+      return [c, [...t, {...fused, expert: 5, ne: [64, 96], size: fused.size / 8}]]
+    }, 'given twice', 'expert 5')
+    await rejects(QWEN3MOE, (c, t) => [c, t.filter((d) => !(d.role === role('ffn_down_exps') && d.layer === 1))], 'blk.1.ffn_down_exps', 'missing')
+  })
+  test('sliding-window layers with n_swa 0, and post-norms in only some blocks', async () => {
+    await rejects(GEMMA2, (c, t) => [{...c, nSwa: 0}, t], 'sliding-window layer', 'n_swa is 0')
+    await rejects(GEMMA2, (c, t) => [c, t.filter((d) => !(d.role === role('attn_post_norm') && d.layer === 2))], 'attn_post_norm')
+  })
+})
+
+describe('a context whose KV cache cannot fit in memory', {skip: SKIP}, () => {
+  test('is refused before anything is allocated, naming the bytes it would need', async () => {
+    const {makeTestModel} = await import('../../../scripts/make-test-model.js')
+    const path = join(dir, 'wide-kv.gguf')
+    // 16 blocks x 2 KV heads x head_dim 128: 16 KiB of F16 cache per position, 256 GiB at 2^24 positions.
+    await makeTestModel(path, {arch: 'llama', nEmbd: 256, nLayer: 16, nHead: 2, nHeadKv: 2, nFf: 64, nCtx: 1 << 24, type: 'q8_0', seed: 5n, tokenizerFrom: STORIES})
+    const model = await Model.load(path)
+    try {
+      const nCtx = 1 << 24
+      const need = nCtx * 16 * 2 * 256 * 2
+      const {totalmem} = await import('node:os')
+      assert.ok(totalmem() < need, `this machine has ${totalmem()} bytes: the case needs more memory than that to be a refusal`)
+      const t0 = performance.now()
+      await assert.rejects(model.createContext({nCtx, nBatch: 1, threads: 1, kvType: 'f16'}), (e: unknown) => {
+        assert.ok(e instanceof RunnerError, String(e))
+        assert.equal(e.code, 'ENGINE_NO_MEMORY', e.message)
+        assert.ok(e.message.includes(`needs ${need} bytes`), `names the ${need} bytes it needs: ${e.message}`)
+        assert.ok(e.message.includes('16 layers'), e.message)
+        return true
+      })
+      assert.ok(performance.now() - t0 < 1000, 'refused without touching memory')
+      // The anchor: the same model with a context that fits is created.
+      const ctx = await model.createContext({nCtx: 4096, nBatch: 8, threads: 1, kvType: 'f16'})
+      ctx.dispose()
+    } finally {
+      model.dispose()
+    }
+  })
+})
 
 describe('TypeScript tables agree with the engine', () => {
   test("src/lib/arch/roles.ts TENSOR_ROLES deep-equals the engine's tensorRoles() (runner.h runner_tensor_role)", () => {

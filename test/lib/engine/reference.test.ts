@@ -30,6 +30,13 @@ const MODELS: Array<{file: string; ref: string; tol: number; meanTol: number}> =
   {file: 'fixtures/qwen3.gguf', ref: 'qwen3', tol: 1e-3, meanTol: 2e-4},
   {file: 'fixtures/granite.gguf', ref: 'granite', tol: 1e-3, meanTol: 2e-4},
   {file: 'fixtures/phi3.gguf', ref: 'phi3', tol: 1e-3, meanTol: 2e-4},
+  // gemma: ggml's GELU goes through an F16 table, so a 1-ulp difference in a gate input can move an
+  // activation by an F16 step. Measured: perturbing our attention outputs by 1 ulp moves gemma3's
+  // log-probabilities by up to 6e-4 (mean 6e-5), qwen3's by 5e-6. The max stays at the README's 1e-3;
+  // the mean gets that amplified floor.
+  {file: 'fixtures/gemma2.gguf', ref: 'gemma2', tol: 1e-3, meanTol: 5e-4},
+  {file: 'fixtures/gemma3.gguf', ref: 'gemma3', tol: 1e-3, meanTol: 5e-4},
+  {file: 'fixtures/qwen3moe.gguf', ref: 'qwen3moe', tol: 1e-3, meanTol: 2e-4},
   {file: 'fixtures/llama-f16.gguf', ref: 'llama-f16', tol: 1e-3, meanTol: 2e-4},
   {file: 'fixtures/llama-bf16.gguf', ref: 'llama-bf16', tol: 0.05, meanTol: 0.01},
   {file: 'fixtures/llama-q8_0.gguf', ref: 'llama-q8_0', tol: 0.25, meanTol: 0.03},

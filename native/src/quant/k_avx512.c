@@ -1,0 +1,101 @@
+/*
+ * K-quant dots against Q8_K with AVX-512 BW + VNNI. Bitwise equal to the scalar references: the
+ * vector code forms each super-block's exact integer sums (kquant.h) and k_x86.h's K_DOT runs the
+ * canonical float step for eight super-blocks at once. 64 values per zmm: VPMADDUBSW (u8 quants x
+ * s8 activations, pairs within int16), then VPDPWSSD multiplies the int16 pair sums by the
+ * sub-block scales (VPERMW puts each sub-block's scale under its lanes) and accumulates in int32.
+ */
+#include "quant/k_x86.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#define KACC(acc, p, sc) _mm256_dpwssd_epi32((acc), (p), (sc))
+#define K256(name) name##_vnni256
+#include "quant/k_parts256.h"
+
+static ALWAYS_INLINE __m512i ld512(const uint8_t *p) {
+    return _mm512_loadu_si512((const void *)p);
+}
+
+/* int16 lanes 0-15 = a, 16-31 = b (shift counts and permute indices). */
+static ALWAYS_INLINE __m512i pair_epi16(int a, int b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)a)), _mm256_set1_epi16((short)b), 1);
+}
+
+/* The 16 int32 lanes folded to 8 (exact): what K_DOT's float step takes. */
+static ALWAYS_INLINE __m256i fold(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+/* int16 lane i of group g takes the scale of sub-block 4g + i/8 (four 16-value sub-blocks per zmm). */
+static ALWAYS_INLINE __m512i group_index(int g) {
+    const __m512i lane = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6,
+                                          5, 4, 3, 2, 1, 0);
+    return _mm512_add_epi16(_mm512_srli_epi16(lane, 3), _mm512_set1_epi16((short)(4 * g)));
+}
+
+/* ---- Q4_K, Q5_K ------------------------------------------------------------------------------- */
+
+void runner_vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+    K_DOT(Q4_K_BYTES, 0, 1, q4k_part_vnni256)
+}
+
+void runner_vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+    K_DOT(Q5_K_BYTES, 0, 1, q5k_part_vnni256)
+}
+
+/* ---- Q6_K ------------------------------------------------------------------------------------- */
+
+static ALWAYS_INLINE void q6k_part(const uint8_t *xb, const uint8_t *yb, __m256i *pi, __m256i *pm) {
+    (void)pm;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(3);
+    const __m512i sh01 = pair_epi16(0, 2), sh23 = pair_epi16(4, 6);
+    const __m256i sc256 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(xb + Q6_K_SCALES)));
+    const __m256i bias = bsum_vec(sc256, yb);
+    const __m512i sc16 = _mm512_castsi256_si512(sc256);
+    __m512i a = _mm512_setzero_si512();
+    for (int h = 0; h < 2; h++) {
+        const __m512i ql = ld512(xb + Q6_K_QL + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(ld256(xb + Q6_K_QH + 32 * h));
+        const __m512i h01 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, sh01), m2), 4);
+        const __m512i h23 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, sh23), m2), 4);
+        const __m512i q01 = _mm512_or_si512(_mm512_and_si512(ql, m4), h01);
+        const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), h23);
+        const __m512i p01 = _mm512_maddubs_epi16(q01, ld512(yb + Q8_K_QS + 128 * h));
+        const __m512i p23 = _mm512_maddubs_epi16(q23, ld512(yb + Q8_K_QS + 128 * h + 64));
+        a = _mm512_dpwssd_epi32(a, p01, _mm512_permutexvar_epi16(group_index(2 * h), sc16));
+        a = _mm512_dpwssd_epi32(a, p23, _mm512_permutexvar_epi16(group_index(2 * h + 1), sc16));
+    }
+    *pi = _mm256_sub_epi32(fold(a), _mm256_slli_epi32(bias, 5)); /* - 32 * sc_j * bsums[j] */
+}
+
+void runner_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+    K_DOT(Q6_K_BYTES, Q6_K_D, 0, q6k_part)
+}
+
+/* ---- Q3_K, Q2_K ------------------------------------------------------------------------------- */
+
+void runner_vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+    K_DOT(Q3_K_BYTES, Q3_K_D, 0, q3k_part_vnni256)
+}
+
+static ALWAYS_INLINE void q2k_part(const uint8_t *xb, const uint8_t *yb, __m256i *pi, __m256i *pm) {
+    const __m512i m2 = _mm512_set1_epi8(3);
+    const __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(xb + Q2_K_SCALES));
+    const __m256i sc256 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, _mm_set1_epi8(0x0F)));
+    *pm = bsum_vec(_mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F))), yb);
+    const __m512i sc16 = _mm512_castsi256_si512(sc256);
+    __m512i a = _mm512_setzero_si512();
+    for (int h = 0; h < 2; h++) {
+        const __m512i qs = _mm512_broadcast_i64x4(ld256(xb + Q2_K_QS + 32 * h));
+        for (int g = 0; g < 2; g++) {
+            const __m512i q = _mm512_and_si512(_mm512_srlv_epi16(qs, pair_epi16(4 * g, 4 * g + 2)), m2);
+            const __m512i p = _mm512_maddubs_epi16(q, ld512(yb + Q8_K_QS + 128 * h + 64 * g));
+            a = _mm512_dpwssd_epi32(a, p, _mm512_permutexvar_epi16(group_index(2 * h + g), sc16));
+        }
+    }
+    *pi = fold(a);
+}
+
+void runner_vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+    K_DOT(Q2_K_BYTES, Q2_K_D, 1, q2k_part)
+}
