@@ -21,7 +21,8 @@ import {getLlama, type Llama, LlamaLogLevel} from 'node-llama-cpp'
 
 import {makeTestModel, type TestModelSpec, type TestModelType} from '../../scripts/make-test-model.js'
 import {Model} from '../../src/lib/engine/model.js'
-import {bits, greedy, logprobOf} from '../helpers/engine.js'
+import {bits, greedy} from '../helpers/engine.js'
+import {compareWithLlamaCpp} from '../helpers/llama-cpp.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../helpers/shared.js'
 
 /** F32-exact and quantized-activation tolerances, as in llama-cpp.test.ts. */
@@ -59,63 +60,8 @@ describe('differential: every family vs llama.cpp, live, F32 and Q8_0', {skip: h
     rmSync(dir, {recursive: true, force: true})
   })
 
-  /** Both engines on `path` with a context of nCtx: teacher-forced log-probabilities and greedy tokens. */
-  async function againstLlamaCpp(t: {diagnostic: (m: string) => void}, label: string, path: string, tol: number, meanTol: number, nCtx = 256): Promise<Float32Array> {
-    const ours = await Model.load(path)
-    const ids = ours.tokenizer.encode(TEXT, {addSpecial: true})
-    const window = ours.config.slidingWindow ?? 0
-    assert.ok(ids.length > 3 * window, `the prompt (${ids.length} tokens) reaches well past the window (${window})`)
-    const nVocab = ours.config.nVocab
-    const theirsModel = await llama.loadModel({modelPath: path})
-    const theirsCtx = await theirsModel.createContext({
-      contextSize: nCtx, batchSize: 256, threads: 1, flashAttention: false,
-      experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32',
-    })
-    try {
-      assert.deepEqual([...theirsModel.tokenize(TEXT)], ids.slice(1), 'both tokenize the text alike')
-      const seq = theirsCtx.getSequence()
-      const out = await seq.controlledEvaluate(ids.map((id) => [id, {generateNext: {logits: true}}] as [number, {generateNext: {logits: true}}]))
-      const ctx = await ours.createContext({nCtx, threads: 1, kvType: 'f32'})
-      const logits = (await ctx.decode(ids, {pos: 0, logits: 'all'}))!.slice()
-      let max = 0
-      let sum = 0
-      for (let i = 0; i + 1 < ids.length; i++) {
-        const theirs = new Float32Array(nVocab)
-        for (const [tok, v] of out[i]!.next.logits!) theirs[tok] = v
-        const d = Math.abs(logprobOf(logits.subarray(i * nVocab, (i + 1) * nVocab), ids[i + 1]!) - logprobOf(theirs, ids[i + 1]!))
-        max = Math.max(max, d)
-        sum += d
-      }
-      const mean = sum / (ids.length - 1)
-      assert.ok(max <= tol, `${label}: max |Δ logprob| ${max} > ${tol}`)
-      assert.ok(mean <= meanTol, `${label}: mean |Δ logprob| ${mean} > ${meanTol}`)
-
-      await seq.clearHistory()
-      const theirTokens: number[] = []
-      const margins: number[] = []
-      let next = await seq.controlledEvaluate(ids.map((id, i) => (i === ids.length - 1 ? [id, {generateNext: {logits: true}}] : id)) as Parameters<typeof seq.controlledEvaluate>[0])
-      for (let step = 0; step < GREEDY_STEPS; step++) {
-        const row = [...next[next.length - 1]!.next.logits!.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])
-        theirTokens.push(row[0]![0])
-        margins.push(row[0]![1] - row[1]![1])
-        next = await seq.controlledEvaluate([[row[0]![0], {generateNext: {logits: true}}]])
-      }
-      const mine = (await ctx.generate(ids, {maxTokens: GREEDY_STEPS, sampling: greedy(), pos: 0, stopTokens: []}).result).tokens
-      let first = 0
-      while (first < GREEDY_STEPS && mine[first] === theirTokens[first]) first++
-      if (first < GREEDY_STEPS) {
-        assert.ok(margins.slice(0, first + 1).some((m) => m < tol), `${label}: diverged at step ${first} though llama.cpp's margins up to it are >= ${tol}`)
-      }
-      if (tol <= 1e-3) assert.equal(first, GREEDY_STEPS, `${label}: only ${first} greedy tokens agree`)
-      t.diagnostic(`${label}: max |Δ logprob| ${max.toExponential(2)}, mean ${mean.toExponential(2)}, greedy ${first}/${GREEDY_STEPS}`)
-      ctx.dispose()
-      return logits
-    } finally {
-      await theirsCtx.dispose()
-      await theirsModel.dispose()
-      ours.dispose()
-    }
-  }
+  const againstLlamaCpp = (t: {diagnostic: (m: string) => void}, label: string, path: string, tol: number, meanTol: number, nCtx = 256) =>
+    compareWithLlamaCpp(llama, {label, path, text: TEXT, tol, meanTol, nCtx, greedySteps: GREEDY_STEPS, report: (line) => t.diagnostic(line)})
 
   for (const family of FAMILIES) {
     for (const {type, tol, meanTol} of TYPES) {

@@ -16,8 +16,7 @@ import {getLlama, type Llama, LlamaLogLevel} from 'node-llama-cpp'
 
 import {makeTestModel, type TestModelType} from '../../scripts/make-test-model.js'
 import {ENGINE_WEIGHT_TYPES} from '../../src/lib/arch/index.js'
-import {Model} from '../../src/lib/engine/model.js'
-import {greedy, logprobOf} from '../helpers/engine.js'
+import {compareWithLlamaCpp} from '../helpers/llama-cpp.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../helpers/shared.js'
 
 /**
@@ -64,68 +63,14 @@ describe('differential: our engine vs llama.cpp, live, every weight type', {skip
   for (const {type, tol, meanTol} of TYPES) {
     // A type the kernels implement but src/lib/arch does not admit yet is skipped, saying so.
     const admitted = ENGINE_WEIGHT_TYPES.has(type.toUpperCase())
-    test(type, {skip: admitted ? false : `src/lib/arch's ENGINE_WEIGHT_TYPES does not admit ${type.toUpperCase()} yet`}, async () => {
+    test(type, {skip: admitted ? false : `src/lib/arch's ENGINE_WEIGHT_TYPES does not admit ${type.toUpperCase()} yet`}, async (t) => {
       const path = join(dir, `${type}.gguf`)
       // GQA (8 heads over 2), widths that are multiples of every block size, logits with std near 3.
       await makeTestModel(path, {
         arch: 'llama', nEmbd: 256, nLayer: 2, nHead: 8, nHeadKv: 2, nFf: 512, nCtx: 256, type, seed: 2026n,
         tokenizerFrom: sharedPath('models', 'stories260K.gguf'),
       })
-      const ours = await Model.load(path)
-      const ids = ours.tokenizer.encode(TEXT, {addSpecial: true})
-      const nVocab = ours.config.nVocab
-
-      const theirsModel = await llama.loadModel({modelPath: path})
-      const theirsCtx = await theirsModel.createContext({
-        contextSize: 256, batchSize: 256, threads: 1, flashAttention: false,
-        experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32',
-      })
-      try {
-        assert.deepEqual([...theirsModel.tokenize(TEXT)], ids.slice(1), 'both tokenize the text alike')
-
-        // Teacher-forced: logits at every position.
-        const seq = theirsCtx.getSequence()
-        const out = await seq.controlledEvaluate(ids.map((t) => [t, {generateNext: {logits: true}}] as [number, {generateNext: {logits: true}}]))
-        const ctx = await ours.createContext({nCtx: 256, threads: 1, kvType: 'f32'})
-        const logits = (await ctx.decode(ids, {pos: 0, logits: 'all'}))!
-        let max = 0
-        let sum = 0
-        for (let i = 0; i + 1 < ids.length; i++) {
-          const theirs = new Float32Array(nVocab)
-          for (const [tok, v] of out[i]!.next.logits!) theirs[tok] = v
-          const d = Math.abs(logprobOf(logits.subarray(i * nVocab, (i + 1) * nVocab), ids[i + 1]!) - logprobOf(theirs, ids[i + 1]!))
-          max = Math.max(max, d)
-          sum += d
-        }
-        const mean = sum / (ids.length - 1)
-        if (process.env.RUNNER_DIFF_REPORT) console.log(`# ${type}: max |Δ logprob| ${max.toExponential(3)}, mean ${mean.toExponential(3)}`)
-        assert.ok(max <= tol, `${type}: max |Δ logprob| ${max} > ${tol}`)
-        assert.ok(mean <= meanTol, `${type}: mean |Δ logprob| ${mean} > ${meanTol}`)
-
-        // Greedy: llama.cpp step by step with its logits (for the margins), ours through generate.
-        await seq.clearHistory()
-        const theirTokens: number[] = []
-        const margins: number[] = []
-        let next = await seq.controlledEvaluate(ids.map((t, i) => (i === ids.length - 1 ? [t, {generateNext: {logits: true}}] : t)) as Parameters<typeof seq.controlledEvaluate>[0])
-        for (let step = 0; step < GREEDY_STEPS; step++) {
-          const row = [...next[next.length - 1]!.next.logits!.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])
-          theirTokens.push(row[0]![0])
-          margins.push(row[0]![1] - row[1]![1])
-          next = await seq.controlledEvaluate([[row[0]![0], {generateNext: {logits: true}}]])
-        }
-        const mine = (await ctx.generate(ids, {maxTokens: GREEDY_STEPS, sampling: greedy(), pos: 0, stopTokens: []}).result).tokens
-        let first = 0
-        while (first < GREEDY_STEPS && mine[first] === theirTokens[first]) first++
-        if (first < GREEDY_STEPS) {
-          assert.ok(margins.slice(0, first + 1).some((m) => m < tol), `${type}: diverged at step ${first} though llama.cpp's margins up to it are >= ${tol}`)
-        }
-        if (tol <= 1e-3) assert.equal(first, GREEDY_STEPS, `${type}: only ${first} greedy tokens agree`)
-        ctx.dispose()
-      } finally {
-        await theirsCtx.dispose()
-        await theirsModel.dispose()
-        ours.dispose()
-      }
+      await compareWithLlamaCpp(llama, {label: type, path, text: TEXT, tol, meanTol, greedySteps: GREEDY_STEPS, report: (line) => t.diagnostic(line)})
     })
   }
 })
