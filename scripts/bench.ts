@@ -66,8 +66,28 @@ const TG_PROMPT = 8
 const RESULT_MARK = 'BENCH_RESULT '
 
 /** The standard bench models: TinyLlama-1.1B's shape with random weights (make-test-model.ts). */
-const TINYLLAMA = {nEmbd: 2048, nLayer: 22, nHead: 32, nHeadKv: 4, nFf: 5632, vocab: 32000, context: 2048, seed: 1}
+interface SuiteShape {
+  readonly name: string
+  readonly label: string
+  readonly arch: 'llama' | 'qwen3moe'
+  readonly nEmbd: number
+  readonly nLayer: number
+  readonly nHead: number
+  readonly nHeadKv: number
+  readonly nFf: number
+  readonly vocab: number
+  readonly context: number
+  readonly seed: number
+  readonly experts?: {readonly count: number; readonly used: number; readonly ff: number}
+}
+const TINYLLAMA: SuiteShape = {name: 'tinyllama', label: 'TinyLlama-shape', arch: 'llama', nEmbd: 2048, nLayer: 22, nHead: 32, nHeadKv: 4, nFf: 5632, vocab: 32000, context: 2048, seed: 1}
+/** A mixture of experts in the shape of the small Qwen3 MoE models: 32 experts, 4 per token, about 0.9 B weights of which a fifth are read per token. */
+const QWEN3MOE: SuiteShape = {
+  name: 'qwen3moe', label: 'Qwen3-MoE-shape', arch: 'qwen3moe', nEmbd: 1024, nLayer: 16, nHead: 16, nHeadKv: 4, nFf: 3072, vocab: 32000, context: 2048, seed: 1,
+  experts: {count: 32, used: 4, ff: 512},
+}
 const SUITE_TYPES = ['q4_0', 'q8_0', 'q4_k', 'q6_k', 'f16'] as const
+const SUITE_MOE_TYPES = ['q4_0'] as const
 
 interface WorkerOptions {
   readonly engine: Engine
@@ -352,21 +372,24 @@ function spawnChecked(args: string[]): Promise<void> {
   })
 }
 
-/** True when `path` is a GGUF of the TinyLlama bench shape with 2-D weights of `type`. */
-function matchesSuiteModel(path: string, type: string): boolean {
+/** True when `path` is a GGUF of the bench shape with 2-D weights of `type`. */
+function matchesSuiteModel(path: string, shape: SuiteShape, type: string): boolean {
   try {
     const g = readGgufModel(path)
-    const u = (key: string) => g.metadata.get(`llama.${key}`)?.value
+    const u = (key: string) => g.metadata.get(`${shape.arch}.${key}`)?.value
     const attnQ = g.tensors.find((t) => t.name === 'blk.0.attn_q.weight')
     const embd = g.tensors.find((t) => t.name === 'token_embd.weight')
     return (
-      u('embedding_length') === TINYLLAMA.nEmbd &&
-      u('block_count') === TINYLLAMA.nLayer &&
-      u('attention.head_count') === TINYLLAMA.nHead &&
-      u('attention.head_count_kv') === TINYLLAMA.nHeadKv &&
-      u('feed_forward_length') === TINYLLAMA.nFf &&
-      u('context_length') === TINYLLAMA.context &&
-      embd?.shape[1] === TINYLLAMA.vocab &&
+      g.metadata.get('general.architecture')?.value === shape.arch &&
+      u('embedding_length') === shape.nEmbd &&
+      u('block_count') === shape.nLayer &&
+      u('attention.head_count') === shape.nHead &&
+      u('attention.head_count_kv') === shape.nHeadKv &&
+      u('feed_forward_length') === shape.nFf &&
+      u('context_length') === shape.context &&
+      u('expert_count') === shape.experts?.count &&
+      u('expert_used_count') === shape.experts?.used &&
+      embd?.shape[1] === shape.vocab &&
       attnQ?.type.name.toLowerCase() === type
     )
   } catch {
@@ -374,26 +397,27 @@ function matchesSuiteModel(path: string, type: string): boolean {
   }
 }
 
-/** Build (or reuse from the cache) the TinyLlama-shaped bench model of one weight type. */
-async function suiteModel(cacheDir: string, type: string): Promise<BenchModel> {
-  const s = TINYLLAMA
-  const name = `tinyllama-shape-e${s.nEmbd}-l${s.nLayer}-h${s.nHead}-kv${s.nHeadKv}-ff${s.nFf}-v${s.vocab}-c${s.context}-s${s.seed}-${type}.gguf`
+/** Build (or reuse from the cache) a bench model of one shape and weight type. */
+async function suiteModel(cacheDir: string, s: SuiteShape, type: string): Promise<BenchModel> {
+  const x = s.experts ? `-x${s.experts.count}k${s.experts.used}f${s.experts.ff}` : ''
+  const name = `${s.name}-shape-e${s.nEmbd}-l${s.nLayer}-h${s.nHead}-kv${s.nHeadKv}-ff${s.nFf}${x}-v${s.vocab}-c${s.context}-s${s.seed}-${type}.gguf`
   const path = join(cacheDir, name)
-  const label = `TinyLlama-shape ${type.toUpperCase()}`
-  if (existsSync(path) && matchesSuiteModel(path, type)) {
+  const label = `${s.label} ${type.toUpperCase()}`
+  if (existsSync(path) && matchesSuiteModel(path, s, type)) {
     process.stderr.write(`reusing ${path}\n`)
     return {label, path}
   }
   mkdirSync(cacheDir, {recursive: true})
   const tmp = `${path}.tmp-${process.pid}`
-  process.stderr.write(`writing ${path} (about a minute)\n`)
+  process.stderr.write(`writing ${path} (a minute or two)\n`)
   try {
     await spawnChecked([
-      '--import', 'tsx', join(ROOT, 'scripts/make-test-model.ts'), '--out', tmp, '--type', type,
+      '--import', 'tsx', join(ROOT, 'scripts/make-test-model.ts'), '--out', tmp, '--type', type, '--arch', s.arch,
       '--n-embd', String(s.nEmbd), '--n-layer', String(s.nLayer), '--n-head', String(s.nHead), '--n-head-kv', String(s.nHeadKv),
       '--n-ff', String(s.nFf), '--vocab', String(s.vocab), '--context', String(s.context), '--seed', String(s.seed),
+      ...(s.experts ? ['--experts', String(s.experts.count), '--experts-used', String(s.experts.used), '--expert-ff', String(s.experts.ff)] : []),
     ])
-    if (!matchesSuiteModel(tmp, type)) throw new Error(`make-test-model.ts wrote ${tmp}, but it is not the ${type} model asked for`)
+    if (!matchesSuiteModel(tmp, s, type)) throw new Error(`make-test-model.ts wrote ${tmp}, but it is not the ${type} model asked for`)
     renameSync(tmp, path)
   } finally {
     rmSync(tmp, {force: true})
@@ -415,13 +439,18 @@ function warmPageCache(path: string): void {
   }
 }
 
-/** Bytes of weights one decoded token reads: every weight tensor once, but one row of token_embd (unless it is also the output). */
+/** Bytes of weights one decoded token reads: every weight tensor once, but one row of token_embd (unless it is also the output) and only the used experts' share of expert tensors. */
 function weightBytesPerToken(path: string): number {
   const g = readGgufModel(path)
+  const arch = String(g.metadata.get('general.architecture')?.value)
+  const experts = Number(g.metadata.get(`${arch}.expert_count`)?.value ?? 0)
+  const used = Number(g.metadata.get(`${arch}.expert_used_count`)?.value ?? 0)
   const tied = !g.tensors.some((t) => t.name === 'output.weight')
   let bytes = 0
   for (const t of g.tensors) {
     if (t.name === 'token_embd.weight' && !tied) bytes += t.byteSize / (t.shape[1] ?? 1)
+    // A mixture of experts reads only the chosen experts' slices of the fused expert tensors.
+    else if (experts > 0 && /_exps\.weight$/.test(t.name)) bytes += (t.byteSize * used) / experts
     else bytes += t.byteSize
   }
   return bytes
@@ -557,7 +586,8 @@ const USAGE = `usage: npm run bench -- (--model FILE ... | --suite) [--threads 1
 
   --model FILE      a GGUF file to measure (repeatable)
   --suite           the standard bench models: TinyLlama-1.1B-shaped random weights in Q4_0, Q8_0,
-                    Q4_K, Q6_K and F16
+                    Q4_K, Q6_K and F16, a Qwen3-MoE-shaped mixture of experts (32 experts, 4 per
+                    token) in Q4_0
                     (written once by make-test-model.ts into --cache-dir, then reused) and
                     ../shared/models/stories260K.gguf
   --threads LIST    thread counts, comma-separated (default: 1 and the physical cores)
@@ -635,7 +665,8 @@ async function main(): Promise<void> {
   for (const e of engines) if (!ENGINES.includes(e as Engine)) throw new Error(`--engines: ${e} is not one of ${ENGINES.join(', ')}`)
   const models: BenchModel[] = (values.model ?? []).map((p) => ({label: basename(p).replace(/\.gguf$/, ''), path: resolve(p)}))
   if (values.suite) {
-    for (const type of SUITE_TYPES) models.push(await suiteModel(values['cache-dir'], type))
+    for (const type of SUITE_TYPES) models.push(await suiteModel(values['cache-dir'], TINYLLAMA, type))
+    for (const type of SUITE_MOE_TYPES) models.push(await suiteModel(values['cache-dir'], QWEN3MOE, type))
     models.push({label: 'stories260K', path: STORIES})
   }
   if (models.length === 0) {
