@@ -7,6 +7,7 @@ import {RunnerCommand} from '../lib/cli/runner-command.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {readGgufModel} from '../lib/gguf/index.js'
 import {parseRemovals, parseTypePlan, planQuantization, planRemovals, QUANTIZE_MIXES, QUANTIZE_TYPES, quantizeModel, type QuantizeSummary} from '../lib/quantize/index.js'
+import {defaultThreads} from '../lib/util/cpu.js'
 import {formatBytes, formatRows} from '../lib/util/format.js'
 
 export default class Quantize extends RunnerCommand {
@@ -38,6 +39,7 @@ export default class Quantize extends RunnerCommand {
     'keep-output': Flags.boolean({description: 'leave output.weight in its current type'}),
     'remove-sublayer': Flags.string({description: 'also remove sublayers, as runner remove-sublayer does (attn:N,mlp:M)', helpValue: 'SPEC'}),
     'type-plan': Flags.string({description: 'JSON {"rules": [{"pattern": REGEX, "type": TYPE}]}: per-tensor types, first match wins', helpValue: 'FILE'}),
+    threads: Flags.integer({char: 't', description: 'worker threads converting tensors (default: physical cores); the bytes are the same for any count', min: 1, max: 256}),
     json: Flags.boolean({description: 'print one JSON summary on stdout instead of the task list'}),
   }
 
@@ -78,6 +80,7 @@ export default class Quantize extends RunnerCommand {
                 task.output = `${i + 1}/${n} ${d.tensor.name}: ${d.from.name} -> ${d.to.name}`
               },
               removal?.kvs,
+              flags.threads ?? defaultThreads(),
             )
             task.title = `Wrote ${args.output}`
           },

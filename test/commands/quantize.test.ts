@@ -101,6 +101,19 @@ describe('runner quantize', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
     }
   })
 
+  test('--threads: the same bytes from 1, 2 and 3 worker threads (a K-quant mix)', () => {
+    const files = ['1', '2', '3'].map((t) => {
+      const out = join(dir, `threads-${t}.gguf`)
+      const r = runCli(['quantize', sharedPath('fixtures', 'llama.gguf'), out, '--type', 'Q4_K_M', '--threads', t, '--json'])
+      assert.equal(r.status, 0, r.stderr)
+      return readFileSync(out)
+    })
+    assert.ok(files[0]!.equals(files[1]!) && files[0]!.equals(files[2]!))
+    const zero = runCli(['quantize', sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'Q4_0', '--threads', '0'])
+    assert.equal(zero.status, 2)
+    assert.match(zero.stderr, /threads/)
+  })
+
   test('refusals, each by name', () => {
     const bad = join(dir, 'bad-plan.json')
     const cases: Array<[string[], number, RegExp, string?]> = [

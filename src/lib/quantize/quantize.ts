@@ -2,9 +2,9 @@ import {closeSync, openSync, readSync} from 'node:fs'
 import {basename} from 'node:path'
 
 import {loadAddon} from '../engine/addon.js'
-import {quantizeRef, toFloat} from '../engine/kernels.js'
 import {type GgufKv, type GgufModelFiles, GgufValueType, writeGguf} from '../gguf/index.js'
 import {FILE_TYPE, type QuantizeOptions, type TensorDecision} from './plan.js'
+import {ChunkPool} from './pool.js'
 
 export interface QuantizeSummary {
   readonly output: string
@@ -21,23 +21,31 @@ export interface QuantizeSummary {
 /** Values converted per step, so a tensor of any size streams through bounded memory. */
 const CHUNK_VALUES = 1 << 22
 
-/** The tensor's bytes converted to `to`, in whole rows, read with positioned reads. */
-function* convert(d: TensorDecision): Iterable<Uint8Array> {
+/**
+ * The tensor's bytes converted to `to`, in whole rows, read with positioned reads. Up to
+ * 2 x threads chunks are in flight on the pool; they come back in order, so the output does not
+ * depend on the thread count.
+ */
+async function* convert(d: TensorDecision, pool: ChunkPool): AsyncIterable<Uint8Array> {
   const t = d.tensor
   const ne0 = t.shape[0]!
   const rows = t.nElements / ne0
   const rowBytes = t.byteSize / rows
   const rowsPerChunk = Math.max(1, Math.floor(CHUNK_VALUES / ne0))
+  const inFlight: Array<Promise<Uint8Array>> = []
   const fd = openSync(t.file, 'r')
   try {
     for (let r = 0; r < rows; r += rowsPerChunk) {
       const n = Math.min(rowsPerChunk, rows - r)
-      const src = Buffer.allocUnsafe(n * rowBytes)
+      const src = new Uint8Array(n * rowBytes)
       let got = 0
       while (got < src.length) got += readSync(fd, src, got, src.length - got, t.offset + r * rowBytes + got)
-      const floats = toFloat(d.from.name, new Uint8Array(src.buffer, src.byteOffset, src.length), n * ne0)
-      yield quantizeRef(d.to.name, floats)
+      const job = pool.convert({from: d.from.name, to: d.to.name, src, values: n * ne0})
+      job.catch(() => {}) // awaited in order below; an early failure must not go unhandled meanwhile
+      inFlight.push(job)
+      if (inFlight.length >= 2 * pool.threads) yield await inFlight.shift()!
     }
+    while (inFlight.length > 0) yield await inFlight.shift()!
   } finally {
     closeSync(fd)
   }
@@ -71,8 +79,11 @@ export async function quantizeModel(
   onTensor?: (index: number, total: number, d: TensorDecision) => void,
   /** Metadata to start from (default: the model's; remove-sublayer passes its rewritten set). */
   baseKvs: readonly GgufKv[] = model.kvs,
+  /** Worker threads converting chunks (1: on this thread). The bytes are the same for any count. */
+  threads = 1,
 ): Promise<QuantizeSummary> {
   const t0 = performance.now()
+  const pool = new ChunkPool(threads)
   let index = 0
   const tensors = decisions.map((d) => ({
     name: d.tensor.name,
@@ -83,15 +94,20 @@ export async function quantizeModel(
         ? {file: d.tensor.file, offset: d.tensor.offset}
         : () => {
             onTensor?.(index, decisions.length, d)
-            return convert(d)
+            return convert(d, pool)
           },
   }))
-  const result = await writeGguf(out, {version: 3, kvs: outputKvs(model, baseKvs, decisions, options), tensors}, {
-    inputs: model.shards.map((s) => s.path),
-    onProgress: () => {
-      index++
-    },
-  })
+  let result
+  try {
+    result = await writeGguf(out, {version: 3, kvs: outputKvs(model, baseKvs, decisions, options), tensors}, {
+      inputs: model.shards.map((s) => s.path),
+      onProgress: () => {
+        index++
+      },
+    })
+  } finally {
+    await pool.close()
+  }
   const params = decisions.reduce((n, d) => n + d.tensor.nElements, 0)
   const bytesAfter = decisions.reduce((n, d) => n + (d.tensor.nElements / d.to.blockSize) * d.to.bytesPerBlock, 0)
   return {
