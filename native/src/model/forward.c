@@ -413,6 +413,7 @@ typedef struct moe_step {
     int gate_slot, up_slot;    /* its activation slots for exp_gate / exp_up */
     const int32_t *off;        /* items of expert e: exp_items[off[e] .. off[e+1]) */
     const int64_t *unit_off;   /* work units of expert e start at unit_off[e] (n_expert + 1 entries) */
+    int64_t tile;              /* rows per work unit: long runs for one token (prefetch), short tiles for a batch */
     int64_t rows;              /* rows per unit's weight (n_ff_exp for gate/up, n_embd for down) */
 } moe_step;
 
@@ -477,11 +478,11 @@ static void moe_gate_up_task(void *arg, int64_t u0, int64_t u1, int ith) {
     moe_step *ms = arg;
     runner_context *ctx = ms->st->ctx;
     const runner_model_config *c = &ctx->model->cfg;
-    float v[ROW_TILE];
+    float v[ROW_CHUNK_DECODE];
     for (int64_t u = u0; u < u1; u++) {
         int64_t tile;
         const int32_t e = moe_unit(ms, u, &tile);
-        const int64_t r0 = tile * ROW_TILE, r1 = r0 + ROW_TILE < c->n_ff_exp ? r0 + ROW_TILE : c->n_ff_exp;
+        const int64_t r0 = tile * ms->tile, r1 = r0 + ms->tile < c->n_ff_exp ? r0 + ms->tile : c->n_ff_exp;
         const runner_weight *wg = &ms->L->exp_gate[e], *wu = &ms->L->exp_up[e];
         for (int32_t it = ms->off[e]; it < ms->off[e + 1]; it++) {
             const int32_t item = ctx->s.exp_items[it], t = item / c->n_expert_used;
@@ -517,11 +518,11 @@ static void moe_down_task(void *arg, int64_t u0, int64_t u1, int ith) {
     moe_step *ms = arg;
     runner_context *ctx = ms->st->ctx;
     const runner_model_config *c = &ctx->model->cfg;
-    float v[ROW_TILE];
+    float v[ROW_CHUNK_DECODE];
     for (int64_t u = u0; u < u1; u++) {
         int64_t tile;
         const int32_t e = moe_unit(ms, u, &tile);
-        const int64_t r0 = tile * ROW_TILE, r1 = r0 + ROW_TILE < c->n_embd ? r0 + ROW_TILE : c->n_embd;
+        const int64_t r0 = tile * ms->tile, r1 = r0 + ms->tile < c->n_embd ? r0 + ms->tile : c->n_embd;
         const runner_weight *wd = &ms->L->exp_down[e];
         const int f32 = wd->traits->vec_dot_type == RUNNER_TYPE_F32;
         for (int32_t it = ms->off[e]; it < ms->off[e + 1]; it++) {
@@ -580,7 +581,9 @@ static void moe_block(runner_context *ctx, const runner_layer *L, step *st) {
     }
     ms.off = off;
     ms.unit_off = units;
-    const int64_t ff_tiles = (c->n_ff_exp + ROW_TILE - 1) / ROW_TILE, embd_tiles = (c->n_embd + ROW_TILE - 1) / ROW_TILE;
+    /* Results do not depend on the tile: every row is one vec_dot, however rows are grouped. */
+    ms.tile = n == 1 ? ROW_CHUNK_DECODE : ROW_TILE;
+    const int64_t ff_tiles = (c->n_ff_exp + ms.tile - 1) / ms.tile, embd_tiles = (c->n_embd + ms.tile - 1) / ms.tile;
     units[0] = 0;
     for (int32_t e = 0; e < ne; e++) units[e + 1] = units[e] + (off[e + 1] > off[e] ? ff_tiles : 0);
     runner_pool_for(ctx->pool, units[ne], 1, moe_gate_up_task, &ms);
