@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict'
 import {execFileSync, spawnSync} from 'node:child_process'
-import {closeSync, existsSync, mkdtempSync, openSync, readdirSync, readSync, rmSync} from 'node:fs'
+import {existsSync, mkdtempSync, readdirSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
@@ -20,9 +20,10 @@ import {getLlama, LlamaLogLevel} from 'node-llama-cpp'
 import {makeTestModel} from '../../scripts/make-test-model.js'
 import {ENGINE_WEIGHT_TYPES} from '../../src/lib/arch/index.js'
 import {Model} from '../../src/lib/engine/model.js'
-import {type GgufTensorInfo, readGgufModel} from '../../src/lib/gguf/index.js'
+import {readGgufModel} from '../../src/lib/gguf/index.js'
 import {FILE_TYPE} from '../../src/lib/quantize/index.js'
 import {greedy} from '../helpers/engine.js'
+import {tensorBytes} from '../helpers/gguf.js'
 import {hasShared, NO_SHARED_REASON, runCli, sharedPath} from '../helpers/shared.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -39,16 +40,6 @@ function buildHarness(dir: string): {exe?: string; why?: string} {
   return {exe}
 }
 
-function bytesOf(t: GgufTensorInfo): Buffer {
-  const fd = openSync(t.file, 'r')
-  try {
-    const b = Buffer.alloc(t.byteSize)
-    readSync(fd, b, 0, b.length, t.offset)
-    return b
-  } finally {
-    closeSync(fd)
-  }
-}
 
 /**
  * The test model: llama, 8 layers, n_embd 256, n_ff 288 (so ffn_down's ne0 = 288 is not a multiple
@@ -130,7 +121,7 @@ describe('runner quantize: named mixes and K-quants against llama.cpp', {skip: h
         const u = byName.get(t.name)
         assert.ok(u, `llama.cpp wrote ${t.name}`)
         assert.equal(t.type.name, u.type.name, `${t.name}: ours ${t.type.name}, llama.cpp ${u.type.name}`)
-        assert.ok(bytesOf(t).equals(bytesOf(u)), `${t.name} (${t.type.name}): bytes differ from llama.cpp's`)
+        assert.ok(tensorBytes(t).equals(tensorBytes(u)), `${t.name} (${t.type.name}): bytes differ from llama.cpp's`)
       }
       assert.equal(mine.metadata.get('general.file_type')?.value, theirs.metadata.get('general.file_type')?.value, 'general.file_type')
     })
@@ -154,7 +145,7 @@ describe('runner quantize: named mixes and K-quants against llama.cpp', {skip: h
           const u = byName.get(t.name)
           assert.ok(u, `llama.cpp wrote ${t.name}`)
           assert.equal(t.type.name, u.type.name, `${t.name}: ours ${t.type.name}, llama.cpp ${u.type.name}`)
-          assert.ok(bytesOf(t).equals(bytesOf(u)), `${t.name} (${t.type.name}): bytes differ from llama.cpp's`)
+          assert.ok(tensorBytes(t).equals(tensorBytes(u)), `${t.name} (${t.type.name}): bytes differ from llama.cpp's`)
         }
       })
     }

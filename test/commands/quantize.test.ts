@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import {createHash} from 'node:crypto'
-import {closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync} from 'node:fs'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, describe, test} from 'node:test'
@@ -14,20 +14,11 @@ import {after, describe, test} from 'node:test'
 import {getLlama, LlamaLogLevel} from 'node-llama-cpp'
 
 import {Model} from '../../src/lib/engine/model.js'
-import {type GgufTensorInfo, readGgufModel} from '../../src/lib/gguf/index.js'
+import {readGgufModel} from '../../src/lib/gguf/index.js'
 import {greedy} from '../helpers/engine.js'
+import {tensorBytes} from '../helpers/gguf.js'
 import {hasShared, NO_SHARED_REASON, runCli, sharedPath} from '../helpers/shared.js'
 
-function bytesOf(t: GgufTensorInfo): Buffer {
-  const fd = openSync(t.file, 'r')
-  try {
-    const b = Buffer.alloc(t.byteSize)
-    readSync(fd, b, 0, b.length, t.offset)
-    return b
-  } finally {
-    closeSync(fd)
-  }
-}
 
 describe('runner quantize', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   const dir = mkdtempSync(join(tmpdir(), 'runner-quantize-'))
@@ -54,7 +45,7 @@ describe('runner quantize', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
       const ours = readGgufModel(out)
       const theirs = readGgufModel(sharedPath(...want.split('/')))
       assert.deepEqual(ours.tensors.map((t) => [t.name, t.type.name, t.shape]), theirs.tensors.map((t) => [t.name, t.type.name, t.shape]))
-      for (const [i, t] of ours.tensors.entries()) assert.ok(bytesOf(t).equals(bytesOf(theirs.tensors[i]!)), `${t.name} differs`)
+      for (const [i, t] of ours.tensors.entries()) assert.ok(tensorBytes(t).equals(tensorBytes(theirs.tensors[i]!)), `${t.name} differs`)
       assert.equal(ours.metadata.get('general.file_type')!.value, theirs.metadata.get('general.file_type')!.value)
       assert.equal(ours.metadata.get('runner.quantize.type')!.value, type)
       assert.equal(summary.fileBytes, readFileSync(out).length)
