@@ -12,17 +12,24 @@
 #define KMAX(a, b) ((a) > (b) ? (a) : (b))
 #define KMIN(a, b) ((a) < (b) ? (a) : (b))
 
-/* make_qx_quants with no weights (qw NULL): rmse_type 1 weighs by x^2. */
-float runner_k_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type) {
+/* The value of largest magnitude (the first one on ties), and that magnitude in *amax. */
+static float signed_absmax(int n, const float *x, float *amax) {
     float max = 0;
-    float amax = 0;
+    *amax = 0;
     for (int i = 0; i < n; ++i) {
         const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
+        if (ax > *amax) {
+            *amax = ax;
             max = x[i];
         }
     }
+    return max;
+}
+
+/* make_qx_quants with no weights (qw NULL): rmse_type 1 weighs by x^2. */
+float runner_k_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rmse_type) {
+    float amax;
+    const float max = signed_absmax(n, x, &amax);
     if (amax < GROUP_MAX_EPS) {
         for (int i = 0; i < n; ++i) L[i] = 0;
         return 0.f;
@@ -80,15 +87,8 @@ float runner_k_make_qx_quants(int n, int nmax, const float *x, int8_t *L, int rm
 
 /* make_q3_quants with do_rmse = true (the only way quantize_row_q3_K_ref calls it). */
 float runner_k_make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0;
-    float amax = 0;
-    for (int i = 0; i < n; ++i) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
+    float amax;
+    const float max = signed_absmax(n, x, &amax);
     if (amax < GROUP_MAX_EPS) {
         for (int i = 0; i < n; ++i) L[i] = 0;
         return 0.f;
