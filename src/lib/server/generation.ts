@@ -28,6 +28,8 @@ export interface TokenReport {
   readonly bytes: number[]
   readonly logprob: number
   readonly top: ReadonlyArray<{readonly token: number; readonly text: string; readonly bytes: number[]; readonly logprob: number}>
+  /** Where the token's text starts in the completion's text (UTF-16 code units): completions' text_offset. */
+  readonly offset: number
 }
 
 export interface GenerationDelta {
@@ -80,7 +82,7 @@ export async function runGeneration(
     const turn = lease.slot.session.generate(request.prompt, {maxTokens: request.maxTokens, sampling: request.sampling, signal, maxReuse})
     settled = turn.result.catch(() => {})
     const matcher = new StopMatcher(request.stop)
-    const reports: Array<TokenReport & {start: number; end: number}> = []
+    const reports: Array<Omit<TokenReport, 'offset'> & {start: number; end: number}> = []
     const ids: number[] = []
     let text = ''
     let generatedText = ''
@@ -118,10 +120,14 @@ export async function runGeneration(
     const result = await turn.result
     // Aborted (timeout, client gone, shutdown): the reason is the signal's. A generation that ended
     // on its own (or at a stop string) just as the signal fired is still a complete answer.
-    if (result.finishReason === 'aborted' && countAtStop < 0) throw signal.reason ?? new ApiError(500, 'the generation was aborted')
+    const seconds = (performance.now() - t0) / 1000
+    if (result.finishReason === 'aborted' && countAtStop < 0) {
+      // The slot's time and tokens were spent even though no answer goes out.
+      metrics.recordGeneration(request.prompt.length, ids.length, turn.cachedTokens, seconds)
+      throw signal.reason ?? new ApiError(500, 'the generation was aborted')
+    }
     if (countAtStop < 0) emit(matcher.flush(), true)
     const completionTokens = countAtStop >= 0 ? countAtStop : ids.length
-    const seconds = (performance.now() - t0) / 1000
     metrics.recordGeneration(request.prompt.length, completionTokens, turn.cachedTokens, seconds)
     return {
       text,
@@ -140,11 +146,11 @@ export async function runGeneration(
   }
 }
 
-function stripOffsets(r: TokenReport & {start: number; end: number}): TokenReport {
-  return {token: r.token, text: r.text, bytes: r.bytes, logprob: r.logprob, top: r.top}
+function stripOffsets(r: Omit<TokenReport, 'offset'> & {start: number; end: number}): TokenReport {
+  return {token: r.token, text: r.text, bytes: r.bytes, logprob: r.logprob, top: r.top, offset: r.start}
 }
 
-function tokenReport(tokenizer: Tokenizer, token: number, logprob: number, top: ReadonlyArray<{token: number; logprob: number}> | undefined): TokenReport {
+function tokenReport(tokenizer: Tokenizer, token: number, logprob: number, top: ReadonlyArray<{token: number; logprob: number}> | undefined): Omit<TokenReport, 'offset'> {
   const piece = (id: number) => {
     const bytes = tokenizer.pieceBytes(id)
     return {text: Buffer.from(bytes).toString('utf8'), bytes: [...bytes]}

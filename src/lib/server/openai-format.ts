@@ -36,13 +36,10 @@ export function chatLogprobs(tokens: readonly TokenReport[]): {content: unknown[
 }
 
 /** The legacy completions form: parallel arrays, top alternatives as {text: logprob} objects. */
-export function completionLogprobs(tokens: readonly TokenReport[], textOffset: number): {tokens: string[]; token_logprobs: number[]; top_logprobs: Array<Record<string, number>>; text_offset: number[]} {
-  const offsets: number[] = []
-  let at = textOffset
-  for (const t of tokens) {
-    offsets.push(at)
-    at += t.text.length
-  }
+export function completionLogprobs(tokens: readonly TokenReport[]): {tokens: string[]; token_logprobs: number[]; top_logprobs: Array<Record<string, number>>; text_offset: number[]} {
+  // Each token's own position in the completion: right when a stop string held text back, and
+  // when a character spans several byte tokens (whose own texts are U+FFFD).
+  const offsets = tokens.map((t) => t.offset)
   return {
     tokens: tokens.map((t) => t.text),
     token_logprobs: tokens.map((t) => t.logprob),
@@ -92,7 +89,7 @@ export function textCompletion(meta: ResponseMeta, o: GenerationOutcome, logprob
     object: 'text_completion',
     created: meta.created,
     model: meta.model,
-    choices: [{index: 0, text: o.text, logprobs: logprobs ? completionLogprobs(o.tokens, 0) : null, finish_reason: o.finishReason}],
+    choices: [{index: 0, text: o.text, logprobs: logprobs ? completionLogprobs(o.tokens) : null, finish_reason: o.finishReason}],
     usage: usageOf(o),
   }
 }

@@ -53,8 +53,10 @@ export function checkModel(env: RequestEnv, body: Body): void {
 }
 
 /** The rendered chat prompt (what /apply-template returns). */
-export function renderChat(env: RequestEnv, messages: unknown): string {
-  return env.template.render(validateHistory(messages, 'messages'))
+export function renderChat(env: RequestEnv, messages: unknown, options: {addGenerationPrompt?: boolean} = {}): string {
+  // Without the generation prompt the history may end with the assistant's turn.
+  const endWith = options.addGenerationPrompt === false ? 'any' : 'user'
+  return env.template.render(validateHistory(messages, 'messages', {endWith}), options)
 }
 
 export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
@@ -63,6 +65,9 @@ export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
   const format = opt<{type: string}>(body, 'response_format')
   if (format && format.type !== 'text') {
     throw new ApiError(400, `response_format.type "${format.type}" is not supported: constrained decoding does not exist yet; only "text"`, 'response_format.type', 'unsupported_value')
+  }
+  if (format && 'json_schema' in format) {
+    throw new ApiError(400, 'response_format.json_schema goes with type "json_schema", which is not supported; with "text" it would be ignored', 'response_format.json_schema', 'unsupported_parameter')
   }
   const maxTokens = opt<number>(body, 'max_tokens')
   const maxCompletion = opt<number>(body, 'max_completion_tokens')

@@ -10,6 +10,7 @@ import {ApiError, toApiError} from './api-error.js'
 import {type GenerationDelta, runGeneration} from './generation.js'
 import {chatChunk, chatCompletion, chatLogprobs, completionId, completionLogprobs, type ResponseMeta, textChunk, textCompletion, usageChunk, usageOf} from './openai-format.js'
 import {type PreparedRequest, prepareChat, prepareCompletion, renderChat} from './requests.js'
+import {APPLY_TEMPLATE_SCHEMA, validateBody} from './schemas.js'
 import {SseWriter} from './sse.js'
 import type {ServerState} from './state.js'
 import {PROMETHEUS_CONTENT_TYPE} from './metrics.js'
@@ -44,10 +45,10 @@ async function modelById(s: ServerState, id: string) {
   return modelObject(s)
 }
 
-async function applyTemplate(s: ServerState, body: unknown) {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'the request body must be a JSON object with "messages"', null, 'invalid_type')
+async function applyTemplate(s: ServerState, raw: unknown) {
+  const body = validateBody(APPLY_TEMPLATE_SCHEMA, raw)
   try {
-    return {prompt: renderChat(s.env, (body as {messages?: unknown}).messages)}
+    return {prompt: renderChat(s.env, body.messages, {addGenerationPrompt: (body.add_generation_prompt as boolean | undefined) ?? true})}
   } catch (error) {
     throw toApiError(error)
   }
@@ -79,7 +80,6 @@ async function generateRoute(s: ServerState, kind: 'chat' | 'text', req: Fastify
 async function stream(s: ServerState, kind: 'chat' | 'text', p: PreparedRequest, meta: ResponseMeta, signal: AbortSignal, sse: SseWriter): Promise<void> {
   const usage = p.includeUsage
   let opened = false
-  let textOffset = 0
   const open = () => {
     if (opened) return
     opened = true
@@ -90,8 +90,7 @@ async function stream(s: ServerState, kind: 'chat' | 'text', p: PreparedRequest,
     if (kind === 'chat') {
       sse.send(chatChunk(meta, {content: d.text}, {logprobs: p.logprobs ? chatLogprobs(d.tokens) : null, usage}))
     } else {
-      sse.send(textChunk(meta, d.text, {logprobs: p.logprobs ? completionLogprobs(d.tokens, textOffset) : null, usage}))
-      textOffset += d.text.length
+      sse.send(textChunk(meta, d.text, {logprobs: p.logprobs ? completionLogprobs(d.tokens) : null, usage}))
     }
   }
   try {

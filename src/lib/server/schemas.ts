@@ -66,6 +66,14 @@ export const CHAT_SCHEMA = {
   },
 } as const
 
+/** POST /apply-template: a history, and whether to end with the assistant's header (llama-server's fields). */
+export const APPLY_TEMPLATE_SCHEMA = {
+  type: 'object',
+  required: ['messages'],
+  properties: {messages: {}, add_generation_prompt: {type: 'boolean'}},
+  additionalProperties: false,
+} as const
+
 export const COMPLETION_SCHEMA = {
   type: 'object',
   required: ['model', 'prompt'],
@@ -116,6 +124,7 @@ const compiled = new Map<object, ValidateFunction>()
 
 /** Check a parsed body against a schema; throws an ApiError naming the first offending field. */
 export function validateBody(schema: object, body: unknown, unsupported: Readonly<Record<string, string>> = UNSUPPORTED): Record<string, unknown> {
+  if (body === undefined) throw new ApiError(400, 'the request body is empty; send a JSON object', null, 'invalid_json')
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ApiError(400, 'the request body must be a JSON object', null, 'invalid_type')
   }

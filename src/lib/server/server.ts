@@ -7,7 +7,7 @@ import {timingSafeEqual} from 'node:crypto'
 import {availableParallelism} from 'node:os'
 import {basename} from 'node:path'
 
-import Fastify, {type FastifyError, type FastifyInstance, type FastifyRequest} from 'fastify'
+import Fastify, {type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest} from 'fastify'
 
 import {ChatTemplate} from '../chat/index.js'
 import type {Context} from '../engine/context.js'
@@ -74,6 +74,9 @@ function uvThreadpoolSize(): number {
   return Number.isInteger(n) && n > 0 ? Math.min(n, 1024) : 4
 }
 
+/** The longest request timeout Node's timers can hold, in seconds. */
+export const MAX_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000)
+
 export async function startServer(options: ServeOptions, log: (line: string) => void = () => {}): Promise<RunningServer> {
   const o = {...SERVE_DEFAULTS, ...definedOnly(options), modelPath: options.modelPath} as Required<Omit<ServeOptions, 'nCtx' | 'threadsPerSlot' | 'apiKey' | 'chatTemplate' | 'alias'>> & ServeOptions
   const check = (name: string, v: number, min: number, max: number) => {
@@ -83,7 +86,10 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   check('--queue', o.queueLimit, 0, 1 << 20)
   check('--body-limit', o.bodyLimitBytes, 1024, 1 << 30)
   check('--port', o.port, 0, 65535)
-  if (!(o.timeoutSeconds > 0) || !Number.isFinite(o.timeoutSeconds)) throw new RunnerError('SERVE_BAD_OPTION', `--timeout ${o.timeoutSeconds} must be a positive number of seconds`, ExitCode.usage)
+  // Node's timers hold at most 2^31 - 1 ms (about 24.8 days); a larger delay would fire at once.
+  if (!(o.timeoutSeconds > 0) || !(o.timeoutSeconds <= MAX_TIMEOUT_SECONDS)) {
+    throw new RunnerError('SERVE_BAD_OPTION', `--timeout ${o.timeoutSeconds} must be a number of seconds above 0 and at most ${MAX_TIMEOUT_SECONDS}`, ExitCode.usage)
+  }
 
   const model = await Model.load(o.modelPath)
   const contexts: Context[] = []
@@ -100,7 +106,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     )
     const bytesPerPosition = contexts[0]!.kvBytes / nCtx
     const metrics = new Metrics(() => {
-      const tokens = scheduler.slots.reduce((n, s) => n + s.session.cached.length, 0)
+      // Without the prefix cache the slots' KV rows are never reused, so none count as cached.
+      const tokens = o.prefixCache ? scheduler.slots.reduce((n, s) => n + s.session.cached.length, 0) : 0
       return {queueDepth: scheduler.queued, slotsBusy: scheduler.busy, slotsTotal: scheduler.slots.length, prefixCacheTokens: tokens, prefixCacheBytes: Math.round(tokens * bytesPerPosition)}
     })
     scheduler.onAssign = (_slot, reused) => metrics.recordPrefix(reused)
@@ -212,7 +219,17 @@ function definedOnly<T extends object>(o: T): Partial<T> {
 }
 
 function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefined): FastifyInstance {
-  const app = Fastify({bodyLimit, logger: false, return503OnClosing: false})
+  const app = Fastify({
+    bodyLimit,
+    logger: false,
+    return503OnClosing: false,
+    // Errors Fastify raises before routing (an undecodable URL) in the API's error shape too.
+    frameworkErrors: (error, req, reply) => {
+      const api = new ApiError(400, `the request URL cannot be decoded: ${error.message}`, null, 'invalid_request')
+      const body = req.url.split('?')[0] === '/v1/messages' ? api.anthropicBody() : api.body()
+      void (reply as unknown as FastifyReply).code(400).send(body)
+    },
+  })
   // Any content type is read as JSON (curl -d sends form encoding by default).
   const json = app.getDefaultJsonParser('error', 'error')
   app.removeAllContentTypeParsers()
@@ -227,7 +244,8 @@ function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefi
     if (route !== '/metrics') {
       reply.raw.once('close', () => state.metrics.countRequest(route, reply.raw.writableFinished ? reply.raw.statusCode : 499))
     }
-    if (key && !publicRoutes.has(route)) {
+    // An unknown path is a 404 whatever the key: the not-found handler answers it.
+    if (key && route !== 'unmatched' && !publicRoutes.has(route)) {
       const given = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? (req.headers['x-api-key'] as string | undefined)
       const ok = given !== undefined && Buffer.byteLength(given) === key.length && timingSafeEqual(Buffer.from(given), key)
       if (!ok) throw new ApiError(401, 'Incorrect API key provided (send it as "Authorization: Bearer KEY")', null, 'invalid_api_key')
