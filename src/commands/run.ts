@@ -4,6 +4,7 @@ import {RunnerCommand} from '../lib/cli/runner-command.js'
 import {samplingFlags, samplingFromFlags} from '../lib/cli/sampling-flags.js'
 import {Model} from '../lib/engine/model.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
+import {readGgufModel} from '../lib/gguf/index.js'
 import {prepareReceipt, writeReceipt} from '../lib/receipt/index.js'
 import {encodePrompt} from '../lib/tokenizer/index.js'
 import {formatBytes} from '../lib/util/format.js'
@@ -50,10 +51,13 @@ export default class Run extends RunnerCommand {
     const sampling = flags.transcript ? {...chosen, logprobs: true} : chosen
 
     const t0 = performance.now()
+    // The receipt's inputs (output folder, key, previous receipt) are checked before the model loads.
+    const receipt = flags.transcript
+      ? await prepareReceipt(readGgufModel(flags.model), {path: flags.transcript, signKeyPath: flags['sign-key'], prevPath: flags['transcript-prev']})
+      : undefined
     const model = await Model.load(flags.model, {onProgress: progressLine(flags.json)})
     const loadMs = performance.now() - t0
     const tokenizer = model.tokenizer
-    const receipt = flags.transcript ? await prepareReceipt(model.gguf, {signKeyPath: flags['sign-key'], prevPath: flags['transcript-prev']}) : undefined
     const ids = encodePrompt(tokenizer, prompt, {addBos: !flags['no-bos'], parseSpecial: flags.special === true})
     const nCtx = flags['ctx-size'] ?? Math.min(model.config.nCtxTrain, 4096)
     if (ids.length >= nCtx) {

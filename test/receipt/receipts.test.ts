@@ -8,10 +8,11 @@ import assert from 'node:assert/strict'
 import {execFileSync, spawnSync} from 'node:child_process'
 import {createHash, createPrivateKey, createPublicKey, verify as cryptoVerify} from 'node:crypto'
 import {copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {tmpdir, totalmem} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
 
+import {makeTestModel} from '../../scripts/make-test-model.js'
 import {verifyReceipt, type VerifyReport} from '../../src/lib/receipt/index.js'
 import {hasShared, NO_SHARED_REASON, runCli, runCliAsync, sharedPath} from '../helpers/shared.js'
 
@@ -241,6 +242,76 @@ describe('receipts', {skip: SKIP}, () => {
     assert.ok(!Buffer.from(receipt.output.bytes, 'hex').equals(Buffer.from(Buffer.from(receipt.output.bytes, 'hex').toString('utf8'))), 'the bytes are not valid UTF-8')
     assert.ok((ref.full_text_utf8_hex as string).includes(receipt.output.bytes), "llama.cpp's detokenized bytes contain ours")
     assert.equal((await verifyReceipt({receiptPath: f, modelPath: sharedPath('fixtures/llama.gguf')})).verdict, 'VERIFIED')
+  })
+
+  test('runs that fill the context, or ask for more tokens than it holds, verify', async () => {
+    const full = join(dir, 'full.json')
+    const big = join(dir, 'big-n.json')
+    const [a, b] = await Promise.all([
+      runCliAsync(['run', '-m', model, '-p', 'Once', '-c', '16', '--temp', '0', '--transcript', full]),
+      runCliAsync(['run', '-m', model, '-p', 'Once', '-c', '32', '-n', '100', '--temp', '0', '--transcript', big]),
+    ])
+    assert.equal(a.status, 0, a.stderr)
+    assert.equal(b.status, 0, b.stderr)
+    assert.equal(JSON.parse(readFileSync(full, 'utf8')).output.finishReason, 'context')
+    for (const f of [full, big]) assert.equal((await verify(f)).verdict, 'VERIFIED', f)
+  })
+
+  test('more forgeries: finish reason, log-probabilities behind an edited build hash, profile, architecture, size, form, small-order key', async () => {
+    const r1 = await verify(forge(plain, (r) => (r.output.finishReason = 'eos')))
+    assert.equal(r1.verdict, 'DIVERGED', r1.reason)
+    const r2 = await verify(forge(plain, (r) => {
+      r.engine.addonSha256 = '0'.repeat(64)
+      r.output.logprobs = r.output.logprobs.map(() => -0.5)
+    }))
+    assert.equal(r2.verdict, 'DIVERGED', r2.reason)
+    assert.equal(r2.divergence?.at, 'logprob')
+    for (const [edit, why] of [
+      [(r: Record<string, any>) => (r.profile = {name: 'bogus', version: 99}), /malformed.*profile/],
+      [(r: Record<string, any>) => (r.model.architecture = 'gpt9'), /wrong model.*gpt9/],
+      [(r: Record<string, any>) => (r.model.files[0].bytes = 1), /wrong model.*bytes/],
+    ] as const) {
+      const r = await verify(forge(plain, edit))
+      assert.equal(r.verdict, 'UNVERIFIABLE', r.reason)
+      assert.match(r.reason, why)
+    }
+    // Valid chain and signature, but not the canonical form: reordered signature keys, no final newline.
+    const text = readFileSync(signed, 'utf8')
+    const sig = JSON.parse(text).signature
+    const odd = join(dir, 'odd-form.json')
+    writeFileSync(odd, text.slice(0, text.lastIndexOf(',"signature":')) + `,"signature":{"value":"${sig.value}","publicKey":"${sig.publicKey}","algorithm":"ed25519"}}`)
+    const r3 = await verify(odd, {trustKeys: [pub], requireSigned: true})
+    assert.equal(r3.verdict, 'UNVERIFIABLE')
+    assert.match(r3.reason, /canonical form/)
+    // A small-order public key with the identity signature "verifies" any message under ZIP-215: refused.
+    const weak = join(dir, 'weak-key.json')
+    const prefix = text.slice(0, text.lastIndexOf(',"signature":'))
+    writeFileSync(weak, `${prefix},"signature":{"algorithm":"ed25519","publicKey":"01${'00'.repeat(31)}","value":"01${'00'.repeat(63)}"}}\n`)
+    const r4 = await verify(weak)
+    assert.equal(r4.verdict, 'UNVERIFIABLE')
+    assert.match(r4.reason, /signature does not match/)
+  })
+
+  test('a receipt whose context could not fit this machine is refused before the model loads', async () => {
+    // 64 KV heads of 64 values in 8 blocks: 256 KiB of F32 KV per position, so 2^24 positions need 4 TiB.
+    const wide = join(dir, 'wide-kv.gguf')
+    await makeTestModel(wide, {arch: 'qwen3', nEmbd: 64, nLayer: 8, nHead: 64, nHeadKv: 64, headDim: 64, nFf: 128, nCtx: 256, type: 'f32', seed: 5n, tokenizerFrom: model})
+    const small = join(dir, 'wide-kv.json')
+    const run = await runCliAsync(['run', '-m', wide, '-p', 'x', '-n', '2', '-c', '64', '--kv-type', 'f32', '--transcript', small])
+    assert.equal(run.status, 0, run.stderr)
+    assert.equal((await verifyReceipt({receiptPath: small, modelPath: wide})).verdict, 'VERIFIED')
+    const r = await verifyReceipt({receiptPath: forge(small, (x) => (x.config.nCtx = 2 ** 24)), modelPath: wide})
+    assert.ok(2 ** 24 * 8 * 2 * 64 * 64 * 4 > totalmem())
+    assert.equal(r.verdict, 'UNVERIFIABLE')
+    assert.match(r.reason, /KV cache/)
+    assert.equal(r.modelLoaded, false)
+  })
+
+  test('run --transcript into a folder that does not exist is refused before the model runs', () => {
+    const r = runCli(['run', '-m', model, '-p', 'x', '-n', '4', '--transcript', join(dir, 'no-such-folder', 'r.json')])
+    assert.equal(r.status, 2)
+    assert.match(r.stderr, /RECEIPT_UNWRITABLE/)
+    assert.doesNotMatch(r.stderr, /tok\/s/, 'nothing was generated')
   })
 
   test('verify usage errors exit 1, not 2 (DIVERGED)', () => {

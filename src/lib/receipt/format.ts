@@ -1,5 +1,4 @@
 import {createHash} from 'node:crypto'
-import {readFile} from 'node:fs/promises'
 
 /**
  * The receipt file format (docs/receipts.md is the specification). A receipt is one line of compact
@@ -119,18 +118,4 @@ export function splitReceipt(file: Buffer): SplitReceipt | string {
   if (!m) return 'the bytes after "chain" are not the 64-digit hash, an optional "signature" object and the closing brace'
   const chain = m[1]!
   return {prefix: file.subarray(0, at), chain, signed: file.subarray(0, at + CHAIN_MARK.length + 65), signatureJson: m[2]}
-}
-
-/** The chain hash of the receipt at `path` if its bytes still match it, or what is wrong. */
-export async function intactChain(path: string): Promise<string | {problem: string}> {
-  let file: Buffer
-  try {
-    file = await readFile(path)
-  } catch (error) {
-    return {problem: `${path} cannot be read: ${(error as Error).message}`}
-  }
-  const split = splitReceipt(file)
-  if (typeof split === 'string') return {problem: `${path} is not a receipt: ${split}`}
-  if (sha256Hex(split.prefix) !== split.chain) return {problem: `${path} has been altered: its chain hash does not match its bytes`}
-  return split.chain
 }

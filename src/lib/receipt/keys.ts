@@ -65,10 +65,15 @@ export async function sign(message: Uint8Array, secretKey: Uint8Array): Promise<
   return ed.signAsync(message, secretKey)
 }
 
-/** False for a bad signature, and for bytes that are not a signature or a key at all. */
+/**
+ * False for a bad signature, for bytes that are not a signature or a key, and for a small-order
+ * public key (with one, a crafted signature verifies for any message). RFC 8032's strict rules
+ * (zip215: false): non-canonical encodings are refused.
+ */
 export async function verifySignature(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): Promise<boolean> {
   try {
-    return await ed.verifyAsync(signature, message, publicKey)
+    if (ed.Point.fromBytes(publicKey).isSmallOrder()) return false
+    return await ed.verifyAsync(signature, message, publicKey, {zip215: false})
   } catch {
     return false
   }

@@ -1,18 +1,24 @@
-import {basename} from 'node:path'
+import {constants} from 'node:fs'
+import {access} from 'node:fs/promises'
+import {basename, dirname, resolve} from 'node:path'
 
 import {ExitCode, RunnerError} from '../errors.js'
 import type {GgufModelFiles} from '../gguf/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {writeFileAtomic} from '../util/atomic-write.js'
 import {sha256File} from '../util/sha256.js'
-import {chainedPrefix, intactChain, RECEIPT_FORMAT, RECEIPT_VERSION, type ReceiptBody, type ReceiptSignature, receiptBytes, withChain} from './format.js'
+import {chainedPrefix, RECEIPT_FORMAT, RECEIPT_VERSION, type ReceiptBody, type ReceiptSignature, receiptBytes, withChain} from './format.js'
 import {engineIdentity} from './identity.js'
+import {intactChain} from './prev.js'
 import {hex, type KeyPair, readSecretKey, sign} from './keys.js'
 
-/** The one verification profile so far: replay on the CPU engine reproduces tokens and bytes exactly. */
-export const PROFILE = {name: 'cpu-exact', version: 1} as const
+import {PROFILE} from './profile.js'
+
+export {PROFILE}
 
 export interface ReceiptOptions {
+  /** Where the receipt will be written: its folder must exist and be writable. */
+  readonly path: string
   /** PKCS#8 PEM Ed25519 key to sign with. */
   readonly signKeyPath?: string
   /** The previous receipt of a chain; this one records its chain hash. */
@@ -29,6 +35,12 @@ export interface ReceiptSetup {
 }
 
 export async function prepareReceipt(model: GgufModelFiles, options: ReceiptOptions): Promise<ReceiptSetup> {
+  const folder = dirname(resolve(options.path))
+  try {
+    await access(folder, constants.W_OK)
+  } catch (error) {
+    throw new RunnerError('RECEIPT_UNWRITABLE', `--transcript ${options.path}: cannot write into ${folder} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, ExitCode.usage)
+  }
   const key = options.signKeyPath === undefined ? undefined : await readSecretKey(options.signKeyPath)
   let prev: string | null = null
   if (options.prevPath !== undefined) {

@@ -1,6 +1,7 @@
 import AjvModule from 'ajv'
 
 import {RECEIPT_FORMAT, RECEIPT_VERSION, type ReceiptBody, type ReceiptSignature} from './format.js'
+import {PROFILE} from './profile.js'
 
 const Ajv = AjvModule as unknown as typeof AjvModule.default
 
@@ -12,7 +13,7 @@ const obj = (properties: Record<string, unknown>) => ({type: 'object', additiona
  * The structure of a version-1 receipt. Ranges of the settings are not checked here: the replay
  * passes them through the same validation the CLI uses (sampling options, context options).
  */
-const validateReceipt = new Ajv({allErrors: false}).compile<ReceiptBody & {chain: string; signature?: ReceiptSignature}>({
+const RECEIPT_SCHEMA = {
   ...obj({
     format: {const: RECEIPT_FORMAT},
     version: {const: RECEIPT_VERSION},
@@ -30,7 +31,7 @@ const validateReceipt = new Ajv({allErrors: false}).compile<ReceiptBody & {chain
       cpu: {type: 'string'},
       platform: {type: 'string'},
     }),
-    profile: obj({name: {type: 'string'}, version: {type: 'integer'}}),
+    profile: obj({name: {const: PROFILE.name}, version: {const: PROFILE.version}}),
     config: obj({
       maxTokens: {type: 'integer'},
       nCtx: {type: 'integer'},
@@ -59,7 +60,24 @@ const validateReceipt = new Ajv({allErrors: false}).compile<ReceiptBody & {chain
     signature: obj({algorithm: {const: 'ed25519'}, publicKey: hex(32), value: hex(64)}),
   }),
   required: ['format', 'version', 'created', 'model', 'engine', 'profile', 'config', 'prompt', 'output', 'prev', 'chain'],
-})
+}
+
+const validateReceipt = new Ajv({allErrors: false}).compile<ReceiptBody & {chain: string; signature?: ReceiptSignature}>(RECEIPT_SCHEMA)
+
+type SchemaNode = {properties?: Record<string, SchemaNode>; items?: SchemaNode}
+
+/**
+ * A validated value with every object's keys in the schema's order, which is the order the writer
+ * uses: serialized, it is the canonical form docs/receipts.md specifies.
+ */
+export function canonicalize(value: unknown, node: SchemaNode = RECEIPT_SCHEMA as SchemaNode): unknown {
+  if (Array.isArray(value)) return node.items ? value.map((v) => canonicalize(v, node.items)) : value
+  if (typeof value !== 'object' || value === null || !node.properties) return value
+  const record = value as Record<string, unknown>
+  const out: Record<string, unknown> = {}
+  for (const [key, child] of Object.entries(node.properties)) if (key in record) out[key] = canonicalize(record[key], child)
+  return out
+}
 
 export type ParsedReceipt = ReceiptBody & {readonly chain: string; readonly signature?: ReceiptSignature}
 

@@ -1,15 +1,21 @@
 import {readFile} from 'node:fs/promises'
+import {totalmem} from 'node:os'
 import {basename} from 'node:path'
 
+import {planModel} from '../arch/index.js'
 import {Model} from '../engine/model.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {resolveSamplingOptions, type SamplingOptions} from '../sampling/index.js'
 import {createTokenizer, encodePrompt} from '../tokenizer/index.js'
 import {sha256File} from '../util/sha256.js'
-import {intactChain, RECEIPT_FORMAT, RECEIPT_VERSION, sha256Hex, splitReceipt} from './format.js'
+import {chainedPrefix, RECEIPT_FORMAT, RECEIPT_VERSION, receiptBytes, sha256Hex, splitReceipt, withChain} from './format.js'
 import {engineIdentity} from './identity.js'
 import {readPublicKey, verifySignature} from './keys.js'
-import {checkReceiptStructure, type ParsedReceipt} from './schema.js'
+import {intactChain} from './prev.js'
+import {canonicalize, checkReceiptStructure, type ParsedReceipt} from './schema.js'
+
+/** How far another build's log-probabilities may be from the recorded ones (its rounding, not a different run). */
+export const LOGPROB_TOLERANCE = 1e-3
 
 export type Verdict = 'VERIFIED' | 'DIVERGED' | 'UNVERIFIABLE'
 export const VERDICT_EXIT: Readonly<Record<Verdict, 0 | 2 | 3>> = {VERIFIED: 0, DIVERGED: 2, UNVERIFIABLE: 3}
@@ -109,6 +115,10 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
     const recomputed = sha256Hex(split.prefix)
     if (recomputed !== split.chain) fail('chain', `the record has been altered: sha256 of the bytes before "chain" is ${recomputed}, the receipt says ${split.chain}`)
     chain = split.chain
+    const {chain: _chain, signature, ...body} = canonicalize(receipt) as ParsedReceipt
+    if (!receiptBytes(withChain(chainedPrefix(body)).signed, signature).equals(file)) {
+      fail('chain', 'the receipt is not in the canonical form of docs/receipts.md (one line of compact JSON, keys in order, the exact tail)')
+    }
     pass('chain', `sha256 ${chain} over ${split.prefix.length} bytes`)
 
     // 2. Signature and trust.
@@ -148,7 +158,10 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
     }
     const files = receipt.model.files
     if (gguf.shards.length !== files.length) fail('model', `the receipt names ${files.length} model file(s), ${options.modelPath} has ${gguf.shards.length}`)
+    const architecture = gguf.metadata.get('general.architecture')?.value
+    if (architecture !== receipt.model.architecture) fail('model', `wrong model: ${options.modelPath} is a ${String(architecture)} model, the receipt names ${receipt.model.architecture}`)
     for (const [i, shard] of gguf.shards.entries()) {
+      if (shard.fileSize !== files[i]!.bytes) fail('model', `wrong model: ${shard.path} has ${shard.fileSize} bytes, the receipt's ${files[i]!.name} ${files[i]!.bytes}`)
       const sha = await sha256File(shard.path)
       if (sha !== files[i]!.sha256) fail('model', `wrong model: ${shard.path} has sha256 ${sha}, the receipt was made with ${files[i]!.name} (${files[i]!.sha256})`)
     }
@@ -168,9 +181,11 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
       rangeProblem('config.nCtx', c.nCtx, 1, 1 << 24),
       rangeProblem('config.nBatch', c.nBatch, 1, 65536),
       rangeProblem('config.threads', c.threads, 1, 256),
-      rangeProblem('config.maxTokens', c.maxTokens, 0, c.nCtx),
+      rangeProblem('config.maxTokens', c.maxTokens, 0, 2 ** 31 - 1),
       receipt.prompt.tokens.length === 0 ? 'prompt.tokens is empty' : undefined,
-      receipt.prompt.tokens.length + receipt.output.tokens.length > c.nCtx ? `prompt and output (${receipt.prompt.tokens.length + receipt.output.tokens.length} tokens) exceed config.nCtx ${c.nCtx}` : undefined,
+      // The last output token is reported before it would be evaluated, so a run that filled the context has nCtx + 1.
+      receipt.prompt.tokens.length + receipt.output.tokens.length > c.nCtx + 1 ? `prompt and output (${receipt.prompt.tokens.length + receipt.output.tokens.length} tokens) exceed config.nCtx ${c.nCtx}` : undefined,
+      kvProblem(gguf, c),
       receipt.output.tokens.length > c.maxTokens ? `output has ${receipt.output.tokens.length} tokens, more than config.maxTokens ${c.maxTokens}` : undefined,
       receipt.output.logprobs.length !== receipt.output.tokens.length ? 'output.logprobs and output.tokens differ in length' : undefined,
       [...receipt.prompt.tokens, ...receipt.output.tokens, ...c.stopTokens].some((t) => t >= tokenizer.vocabSize) ? `a token id is outside the model's vocabulary of ${tokenizer.vocabSize}` : undefined,
@@ -243,6 +258,14 @@ async function replay(
       const exp = describe(expected[got.length]!)
       fail('replay', `diverged at output token ${got.length}: the receipt has ${exp}, the model ended (${result.finishReason})`, 'DIVERGED', {at: 'token', index: got.length, expected: exp, got: `end (${result.finishReason})`})
     }
+    if (!cut && result.finishReason !== receipt.output.finishReason) {
+      fail('replay', `the run ended "${result.finishReason}", the receipt says "${receipt.output.finishReason}"`, 'DIVERGED', {
+        at: 'token',
+        index: got.length,
+        expected: `end (${receipt.output.finishReason})`,
+        got: `end (${result.finishReason})`,
+      })
+    }
     const bytes = Buffer.from(tok.decodeBytes(got))
     const recorded = Buffer.from(receipt.output.bytes, 'hex')
     if (!bytes.equals(recorded)) {
@@ -254,9 +277,20 @@ async function replay(
       fail('replay', `the output text differs from the tokens' text at character ${i}`, 'DIVERGED', {at: 'text', index: i, expected: [...receipt.output.text][i] ?? 'end', got: [...result.text][i] ?? 'end'})
     }
     // Log-probabilities: bit-exact on the same build (and in practice on every CPU level, whose
-    // kernels are bitwise equal); another build may round differently, which tokens tolerate.
+    // kernels are bitwise equal); another build may round differently, within LOGPROB_TOLERANCE.
+    // The build is named by the receipt itself, so an edit there only buys that tolerance.
     const l = logprobs.findIndex((v, i) => !Object.is(Math.fround(v), Math.fround(receipt.output.logprobs[i]!)))
-    if (l >= 0 && (await sameBuild)) {
+    const same = await sameBuild
+    const far = logprobs.findIndex((v, i) => !(Math.abs(v - receipt.output.logprobs[i]!) <= LOGPROB_TOLERANCE))
+    if (far >= 0 && !same) {
+      fail('replay', `the log-probability of output token ${far} is ${logprobs[far]}, the receipt says ${receipt.output.logprobs[far]} (more than ${LOGPROB_TOLERANCE} apart)`, 'DIVERGED', {
+        at: 'logprob',
+        index: far,
+        expected: String(receipt.output.logprobs[far]),
+        got: String(logprobs[far]),
+      })
+    }
+    if (l >= 0 && same) {
       fail('replay', `same build, yet the log-probability of output token ${l} differs: ${receipt.output.logprobs[l]} recorded, ${logprobs[l]} replayed`, 'DIVERGED', {
         at: 'logprob',
         index: l,
@@ -272,6 +306,20 @@ async function replay(
   function describe(id: number): string {
     return `token ${id} ${JSON.stringify(tok.piece(id, {special: true}))}`
   }
+}
+
+/** A recorded context whose KV cache could not fit this machine's memory is refused before any allocation. */
+function kvProblem(gguf: GgufModelFiles, c: ParsedReceipt['config']): string | undefined {
+  let plan
+  try {
+    plan = planModel(gguf)
+  } catch (error) {
+    return `the model cannot be planned: ${(error as Error).message}`
+  }
+  const m = plan.config
+  const layers = m.attnRemoved.filter((removed) => !removed).length
+  const bytes = 2 * layers * c.nCtx * m.nHeadKv * m.headDim * (c.kvType === 'f16' ? 2 : 4)
+  return bytes > totalmem() ? `config.nCtx ${c.nCtx} needs a ${bytes} byte KV cache, more than this machine's ${totalmem()} bytes of memory` : undefined
 }
 
 function rangeProblem(name: string, v: number, min: number, max: number): string | undefined {
