@@ -80,6 +80,9 @@ describe('/params', () => {
       ['top-p=2', /topP|top-p/i],
       ['n=-2', /n "-2"/],
       ['seed=-1', /seed/],
+      ['seed=', /seed ""/],
+      ['seed=18446744073709551616', /seed/],
+      ['n=', /n ""/],
       ['temp', /needs a value/],
     ] as const) {
       assert.throws(() => applyParams(base, args), (e: unknown) => e instanceof RunnerError && pattern.test(e.message), args)

@@ -162,13 +162,13 @@ export class ChatConversation {
     // One context, one generation at a time.
     if (this.active) throw new RunnerError('CHAT_BUSY', 'a reply is still being generated; stop it first')
     const plan = this.plan(text)
-    if (plan.dropped > 0) this.turns = this.turns.slice(plan.dropped)
     const {session, nCtx} = this.options
     const maxTokens = this.params.maxTokens >= 0 ? this.params.maxTokens : nCtx
     const seed = this.params.sampling.seed
     const abort = new AbortController()
     if (signal?.aborted) abort.abort()
-    signal?.addEventListener('abort', () => abort.abort(), {once: true})
+    const forward = () => abort.abort()
+    signal?.addEventListener('abort', forward, {once: true})
     const s = this.params.sampling
     const turn = session.generate(plan.prompt, {maxTokens, sampling: s, signal: abort.signal})
     const active: {abort: AbortController; done: Promise<unknown>} = {abort, done: Promise.resolve()}
@@ -178,8 +178,10 @@ export class ChatConversation {
     }
     const result = turn.result.then((r) => {
       release()
+      signal?.removeEventListener('abort', forward)
       const kept = !(r.finishReason === 'aborted' && r.tokens.length === 0)
-      if (kept) this.turns.push({role: 'user', content: text}, {role: 'assistant', content: r.text})
+      // --context-shift drops the oldest turns only when this turn is kept: a discarded turn changes nothing.
+      if (kept) this.turns = [...this.turns.slice(plan.dropped), {role: 'user', content: text}, {role: 'assistant', content: r.text}]
       const out: TurnResult = {
         reply: r.text,
         tokens: r.tokens,
@@ -198,6 +200,7 @@ export class ChatConversation {
       return out
     }, (error: unknown) => {
       release()
+      signal?.removeEventListener('abort', forward)
       throw error
     })
     active.done = result.catch(() => {})

@@ -80,7 +80,7 @@ export function applyParams(current: ChatParams, args: string): ChatParams {
     const key = name.toLowerCase()
     if (key === 'n' || key === 'n-predict') {
       const n = Number(value)
-      if (!Number.isInteger(n) || n < -1) throw bad(`n ${JSON.stringify(value)} must be an integer, -1 or more`)
+      if (value.trim() === '' || !Number.isInteger(n) || n < -1) throw bad(`n ${JSON.stringify(value)} must be an integer, -1 or more`)
       maxTokens = n
       continue
     }
@@ -89,7 +89,9 @@ export function applyParams(current: ChatParams, args: string): ChatParams {
     if (field === 'seed') {
       let seed: bigint
       try {
+        if (value.trim() === '') throw new RangeError('empty')
         seed = BigInt(value)
+        if (seed < 0n || seed >= 1n << 64n) throw new RangeError('out of range')
       } catch {
         throw bad(`seed ${JSON.stringify(value)} must be an integer from 0 to 2^64-1`)
       }
