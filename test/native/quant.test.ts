@@ -26,6 +26,7 @@ import {
   typeTraits,
   vecDot,
   vecDot2,
+  vecDot2x2,
 } from '../../src/lib/engine/kernels.js'
 import {GGML_TYPES} from '../../src/lib/gguf/index.js'
 import {bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits} from '../../src/lib/util/half.js'
@@ -295,6 +296,39 @@ describe('vec_dot2 (two rows per call): each result equals the scalar vec_dot of
           const want = [vecDot(name, n, a.x, a.y, 'scalar'), vecDot(name, n, b.x, a.y, 'scalar')]
           const got = vecDot2(name, n, at(x, (k * 7) % 64), at(a.y, (k * 3) % 64), variant, row + gap)
           for (let r = 0; r < 2; r++) if (!same(got[r]!, want[r]!)) assert.fail(`n = ${n} (case ${k}) row ${r}: ${variant} ${got[r]} != scalar ${want[r]}`)
+          k++
+        }
+      })
+    }
+  }
+})
+
+describe('vec_dot2x2 (two rows by two activation rows): each result equals the scalar vec_dot bitwise', () => {
+  it('exists for the AVX-512 Q4_0 and Q8_0 kernels', {skip: process.arch !== 'x64'}, () => {
+    for (const t of traits) {
+      const want = ['Q4_0', 'Q8_0'].includes(t.name) && t.variants.includes('avx512') ? ['avx512'] : []
+      assert.deepEqual([...t.vecDot2x2Variants], want, t.name)
+    }
+  })
+
+  for (const name of WEIGHT_TYPES) {
+    const t = T(name)
+    for (const variant of t.vecDot2x2Variants) {
+      it(`${name}: ${variant}`, () => {
+        const rng = new SeededRandom(0x2e2e0000n + BigInt(t.type))
+        let k = 0
+        for (const n of BLOCK_COUNTS.map((b) => b * 32)) {
+          const a = dotInputs(rng, t, n, k)
+          const b = dotInputs(rng, t, n, k + 1)
+          const x = new Uint8Array(a.x.length + b.x.length)
+          x.set(a.x, 0)
+          x.set(b.x, a.x.length)
+          const y = new Uint8Array(a.y.length + b.y.length)
+          y.set(a.y, 0)
+          y.set(b.y, a.y.length)
+          const want = [vecDot(name, n, a.x, a.y, 'scalar'), vecDot(name, n, b.x, a.y, 'scalar'), vecDot(name, n, a.x, b.y, 'scalar'), vecDot(name, n, b.x, b.y, 'scalar')]
+          const got = vecDot2x2(name, n, at(x, (k * 7) % 64), at(y, (k * 3) % 64), variant)
+          for (let i = 0; i < 4; i++) if (!same(got[i]!, want[i]!)) assert.fail(`n = ${n} (case ${k}) result ${i}: ${variant} ${got[i]} != scalar ${want[i]}`)
           k++
         }
       })

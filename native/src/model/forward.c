@@ -136,6 +136,15 @@ static void group_prepare_task(void *arg, int64_t t0, int64_t t1, int ith) {
     }
 }
 
+/* Rows [rt, re) of weight i for token t, from v: scaled, then stored or added to the output. */
+static void store_rows(const matmul_group *g, int i, int32_t t, int64_t rt, int64_t re, float *v) {
+    float *o = g->out[i] + (size_t)t * g->w[i]->ne[1];
+    const float sc = g->scale[i];
+    if (sc != 1.0f)
+        for (int64_t r = rt; r < re; r++) v[r - rt] = v[r - rt] * sc;
+    for (int64_t r = rt; r < re; r++) o[r] = g->accumulate[i] ? o[r] + v[r - rt] : v[r - rt];
+}
+
 /* Task 2: a range of output rows of the group's weights, concatenated. */
 static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
     (void)ith;
@@ -150,18 +159,34 @@ static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
         if (a < 0) a = 0;
         if (b > rows) b = rows;
         const int64_t tile = g->n_tok == 1 ? ROW_CHUNK_DECODE : ROW_TILE;
-        float v[ROW_CHUNK_DECODE];
+        const runner_vec_dot2x2_fn tile2x2 = w->traits->vec_dot2x2[w->variant];
+        float v[ROW_CHUNK_DECODE], v1[ROW_TILE];
         for (int64_t rt = a; rt < b; rt += tile) {
-            const int64_t re = rt + tile < b ? rt + tile : b;
-            for (int32_t t = 0; t < g->n_tok; t++) {
-                const uint8_t *y = act_row(g, g->slot[i], t);
-                float *o = g->out[i] + (size_t)t * rows;
-                /* Bitwise the same as one vec_dot per row (the kernel table's contract). */
-                runner_vec_dot_rows(w->traits, w->variant, w->ne[0], v, w->data + (size_t)rt * w->row_bytes, w->row_bytes, re - rt, y);
-                const float sc = g->scale[i];
-                if (sc != 1.0f)
-                    for (int64_t r = rt; r < re; r++) v[r - rt] = v[r - rt] * sc;
-                for (int64_t r = rt; r < re; r++) o[r] = g->accumulate[i] ? o[r] + v[r - rt] : v[r - rt];
+            const int64_t re = rt + tile < b ? rt + tile : b, nr = re - rt, half = nr / 2;
+            const uint8_t *x = w->data + (size_t)rt * w->row_bytes;
+            int32_t t = 0;
+            /* Tokens in pairs through the 2 x 2 tile: rows r and r + half against tokens t and t + 1.
+             * Every value is still bitwise one vec_dot (the kernel table's contract). */
+            for (; tile2x2 && half > 0 && t + 1 < g->n_tok; t += 2) {
+                const uint8_t *y0 = act_row(g, g->slot[i], t), *y1 = act_row(g, g->slot[i], t + 1);
+                for (int64_t r = 0; r < half; r++) {
+                    float q[4];
+                    tile2x2(w->ne[0], q, x + (size_t)r * w->row_bytes, (size_t)half * w->row_bytes, y0, (size_t)(y1 - y0));
+                    v[r] = q[0];
+                    v[r + half] = q[1];
+                    v1[r] = q[2];
+                    v1[r + half] = q[3];
+                }
+                if (nr % 2) {
+                    w->traits->vec_dot[w->variant](w->ne[0], &v[nr - 1], x + (size_t)(nr - 1) * w->row_bytes, y0);
+                    w->traits->vec_dot[w->variant](w->ne[0], &v1[nr - 1], x + (size_t)(nr - 1) * w->row_bytes, y1);
+                }
+                store_rows(g, i, t, rt, re, v);
+                store_rows(g, i, t + 1, rt, re, v1);
+            }
+            for (; t < g->n_tok; t++) {
+                runner_vec_dot_rows(w->traits, w->variant, w->ne[0], v, x, w->row_bytes, nr, act_row(g, g->slot[i], t));
+                store_rows(g, i, t, rt, re, v);
             }
         }
     }

@@ -192,4 +192,45 @@ static ALWAYS_INLINE void block_float_step(__m512 acc[2], const __m512i isum[2],
     }                                                                                               \
     for (int r = 0; r < (R); r++) s[r] = reduce_block_lanes_avx512(_mm512_permutexvar_ps(_mm512_loadu_si512(INV), acc[r]));
 
+/*
+ * The float half of one group for a 2 x 2 tile (types without a min): every (row, activation) pair
+ * runs block_float_step's sequence, dxy = half(x) * half(y) then one masked FMA, with each row's and
+ * each activation's scales converted once.
+ */
+static ALWAYS_INLINE void block_float_step2x2(__m512 acc[2][2], const __m512i isum[2][2], const uint8_t *const xg[2], const uint8_t *const yg[2],
+                                              int xb, int yb, const int32_t perm[16], int count, __mmask16 m) {
+    const __m512 dy[2] = {halves16(yg[0], yb, perm, count), halves16(yg[1], yb, perm, count)};
+    for (int r = 0; r < 2; r++) {
+        const __m512 dx = halves16(xg[r], xb, perm, count);
+        for (int c = 0; c < 2; c++) acc[r][c] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_mul_ps(dx, dy[c]), acc[r][c], m);
+    }
+}
+
+/* BLOCK_DOT_AVX512 for a 2 x 2 tile: rows x0 = vx, x1 = vx + bx; activations y0 = vy, y1 = vy + by.
+ * GROUP22(isum, xg, yg, count) sets isum[r][c] for the count blocks at xg[r] / yg[c]. */
+#define BLOCK_DOT2X2_AVX512(XB, YB, PERM, INV, GROUP22)                                             \
+    const uint8_t *const x0 = (const uint8_t *)vx, *const x1 = x0 + bx;                            \
+    const uint8_t *const y0 = (const uint8_t *)vy, *const y1 = y0 + by;                            \
+    const int64_t nb = n / QK;                                                                      \
+    __m512 acc[2][2] = {{_mm512_setzero_ps(), _mm512_setzero_ps()}, {_mm512_setzero_ps(), _mm512_setzero_ps()}}; \
+    int64_t b0 = 0;                                                                                 \
+    for (; b0 + 16 <= nb; b0 += 16) {                                                               \
+        const uint8_t *const xg[2] = {x0 + b0 * (XB), x1 + b0 * (XB)};                              \
+        const uint8_t *const yg[2] = {y0 + b0 * (YB), y1 + b0 * (YB)};                              \
+        __m512i isum[2][2];                                                                         \
+        GROUP22(isum, xg, yg, 16);                                                                  \
+        block_float_step2x2(acc, isum, xg, yg, (XB), (YB), PERM, 16, (__mmask16)0xffff);            \
+    }                                                                                               \
+    if (b0 < nb) {                                                                                  \
+        const int count = (int)(nb - b0);                                                           \
+        const uint8_t *const xg[2] = {x0 + b0 * (XB), x1 + b0 * (XB)};                              \
+        const uint8_t *const yg[2] = {y0 + b0 * (YB), y1 + b0 * (YB)};                              \
+        __m512i isum[2][2];                                                                         \
+        GROUP22(isum, xg, yg, count);                                                               \
+        const __mmask16 m = _mm512_cmplt_epi32_mask(_mm512_loadu_si512(PERM), _mm512_set1_epi32(count)); \
+        block_float_step2x2(acc, isum, xg, yg, (XB), (YB), PERM, count, m);                         \
+    }                                                                                               \
+    for (int c = 0; c < 2; c++)                                                                     \
+        for (int r = 0; r < 2; r++) s[2 * c + r] = reduce_block_lanes_avx512(_mm512_permutexvar_ps(_mm512_loadu_si512(INV), acc[r][c]));
+
 #endif /* RUNNER_BLOCK_AVX512_H */

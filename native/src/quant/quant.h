@@ -62,6 +62,10 @@ typedef void (*runner_vec_dot_fn)(int64_t n, float *s, const void *x, const void
  * activation row, each result bitwise what vec_dot gives for that row. Where it exists it does the
  * activation's share of the work (loads, sums, scales) once for both rows. */
 typedef void (*runner_vec_dot2_fn)(int64_t n, float *s, const void *x, size_t bx, const void *y);
+/* A 2 x 2 tile for prompt matmuls: two weight rows (x, x + bx) against two activation rows (y, y + by):
+ * s[0] = x0.y0, s[1] = x1.y0, s[2] = x0.y1, s[3] = x1.y1, each bitwise what vec_dot gives. Each weight
+ * block is unpacked once for both activations and each activation block loaded once for both rows. */
+typedef void (*runner_vec_dot2x2_fn)(int64_t n, float *s, const void *x, size_t bx, const void *y, size_t by);
 /* y[0..n) = the n values x holds, as floats (n a multiple of the block size). */
 typedef void (*runner_to_float_fn)(const void *x, float *y, int64_t n);
 /* y = x[0..n) encoded in the type (n a multiple of the block size). */
@@ -87,6 +91,8 @@ typedef struct runner_type_traits {
     /* Two rows per call, where that pays (AVX-512 block types); NULL elsewhere: call vec_dot per row,
      * or use runner_vec_dot_rows(), which does either. Needs what vec_dot[v] needs. */
     runner_vec_dot2_fn vec_dot2[RUNNER_KERNEL_COUNT];
+    /* The 2 x 2 tile (AVX-512 Q4_0 and Q8_0); NULL elsewhere. Needs what vec_dot[v] needs. */
+    runner_vec_dot2x2_fn vec_dot2x2[RUNNER_KERNEL_COUNT];
     runner_cpu_mask needs[RUNNER_KERNEL_COUNT];          /* features each vec_dot variant requires */
     runner_cpu_mask from_float_needs[RUNNER_KERNEL_COUNT]; /* features each from_float variant requires */
 } runner_type_traits;

@@ -86,6 +86,7 @@ static const runner_type_traits type_q4_0 = {
     .from_float = NO_KERNELS,
     .vec_dot = {runner_vec_dot_q4_0_q8_0_scalar, X86(runner_vec_dot_q4_0_q8_0_avx2), X86(runner_vec_dot_q4_0_q8_0_avx512)},
     .vec_dot2 = {NULL, NULL, X86(runner_vec_dot2_q4_0_q8_0_avx512)},
+    .vec_dot2x2 = {NULL, NULL, X86(runner_vec_dot2x2_q4_0_q8_0_avx512)},
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512_VNNI},
     .from_float_needs = NO_NEEDS,
 };
@@ -146,6 +147,7 @@ static const runner_type_traits type_q8_0 = {
     .from_float = {runner_from_float_q8_0_scalar, X86(runner_from_float_q8_0_avx2), X86(runner_from_float_q8_0_avx512)},
     .vec_dot = {runner_vec_dot_q8_0_q8_0_scalar, X86(runner_vec_dot_q8_0_q8_0_avx2), X86(runner_vec_dot_q8_0_q8_0_avx512)},
     .vec_dot2 = {NULL, NULL, X86(runner_vec_dot2_q8_0_q8_0_avx512)},
+    .vec_dot2x2 = {NULL, NULL, X86(runner_vec_dot2x2_q8_0_q8_0_avx512)},
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512_VNNI},
     .from_float_needs = {0, NEEDS_AVX2, NEEDS_AVX512},
 };
