@@ -53,13 +53,13 @@ const runner_type_traits* RequireType(const Napi::Env& env, const Napi::Value& v
   Throw(env, true, "KERNEL_BAD_ARGUMENT", where + " must be a ggml type id or name");
 }
 
-enum class Slot { kVecDot, kVecDot2, kVecDot2x2, kFromFloat };
+enum class Slot { kVecDot, kVecDot2, kVecDotTile, kFromFloat };
 
 bool Built(const runner_type_traits* t, Slot slot, int v) {
   switch (slot) {
     case Slot::kVecDot: return t->vec_dot[v] != nullptr;
     case Slot::kVecDot2: return t->vec_dot2[v] != nullptr;
-    case Slot::kVecDot2x2: return t->vec_dot2x2[v] != nullptr;
+    case Slot::kVecDotTile: return t->vec_dot_tile[v] != nullptr;
     case Slot::kFromFloat: return t->from_float[v] != nullptr;
   }
   return false;
@@ -72,7 +72,7 @@ bool Usable(const runner_type_traits* t, Slot slot, runner_kernel_variant v, run
 }
 
 const char* SlotName(Slot slot) {
-  return slot == Slot::kVecDot ? "vec_dot" : slot == Slot::kVecDot2 ? "vec_dot2" : slot == Slot::kVecDot2x2 ? "vec_dot2x2" : "from_float";
+  return slot == Slot::kVecDot ? "vec_dot" : slot == Slot::kVecDot2 ? "vec_dot2" : slot == Slot::kVecDotTile ? "vec_dot_tile" : "from_float";
 }
 
 runner_kernel_variant RequireVariant(const Napi::Env& env, const Napi::Value& v, const runner_type_traits* t, Slot slot, const char* fn) {
@@ -142,7 +142,23 @@ Napi::Array VariantNames(const Napi::Env& env, const runner_type_traits* t, Slot
   return out;
 }
 
-// typeTraits() -> [{type, name, blockSize, typeSize, vecDotType, variants, vecDot2Variants,
+// The prompt tiles this build has and this CPU runs: [{variant, rows, cols}].
+Napi::Array TileShapes(const Napi::Env& env, const runner_type_traits* t) {
+  const runner_cpu_mask cpu = runner_cpu_features();
+  Napi::Array out = Napi::Array::New(env);
+  uint32_t k = 0;
+  for (int i = 0; i < RUNNER_KERNEL_COUNT; ++i) {
+    if (!Usable(t, Slot::kVecDotTile, static_cast<runner_kernel_variant>(i), cpu)) continue;
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("variant", Napi::String::New(env, runner_kernel_variant_name(i)));
+    o.Set("rows", Napi::Number::New(env, t->tile_rows[i]));
+    o.Set("cols", Napi::Number::New(env, t->tile_cols[i]));
+    out.Set(k++, o);
+  }
+  return out;
+}
+
+// typeTraits() -> [{type, name, blockSize, typeSize, vecDotType, variants, vecDot2Variants, vecDotTiles,
 //                   fromFloatVariants, hasQuantizeRef, pickedVecDot, pickedFromFloat}], in type-id
 // order. Variant lists hold what this build has AND this CPU can run.
 Napi::Value TypeTraits(const Napi::CallbackInfo& info) {
@@ -161,7 +177,7 @@ Napi::Value TypeTraits(const Napi::CallbackInfo& info) {
     o.Set("vecDotType", Napi::Number::New(env, t->vec_dot_type));
     o.Set("variants", VariantNames(env, t, Slot::kVecDot));
     o.Set("vecDot2Variants", VariantNames(env, t, Slot::kVecDot2));
-    o.Set("vecDot2x2Variants", VariantNames(env, t, Slot::kVecDot2x2));
+    o.Set("vecDotTiles", TileShapes(env, t));
     o.Set("fromFloatVariants", VariantNames(env, t, Slot::kFromFloat));
     o.Set("hasQuantizeRef", Napi::Boolean::New(env, t->from_float_ref != nullptr));
     const runner_kernel_variant vd = runner_kernel_pick_vec_dot(t, cpu);
@@ -255,26 +271,29 @@ Napi::Value KernelVecDot2(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// kernelVecDot2x2(type, variant, n, x: Uint8Array, y: Uint8Array) -> [x0.y0, x1.y0, x0.y1, x1.y1]: two
-// weight rows back to back in x, two activation rows back to back in y, through vec_dot2x2.
-Napi::Value KernelVecDot2x2(const Napi::CallbackInfo& info) {
-  RequireArgs(info, 5, "kernelVecDot2x2(type, variant, n, x: Uint8Array, y: Uint8Array)");
+// kernelVecDotTile(type, variant, n, x: Uint8Array, y: Uint8Array) -> [dot(x_r, y_c) at R*c + r]: the
+// variant's R weight rows back to back in x, its C activation rows back to back in y, through vec_dot_tile.
+Napi::Value KernelVecDotTile(const Napi::CallbackInfo& info) {
+  RequireArgs(info, 5, "kernelVecDotTile(type, variant, n, x: Uint8Array, y: Uint8Array)");
   Napi::Env env = info.Env();
-  const runner_type_traits* t = RequireType(env, info[0], "kernelVecDot2x2");
-  const runner_kernel_variant v = RequireVariant(env, info[1], t, Slot::kVecDot2x2, "kernelVecDot2x2");
-  const int64_t n = RequireCount(env, info[2], "kernelVecDot2x2: n");
+  const runner_type_traits* t = RequireType(env, info[0], "kernelVecDotTile");
+  const runner_kernel_variant v = RequireVariant(env, info[1], t, Slot::kVecDotTile, "kernelVecDotTile");
+  const int64_t n = RequireCount(env, info[2], "kernelVecDotTile: n");
   const runner_type_traits* yt = runner_type_traits_get(t->vec_dot_type);
-  if (!yt) Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", std::string("kernelVecDot2x2: ") + t->name + "'s vec_dot_type is not implemented");
-  const size_t row = RowBytes(env, t, n, "kernelVecDot2x2: n");
-  const size_t y_row = RowBytes(env, yt, n, "kernelVecDot2x2: n");
-  Napi::Uint8Array x = RequireBytes(env, info[3], "kernelVecDot2x2: x");
-  Napi::Uint8Array y = RequireBytes(env, info[4], "kernelVecDot2x2: y");
-  if (x.ByteLength() != 2 * row) Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelVecDot2x2: x must hold two rows, " + std::to_string(2 * row) + " bytes");
-  if (y.ByteLength() != 2 * y_row) Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelVecDot2x2: y must hold two activation rows, " + std::to_string(2 * y_row) + " bytes");
-  float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  t->vec_dot2x2[v](n, s, x.Data(), row, y.Data(), y_row);
-  Napi::Array out = Napi::Array::New(env, 4);
-  for (uint32_t i = 0; i < 4; i++) out.Set(i, Napi::Number::New(env, s[i]));
+  if (!yt) Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", std::string("kernelVecDotTile: ") + t->name + "'s vec_dot_type is not implemented");
+  const size_t rows = t->tile_rows[v], cols = t->tile_cols[v];
+  const size_t row = RowBytes(env, t, n, "kernelVecDotTile: n");
+  const size_t y_row = RowBytes(env, yt, n, "kernelVecDotTile: n");
+  Napi::Uint8Array x = RequireBytes(env, info[3], "kernelVecDotTile: x");
+  Napi::Uint8Array y = RequireBytes(env, info[4], "kernelVecDotTile: y");
+  if (x.ByteLength() != rows * row)
+    Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelVecDotTile: x must hold " + std::to_string(rows) + " rows, " + std::to_string(rows * row) + " bytes");
+  if (y.ByteLength() != cols * y_row)
+    Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelVecDotTile: y must hold " + std::to_string(cols) + " activation rows, " + std::to_string(cols * y_row) + " bytes");
+  float s[RUNNER_TILE_MAX] = {0.0f};
+  t->vec_dot_tile[v](n, s, x.Data(), row, y.Data(), y_row);
+  Napi::Array out = Napi::Array::New(env, rows * cols);
+  for (uint32_t i = 0; i < rows * cols; i++) out.Set(i, Napi::Number::New(env, s[i]));
   return out;
 }
 
@@ -417,7 +436,7 @@ void RegisterKernelBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("typeTraits", Napi::Function::New(env, TypeTraits, "typeTraits"));
   exports.Set("kernelVecDot", Napi::Function::New(env, KernelVecDot, "kernelVecDot"));
   exports.Set("kernelVecDot2", Napi::Function::New(env, KernelVecDot2, "kernelVecDot2"));
-  exports.Set("kernelVecDot2x2", Napi::Function::New(env, KernelVecDot2x2, "kernelVecDot2x2"));
+  exports.Set("kernelVecDotTile", Napi::Function::New(env, KernelVecDotTile, "kernelVecDotTile"));
   exports.Set("kernelBenchVecDot", Napi::Function::New(env, KernelBenchVecDot, "kernelBenchVecDot"));
   exports.Set("kernelFromFloat", Napi::Function::New(env, KernelFromFloat, "kernelFromFloat"));
   exports.Set("kernelQuantizeRef", Napi::Function::New(env, KernelQuantizeRef, "kernelQuantizeRef"));

@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 7
+#define RUNNER_ABI_VERSION 8
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);

@@ -26,7 +26,7 @@ import {
   typeTraits,
   vecDot,
   vecDot2,
-  vecDot2x2,
+  vecDotTile,
 } from '../../src/lib/engine/kernels.js'
 import {GGML_TYPES} from '../../src/lib/gguf/index.js'
 import {bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits} from '../../src/lib/util/half.js'
@@ -303,38 +303,55 @@ describe('vec_dot2 (two rows per call): each result equals the scalar vec_dot of
   }
 })
 
-describe('vec_dot2x2 (two rows by two activation rows): each result equals the scalar vec_dot bitwise', () => {
-  it('exists for the AVX-512 Q4_0 and Q8_0 kernels', {skip: process.arch !== 'x64'}, () => {
+describe('vec_dot_tile (a register tile of weight rows by activation rows): each result equals the scalar vec_dot bitwise', () => {
+  // The shapes the engine's prompt path relies on: a tile that vanished would silently fall back to
+  // the one-row kernel, and a changed shape changes how forward.c walks the rows.
+  const SHAPES: Record<string, string> = {Q4_0: '2x2', Q8_0: '2x2', Q4_K: '2x4'}
+  it('exists for the AVX-512 Q4_0, Q8_0 (2 x 2) and Q4_K (2 x 4) kernels only', {skip: process.arch !== 'x64'}, () => {
     for (const t of traits) {
-      const want = ['Q4_0', 'Q8_0'].includes(t.name) && t.variants.includes('avx512') ? ['avx512'] : []
-      assert.deepEqual([...t.vecDot2x2Variants], want, t.name)
+      const want = SHAPES[t.name] && t.variants.includes('avx512') ? [`avx512:${SHAPES[t.name]}`] : []
+      assert.deepEqual(t.vecDotTiles.map((s) => `${s.variant}:${s.rows}x${s.cols}`), want, t.name)
     }
   })
 
-  for (const name of WEIGHT_TYPES) {
-    const t = T(name)
-    for (const variant of t.vecDot2x2Variants) {
-      it(`${name}: ${variant}`, () => {
+  for (const t of traits) {
+    for (const tile of t.vecDotTiles) {
+      it(`${t.name}: ${tile.variant} ${tile.rows} x ${tile.cols}`, () => {
         const rng = new SeededRandom(0x2e2e0000n + BigInt(t.type))
+        // every tail of the kernels' block groups (16 blocks of 32, 8 super-blocks of 256), and long rows
+        const counts = t.blockSize === 256 ? [...Array.from({length: 18}, (_, i) => i + 1), 43, 86] : BLOCK_COUNTS
         let k = 0
-        for (const n of BLOCK_COUNTS.map((b) => b * 32)) {
-          const a = dotInputs(rng, t, n, k)
-          const b = dotInputs(rng, t, n, k + 1)
-          const x = new Uint8Array(a.x.length + b.x.length)
-          x.set(a.x, 0)
-          x.set(b.x, a.x.length)
-          const y = new Uint8Array(a.y.length + b.y.length)
-          y.set(a.y, 0)
-          y.set(b.y, a.y.length)
-          const want = [vecDot(name, n, a.x, a.y, 'scalar'), vecDot(name, n, b.x, a.y, 'scalar'), vecDot(name, n, a.x, b.y, 'scalar'), vecDot(name, n, b.x, b.y, 'scalar')]
-          const got = vecDot2x2(name, n, at(x, (k * 7) % 64), at(y, (k * 3) % 64), variant)
-          for (let i = 0; i < 4; i++) if (!same(got[i]!, want[i]!)) assert.fail(`n = ${n} (case ${k}) result ${i}: ${variant} ${got[i]} != scalar ${want[i]}`)
+        for (const blocks of counts) {
+          const n = blocks * t.blockSize
+          const xs = Array.from({length: tile.rows}, (_, r) => dotInputs(rng, t, n, k + r).x)
+          const ys = Array.from({length: tile.cols}, (_, c) => dotInputs(rng, t, n, k + c).y)
+          const x = concat(xs)
+          const y = concat(ys)
+          const got = vecDotTile(t.name, n, at(x, (k * 7) % 64), at(y, (k * 3) % 64), tile.variant)
+          assert.equal(got.length, tile.rows * tile.cols)
+          for (let c = 0; c < tile.cols; c++) {
+            for (let r = 0; r < tile.rows; r++) {
+              const want = vecDot(t.name, n, xs[r]!, ys[c]!, 'scalar')
+              const g = got[tile.rows * c + r]!
+              if (!same(g, want)) assert.fail(`n = ${n} (case ${k}) row ${r} x activation ${c}: ${tile.variant} ${g} != scalar ${want}`)
+            }
+          }
           k++
         }
       })
     }
   }
 })
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((sum, p) => sum + p.length, 0))
+  let o = 0
+  for (const p of parts) {
+    out.set(p, o)
+    o += p.length
+  }
+  return out
+}
 
 describe('from_float (activation quantizers): every SIMD variant equals the scalar reference bitwise', () => {
   for (const name of ACTIVATION_TYPES) {

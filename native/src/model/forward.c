@@ -158,34 +158,33 @@ static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
         if (b <= 0 || a >= rows) continue;
         if (a < 0) a = 0;
         if (b > rows) b = rows;
-        const int64_t tile = g->n_tok == 1 ? ROW_CHUNK_DECODE : ROW_TILE;
-        const runner_vec_dot2x2_fn tile2x2 = w->traits->vec_dot2x2[w->variant];
-        float v[ROW_CHUNK_DECODE], v1[ROW_TILE];
-        for (int64_t rt = a; rt < b; rt += tile) {
-            const int64_t re = rt + tile < b ? rt + tile : b, nr = re - rt, half = nr / 2;
+        const int64_t chunk = g->n_tok == 1 ? ROW_CHUNK_DECODE : ROW_TILE;
+        const runner_type_traits *tt = w->traits;
+        const runner_vec_dot_tile_fn tile = tt->vec_dot_tile[w->variant];
+        const int tr = tile ? tt->tile_rows[w->variant] : 0, tc = tile ? tt->tile_cols[w->variant] : 0;
+        float v[ROW_CHUNK_DECODE], vt[RUNNER_TILE_MAX][ROW_TILE];
+        for (int64_t rt = a; rt < b; rt += chunk) {
+            const int64_t re = rt + chunk < b ? rt + chunk : b, nr = re - rt, nr_tiled = tile ? nr - nr % tr : 0;
             const uint8_t *x = w->data + (size_t)rt * w->row_bytes;
             int32_t t = 0;
-            /* Tokens in pairs through the 2 x 2 tile: rows r and r + half against tokens t and t + 1.
-             * Every value is still bitwise one vec_dot (the kernel table's contract). */
-            for (; tile2x2 && half > 0 && t + 1 < g->n_tok; t += 2) {
-                const uint8_t *y0 = act_row(g, g->slot[i], t), *y1 = act_row(g, g->slot[i], t + 1);
-                for (int64_t r = 0; r < half; r++) {
-                    float q[4];
-                    tile2x2(w->ne[0], q, x + (size_t)r * w->row_bytes, (size_t)half * w->row_bytes, y0, (size_t)(y1 - y0));
-                    v[r] = q[0];
-                    v[r + half] = q[1];
-                    v1[r] = q[2];
-                    v1[r + half] = q[3];
+            /* Tokens tc at a time through the register tile, rows tr at a time (the rows past the
+             * last whole tile per token through vec_dot). Every value is still bitwise one vec_dot
+             * (the kernel table's contract). */
+            for (; tile && g->n_tok > 1 && t + tc <= g->n_tok; t += tc) {
+                const uint8_t *y0 = act_row(g, g->slot[i], t);
+                const size_t by = (size_t)(act_row(g, g->slot[i], t + 1) - y0);
+                for (int64_t r = 0; r < nr_tiled; r += tr) {
+                    float q[RUNNER_TILE_MAX];
+                    tile(w->ne[0], q, x + (size_t)r * w->row_bytes, w->row_bytes, y0, by);
+                    for (int c = 0; c < tc; c++)
+                        for (int k = 0; k < tr; k++) vt[c][r + k] = q[tr * c + k];
                 }
-                if (nr % 2) {
-                    w->traits->vec_dot[w->variant](w->ne[0], &v[nr - 1], x + (size_t)(nr - 1) * w->row_bytes, y0);
-                    w->traits->vec_dot[w->variant](w->ne[0], &v1[nr - 1], x + (size_t)(nr - 1) * w->row_bytes, y1);
-                }
-                store_rows(g, i, t, rt, re, v);
-                store_rows(g, i, t + 1, rt, re, v1);
+                for (int64_t r = nr_tiled; r < nr; r++)
+                    for (int c = 0; c < tc; c++) tt->vec_dot[w->variant](w->ne[0], &vt[c][r], x + (size_t)r * w->row_bytes, y0 + c * by);
+                for (int c = 0; c < tc; c++) store_rows(g, i, t + c, rt, re, vt[c]);
             }
             for (; t < g->n_tok; t++) {
-                runner_vec_dot_rows(w->traits, w->variant, w->ne[0], v, x, w->row_bytes, nr, act_row(g, g->slot[i], t));
+                runner_vec_dot_rows(tt, w->variant, w->ne[0], v, x, w->row_bytes, nr, act_row(g, g->slot[i], t));
                 store_rows(g, i, t, rt, re, v);
             }
         }

@@ -142,6 +142,7 @@ RUNNER_DECLARE_FROM_FLOAT(runner_quantize_ref_q4_K);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q4_K_q8_K_scalar);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q4_K_q8_K_avx2);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q4_K_q8_K_avx512);
+RUNNER_DECLARE_VEC_DOT_TILE(runner_vec_dot_tile_q4_K_q8_K_avx512);
 
 RUNNER_DECLARE_TO_FLOAT(runner_to_float_q5_K);
 RUNNER_DECLARE_FROM_FLOAT(runner_quantize_ref_q5_K);

@@ -134,6 +134,6 @@ static ALWAYS_INLINE void q8_0_group2x2(__m512i isum[2][2], const uint8_t *const
         for (int j = 0; j < 2; j++) isum[r][j] = reduce_8x2(part[r][j]);
 }
 
-void runner_vec_dot2x2_q8_0_q8_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by) {
+void runner_vec_dot_tile_q8_0_q8_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by) {
     BLOCK_DOT2X2_AVX512(Q8_0_BYTES, Q8_0_BYTES, perm_8x2, inv_8x2, q8_0_group2x2)
 }

@@ -62,10 +62,12 @@ typedef void (*runner_vec_dot_fn)(int64_t n, float *s, const void *x, const void
  * activation row, each result bitwise what vec_dot gives for that row. Where it exists it does the
  * activation's share of the work (loads, sums, scales) once for both rows. */
 typedef void (*runner_vec_dot2_fn)(int64_t n, float *s, const void *x, size_t bx, const void *y);
-/* A 2 x 2 tile for prompt matmuls: two weight rows (x, x + bx) against two activation rows (y, y + by):
- * s[0] = x0.y0, s[1] = x1.y0, s[2] = x0.y1, s[3] = x1.y1, each bitwise what vec_dot gives. Each weight
- * block is unpacked once for both activations and each activation block loaded once for both rows. */
-typedef void (*runner_vec_dot2x2_fn)(int64_t n, float *s, const void *x, size_t bx, const void *y, size_t by);
+/* A register tile for prompt matmuls: R weight rows (x + r*bx) against C activation rows (y + c*by),
+ * R and C the type's tile_rows / tile_cols for the variant: s[R*c + r] = dot(x_r, y_c), each bitwise
+ * what vec_dot gives. Each weight block is unpacked once for all C activations and each activation
+ * block loaded once for all R rows. */
+typedef void (*runner_vec_dot_tile_fn)(int64_t n, float *s, const void *x, size_t bx, const void *y, size_t by);
+#define RUNNER_TILE_MAX 16 /* R * C never exceeds this */
 /* y[0..n) = the n values x holds, as floats (n a multiple of the block size). */
 typedef void (*runner_to_float_fn)(const void *x, float *y, int64_t n);
 /* y = x[0..n) encoded in the type (n a multiple of the block size). */
@@ -91,8 +93,11 @@ typedef struct runner_type_traits {
     /* Two rows per call, where that pays (AVX-512 block types); NULL elsewhere: call vec_dot per row,
      * or use runner_vec_dot_rows(), which does either. Needs what vec_dot[v] needs. */
     runner_vec_dot2_fn vec_dot2[RUNNER_KERNEL_COUNT];
-    /* The 2 x 2 tile (AVX-512 Q4_0 and Q8_0); NULL elsewhere. Needs what vec_dot[v] needs. */
-    runner_vec_dot2x2_fn vec_dot2x2[RUNNER_KERNEL_COUNT];
+    /* The prompt tile and its shape (AVX-512 Q4_0 and Q8_0: 2 x 2, Q4_K: 2 x 4); NULL and 0 elsewhere.
+     * Needs what vec_dot[v] needs. */
+    runner_vec_dot_tile_fn vec_dot_tile[RUNNER_KERNEL_COUNT];
+    uint8_t tile_rows[RUNNER_KERNEL_COUNT];
+    uint8_t tile_cols[RUNNER_KERNEL_COUNT];
     runner_cpu_mask needs[RUNNER_KERNEL_COUNT];          /* features each vec_dot variant requires */
     runner_cpu_mask from_float_needs[RUNNER_KERNEL_COUNT]; /* features each from_float variant requires */
 } runner_type_traits;

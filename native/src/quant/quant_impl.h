@@ -145,7 +145,7 @@ static inline float reduce_float_lanes(float acc[RUNNER_FLOAT_LANES]) {
  * Naming: runner_<what>_<type>[_<vec_dot_type>]_<variant>. The scalar ones are the spec. */
 #define RUNNER_DECLARE_VEC_DOT(name) void name(int64_t n, float *s, const void *x, const void *y)
 #define RUNNER_DECLARE_VEC_DOT2(name) void name(int64_t n, float *s, const void *x, size_t bx, const void *y)
-#define RUNNER_DECLARE_VEC_DOT2X2(name) void name(int64_t n, float *s, const void *x, size_t bx, const void *y, size_t by)
+#define RUNNER_DECLARE_VEC_DOT_TILE(name) void name(int64_t n, float *s, const void *x, size_t bx, const void *y, size_t by)
 #define RUNNER_DECLARE_FROM_FLOAT(name) void name(const float *x, void *y, int64_t n)
 #define RUNNER_DECLARE_TO_FLOAT(name) void name(const void *x, float *y, int64_t n)
 
@@ -195,7 +195,7 @@ RUNNER_DECLARE_FROM_FLOAT(runner_from_float_q8_1_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q8_0_q8_0_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q8_1_q8_1_avx512);
 RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_q8_0_q8_0_avx512);
-RUNNER_DECLARE_VEC_DOT2X2(runner_vec_dot2x2_q8_0_q8_0_avx512);
+RUNNER_DECLARE_VEC_DOT_TILE(runner_vec_dot_tile_q8_0_q8_0_avx512);
 RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_q8_1_q8_1_avx512);
 
 /* q4.c / q4_avx2.c / q4_avx512.c */
@@ -210,7 +210,7 @@ RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q4_1_q8_1_avx2);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q4_0_q8_0_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q4_1_q8_1_avx512);
 RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_q4_0_q8_0_avx512);
-RUNNER_DECLARE_VEC_DOT2X2(runner_vec_dot2x2_q4_0_q8_0_avx512);
+RUNNER_DECLARE_VEC_DOT_TILE(runner_vec_dot_tile_q4_0_q8_0_avx512);
 RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_q4_1_q8_1_avx512);
 
 /* q5.c / q5_avx2.c / q5_avx512.c */

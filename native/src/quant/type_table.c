@@ -86,7 +86,9 @@ static const runner_type_traits type_q4_0 = {
     .from_float = NO_KERNELS,
     .vec_dot = {runner_vec_dot_q4_0_q8_0_scalar, X86(runner_vec_dot_q4_0_q8_0_avx2), X86(runner_vec_dot_q4_0_q8_0_avx512)},
     .vec_dot2 = {NULL, NULL, X86(runner_vec_dot2_q4_0_q8_0_avx512)},
-    .vec_dot2x2 = {NULL, NULL, X86(runner_vec_dot2x2_q4_0_q8_0_avx512)},
+    .vec_dot_tile = {NULL, NULL, X86(runner_vec_dot_tile_q4_0_q8_0_avx512)},
+    .tile_rows = {0, 0, 2},
+    .tile_cols = {0, 0, 2},
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512_VNNI},
     .from_float_needs = NO_NEEDS,
 };
@@ -147,7 +149,9 @@ static const runner_type_traits type_q8_0 = {
     .from_float = {runner_from_float_q8_0_scalar, X86(runner_from_float_q8_0_avx2), X86(runner_from_float_q8_0_avx512)},
     .vec_dot = {runner_vec_dot_q8_0_q8_0_scalar, X86(runner_vec_dot_q8_0_q8_0_avx2), X86(runner_vec_dot_q8_0_q8_0_avx512)},
     .vec_dot2 = {NULL, NULL, X86(runner_vec_dot2_q8_0_q8_0_avx512)},
-    .vec_dot2x2 = {NULL, NULL, X86(runner_vec_dot2x2_q8_0_q8_0_avx512)},
+    .vec_dot_tile = {NULL, NULL, X86(runner_vec_dot_tile_q8_0_q8_0_avx512)},
+    .tile_rows = {0, 0, 2},
+    .tile_cols = {0, 0, 2},
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512_VNNI},
     .from_float_needs = {0, NEEDS_AVX2, NEEDS_AVX512},
 };
@@ -170,7 +174,7 @@ static const runner_type_traits type_q8_1 = {
 };
 
 /* K-quants (kquant.h): super-blocks of 256 values against Q8_K activations. */
-#define K_TYPE(T, NAME, BYTES, lower)                                                                 \
+#define K_TYPE(T, NAME, BYTES, lower, TILE, TILE_R, TILE_C)                                          \
     static const runner_type_traits type_##lower = {                                                 \
         .type = T,                                                                                    \
         .name = NAME,                                                                                 \
@@ -183,15 +187,18 @@ static const runner_type_traits type_q8_1 = {
         .vec_dot = {runner_vec_dot_##lower##_q8_K_scalar, X86(runner_vec_dot_##lower##_q8_K_avx2),    \
                     X86(runner_vec_dot_##lower##_q8_K_avx512)},                                       \
         .vec_dot2 = {NULL, NULL, NULL},                                                               \
+        .vec_dot_tile = {NULL, NULL, X86(TILE)},                                                      \
+        .tile_rows = {0, 0, TILE_R},                                                                  \
+        .tile_cols = {0, 0, TILE_C},                                                                  \
         .needs = {0, NEEDS_AVX2, NEEDS_AVX512_VNNI},                                                  \
         .from_float_needs = NO_NEEDS,                                                                 \
     };
 
-K_TYPE(RUNNER_TYPE_Q2_K, "Q2_K", Q2_K_BYTES, q2_K)
-K_TYPE(RUNNER_TYPE_Q3_K, "Q3_K", Q3_K_BYTES, q3_K)
-K_TYPE(RUNNER_TYPE_Q4_K, "Q4_K", Q4_K_BYTES, q4_K)
-K_TYPE(RUNNER_TYPE_Q5_K, "Q5_K", Q5_K_BYTES, q5_K)
-K_TYPE(RUNNER_TYPE_Q6_K, "Q6_K", Q6_K_BYTES, q6_K)
+K_TYPE(RUNNER_TYPE_Q2_K, "Q2_K", Q2_K_BYTES, q2_K, NULL, 0, 0)
+K_TYPE(RUNNER_TYPE_Q3_K, "Q3_K", Q3_K_BYTES, q3_K, NULL, 0, 0)
+K_TYPE(RUNNER_TYPE_Q4_K, "Q4_K", Q4_K_BYTES, q4_K, runner_vec_dot_tile_q4_K_q8_K_avx512, 2, 4)
+K_TYPE(RUNNER_TYPE_Q5_K, "Q5_K", Q5_K_BYTES, q5_K, NULL, 0, 0)
+K_TYPE(RUNNER_TYPE_Q6_K, "Q6_K", Q6_K_BYTES, q6_K, NULL, 0, 0)
 
 /* IQ4_NL and MXFP4 (nl.h): 4-bit table lookups against Q8_0 activations, as ggml pairs them. */
 #define NL_TYPE(T, NAME, BYTES, lower)                                                                \

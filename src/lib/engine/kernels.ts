@@ -17,6 +17,13 @@ export const KERNEL_VARIANTS = ['scalar', 'avx2', 'avx512'] as const
 export type KernelVariant = (typeof KERNEL_VARIANTS)[number]
 
 /** One entry of the engine's type table. */
+/** A prompt-matmul register tile: `rows` weight rows by `cols` activation rows per call. */
+export interface KernelTile {
+  readonly variant: KernelVariant
+  readonly rows: number
+  readonly cols: number
+}
+
 export interface KernelTypeTraits {
   /** ggml type id. */
   readonly type: number
@@ -32,8 +39,8 @@ export interface KernelTypeTraits {
   readonly variants: readonly KernelVariant[]
   /** vec_dot2 (two weight rows per call, sharing the activation work) variants this build has and this CPU can run. */
   readonly vecDot2Variants: readonly KernelVariant[]
-  /** Variants with the 2 x 2 tile (two rows by two activation rows) of prompt matmuls. */
-  readonly vecDot2x2Variants: readonly KernelVariant[]
+  /** The register tiles of prompt matmuls (rows weight rows by cols activation rows) this build has and this CPU can run. */
+  readonly vecDotTiles: readonly KernelTile[]
   /** Activation quantizer (from_float) variants this build has and this CPU can run. */
   readonly fromFloatVariants: readonly KernelVariant[]
   /** Whether the type has a weight quantizer (llama.cpp's quantize_row_*_ref). */
@@ -51,14 +58,14 @@ interface KernelAddon {
   typeTraits(): KernelTypeTraits[]
   kernelVecDot(type: number, variant: KernelVariant, n: number, x: Uint8Array, y: Uint8Array): number
   kernelVecDot2(type: number, variant: KernelVariant, n: number, x: Uint8Array, y: Uint8Array, bx?: number): [number, number]
-  kernelVecDot2x2(type: number, variant: KernelVariant, n: number, x: Uint8Array, y: Uint8Array): [number, number, number, number]
+  kernelVecDotTile(type: number, variant: KernelVariant, n: number, x: Uint8Array, y: Uint8Array): number[]
   kernelBenchVecDot(type: number, variant: KernelVariant, n: number, x: Uint8Array, y: Uint8Array, iters: number, rowsPerCall?: number): number
   kernelFromFloat(type: number, variant: KernelVariant, x: Float32Array, dstOffset?: number): Uint8Array
   kernelQuantizeRef(type: number, x: Float32Array): Uint8Array
   kernelToFloat(type: number, bytes: Uint8Array, n: number): Float32Array
 }
 
-const HOOKS = ['typeTraits', 'kernelVecDot', 'kernelVecDot2', 'kernelVecDot2x2', 'kernelBenchVecDot', 'kernelFromFloat', 'kernelQuantizeRef', 'kernelToFloat'] as const
+const HOOKS = ['typeTraits', 'kernelVecDot', 'kernelVecDot2', 'kernelVecDotTile', 'kernelBenchVecDot', 'kernelFromFloat', 'kernelQuantizeRef', 'kernelToFloat'] as const
 
 let cached: KernelAddon | undefined
 
@@ -145,9 +152,12 @@ export function vecDot2(type: KernelTypeRef, n: number, x: Uint8Array, y: Uint8A
   return kernels().kernelVecDot2(kernelTypeId(type), variant, n, x, y, bx)
 }
 
-/** The 2 x 2 tile: x holds two weight rows, y two activation rows, each back to back; [x0.y0, x1.y0, x0.y1, x1.y1]. */
-export function vecDot2x2(type: KernelTypeRef, n: number, x: Uint8Array, y: Uint8Array, variant: KernelVariant): [number, number, number, number] {
-  return kernels().kernelVecDot2x2(kernelTypeId(type), variant, n, x, y)
+/**
+ * The variant's register tile: `x` holds its `rows` weight rows back to back, `y` its `cols` activation
+ * rows; result[rows * c + r] is row r against activation c (each bitwise vec_dot's).
+ */
+export function vecDotTile(type: KernelTypeRef, n: number, x: Uint8Array, y: Uint8Array, variant: KernelVariant): number[] {
+  return kernels().kernelVecDotTile(kernelTypeId(type), variant, n, x, y)
 }
 
 /** Dequantize n values. */
