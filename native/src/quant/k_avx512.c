@@ -226,3 +226,100 @@ static ALWAYS_INLINE void q4k_part_tile(const uint8_t *const xb[KT_R], const uin
 void runner_vec_dot_tile_q4_K_q8_K_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by) {
     K_DOT_TILE(Q4_K_BYTES, 0, 1, q4k_part_tile)
 }
+
+/* Q5_K: q4k_part_tile with each value's fifth bit from qh (bit 2q of a byte for sub-block 2q, bit
+ * 2q + 1 for 2q + 1; shifting 16-bit lanes right by at most 7 keeps bit 0 of each byte its own). */
+static ALWAYS_INLINE void q5k_part_tile(const uint8_t *const xb[KT_R], const uint8_t *const yb[KT_C], __m256i pi[KT_R][KT_C][8], __m256i pm[KT_R][KT_C][8],
+                                        int k) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m1 = _mm512_set1_epi8(1), shift = pair_epi16(0, 4);
+    __m512i sc16[KT_R], qh[KT_R], a[KT_R][KT_C];
+    UNROLL
+    for (int r = 0; r < KT_R; r++) {
+        const __m128i sm = k4_unpack(xb[r] + Q5_K_SCALES);
+        const __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+        sc16[r] = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
+        qh[r] = _mm512_broadcast_i64x4(ld256(xb[r] + Q5_K_QH));
+        UNROLL
+        for (int c = 0; c < KT_C; c++) {
+            pm[r][c][k] = k4_mvec(mins16, yb[c]);
+            a[r][c] = _mm512_setzero_si512();
+        }
+    }
+    UNROLL
+    for (int q = 0; q < 4; q++) {
+        const __m512i idx = pair_epi16(2 * q, 2 * q + 1), hshift = pair_epi16(2 * q, 2 * q + 1);
+        __m512i yv[KT_C];
+        UNROLL
+        for (int c = 0; c < KT_C; c++) yv[c] = ld512(yb[c] + Q8_K_QS + 64 * q);
+        UNROLL
+        for (int r = 0; r < KT_R; r++) {
+            const __m512i lo4 = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i64x4(ld256(xb[r] + Q5_K_QS + 32 * q)), shift), m4);
+            const __m512i bit5 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh[r], hshift), m1), 4);
+            const __m512i w = _mm512_or_si512(lo4, bit5);
+            const __m512i sc = _mm512_permutexvar_epi16(idx, sc16[r]);
+            UNROLL
+            for (int c = 0; c < KT_C; c++) a[r][c] = _mm512_dpwssd_epi32(a[r][c], _mm512_maddubs_epi16(w, yv[c]), sc);
+        }
+    }
+    UNROLL
+    for (int r = 0; r < KT_R; r++)
+        UNROLL
+        for (int c = 0; c < KT_C; c++) pi[r][c][k] = fold(a[r][c]);
+}
+
+void runner_vec_dot_tile_q5_K_q8_K_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by) {
+    K_DOT_TILE(Q5_K_BYTES, 0, 1, q5k_part_tile)
+}
+
+/* Q6_K: q6k_part's unpacking once per row, its VPMADDUBSW / VPDPWSSD per activation. */
+static ALWAYS_INLINE void q6k_part_tile(const uint8_t *const xb[KT_R], const uint8_t *const yb[KT_C], __m256i pi[KT_R][KT_C][8], __m256i pm[KT_R][KT_C][8],
+                                        int k) {
+    (void)pm;
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(3);
+    const __m512i sh01 = pair_epi16(0, 2), sh23 = pair_epi16(4, 6);
+    __m512i sc16[KT_R], a[KT_R][KT_C];
+    __m256i bias[KT_R][KT_C];
+    UNROLL
+    for (int r = 0; r < KT_R; r++) {
+        const __m256i sc256 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(xb[r] + Q6_K_SCALES)));
+        sc16[r] = _mm512_castsi256_si512(sc256);
+        UNROLL
+        for (int c = 0; c < KT_C; c++) {
+            bias[r][c] = bsum_vec(sc256, yb[c]);
+            a[r][c] = _mm512_setzero_si512();
+        }
+    }
+    UNROLL
+    for (int h = 0; h < 2; h++) {
+        __m512i y01[KT_C], y23[KT_C];
+        UNROLL
+        for (int c = 0; c < KT_C; c++) {
+            y01[c] = ld512(yb[c] + Q8_K_QS + 128 * h);
+            y23[c] = ld512(yb[c] + Q8_K_QS + 128 * h + 64);
+        }
+        UNROLL
+        for (int r = 0; r < KT_R; r++) {
+            const __m512i ql = ld512(xb[r] + Q6_K_QL + 64 * h);
+            const __m512i qh = _mm512_broadcast_i64x4(ld256(xb[r] + Q6_K_QH + 32 * h));
+            const __m512i h01 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, sh01), m2), 4);
+            const __m512i h23 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, sh23), m2), 4);
+            const __m512i q01 = _mm512_or_si512(_mm512_and_si512(ql, m4), h01);
+            const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), h23);
+            const __m512i s01 = _mm512_permutexvar_epi16(group_index(2 * h), sc16[r]);
+            const __m512i s23 = _mm512_permutexvar_epi16(group_index(2 * h + 1), sc16[r]);
+            UNROLL
+            for (int c = 0; c < KT_C; c++) {
+                a[r][c] = _mm512_dpwssd_epi32(a[r][c], _mm512_maddubs_epi16(q01, y01[c]), s01);
+                a[r][c] = _mm512_dpwssd_epi32(a[r][c], _mm512_maddubs_epi16(q23, y23[c]), s23);
+            }
+        }
+    }
+    UNROLL
+    for (int r = 0; r < KT_R; r++)
+        UNROLL
+        for (int c = 0; c < KT_C; c++) pi[r][c][k] = _mm256_sub_epi32(fold(a[r][c]), _mm256_slli_epi32(bias[r][c], 5)); /* - 32 * sc_j * bsums[j] */
+}
+
+void runner_vec_dot_tile_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by) {
+    K_DOT_TILE(Q6_K_BYTES, Q6_K_D, 0, q6k_part_tile)
+}

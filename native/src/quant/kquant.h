@@ -149,12 +149,14 @@ RUNNER_DECLARE_FROM_FLOAT(runner_quantize_ref_q5_K);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q5_K_q8_K_scalar);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q5_K_q8_K_avx2);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q5_K_q8_K_avx512);
+RUNNER_DECLARE_VEC_DOT_TILE(runner_vec_dot_tile_q5_K_q8_K_avx512);
 
 RUNNER_DECLARE_TO_FLOAT(runner_to_float_q6_K);
 RUNNER_DECLARE_FROM_FLOAT(runner_quantize_ref_q6_K);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q6_K_q8_K_scalar);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q6_K_q8_K_avx2);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q6_K_q8_K_avx512);
+RUNNER_DECLARE_VEC_DOT_TILE(runner_vec_dot_tile_q6_K_q8_K_avx512);
 
 RUNNER_DECLARE_TO_FLOAT(runner_to_float_q3_K);
 RUNNER_DECLARE_FROM_FLOAT(runner_quantize_ref_q3_K);
