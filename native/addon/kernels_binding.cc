@@ -272,7 +272,8 @@ Napi::Value KernelVecDot2(const Napi::CallbackInfo& info) {
 }
 
 // kernelVecDotTile(type, variant, n, x: Uint8Array, y: Uint8Array) -> [dot(x_r, y_c) at R*c + r]: the
-// variant's R weight rows back to back in x, its C activation rows back to back in y, through vec_dot_tile.
+// variant's R weight rows back to back in x, its C activation rows (vec_dot_type) back to back in y,
+// through vec_dot_tile (after packing y as the tile's tile_pack says, where it has one).
 Napi::Value KernelVecDotTile(const Napi::CallbackInfo& info) {
   RequireArgs(info, 5, "kernelVecDotTile(type, variant, n, x: Uint8Array, y: Uint8Array)");
   Napi::Env env = info.Env();
@@ -291,7 +292,16 @@ Napi::Value KernelVecDotTile(const Napi::CallbackInfo& info) {
   if (y.ByteLength() != cols * y_row)
     Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelVecDotTile: y must hold " + std::to_string(cols) + " activation rows, " + std::to_string(cols * y_row) + " bytes");
   float s[RUNNER_TILE_MAX] = {0.0f};
-  t->vec_dot_tile[v](n, s, x.Data(), row, y.Data(), y_row);
+  const runner_act_pack* pack = t->tile_pack[v];
+  if (pack) {
+    // the layout the engine's prepare step writes, each row packed on its own
+    const size_t packed_row = pack->bytes(n);
+    std::vector<uint8_t> packed(cols * packed_row + 1);
+    for (size_t c = 0; c < cols; c++) pack->pack(y.Data() + c * y_row, packed.data() + c * packed_row, n);
+    t->vec_dot_tile[v](n, s, x.Data(), row, packed.data(), packed_row);
+  } else {
+    t->vec_dot_tile[v](n, s, x.Data(), row, y.Data(), y_row);
+  }
   Napi::Array out = Napi::Array::New(env, rows * cols);
   for (uint32_t i = 0; i < rows * cols; i++) out.Set(i, Napi::Number::New(env, s[i]));
   return out;

@@ -110,6 +110,10 @@ typedef struct matmul_group {
     int slot[GROUP_MAX];        /* which activation slot holds this weight's input */
     int32_t slot_type[RUNNER_ACT_SLOTS];
     int n_slots;
+    /* The tile layout some weight's tile reads a slot in (NULL: none), written by the prepare task
+     * into the same scratch row at slot_pack_off, past the slot's own activation bytes. */
+    const runner_act_pack *slot_pack[RUNNER_ACT_SLOTS];
+    size_t slot_pack_off[RUNNER_ACT_SLOTS];
     /* optional pre-step per token before quantizing: RMS norm of src with weight */
     const float *norm_src;      /* [n_tok][n_in] or NULL */
     const float *norm_w;
@@ -131,7 +135,9 @@ static void group_prepare_task(void *arg, int64_t t0, int64_t t1, int ith) {
         if (g->norm_src) rmsnorm_row(g->norm_src + (size_t)t * g->n_in, g->norm_w, row, g->n_in, m->cfg.norm_eps);
         for (int s = 0; s < g->n_slots; s++) {
             if (g->slot_type[s] == RUNNER_TYPE_F32) continue;
-            m->act_from_float[g->slot_type[s]](row, (void *)act_row(g, s, (int32_t)t), g->n_in);
+            uint8_t *q = (uint8_t *)act_row(g, s, (int32_t)t);
+            m->act_from_float[g->slot_type[s]](row, q, g->n_in);
+            if (g->slot_pack[s]) g->slot_pack[s]->pack(q, q + g->slot_pack_off[s], g->n_in);
         }
     }
 }
@@ -160,7 +166,11 @@ static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
         if (b > rows) b = rows;
         const int64_t chunk = g->n_tok == 1 ? ROW_CHUNK_DECODE : ROW_TILE;
         const runner_type_traits *tt = w->traits;
-        const runner_vec_dot_tile_fn tile = tt->vec_dot_tile[w->variant];
+        const int slot = g->slot[i];
+        const runner_act_pack *pack = tt->tile_pack[w->variant];
+        /* a tile whose activation layout the slot was not packed in (another weight's took it) is skipped */
+        const runner_vec_dot_tile_fn tile = pack && pack != g->slot_pack[slot] ? NULL : tt->vec_dot_tile[w->variant];
+        const size_t tile_off = pack ? g->slot_pack_off[slot] : 0;
         const int tr = tile ? tt->tile_rows[w->variant] : 0, tc = tile ? tt->tile_cols[w->variant] : 0;
         float v[ROW_CHUNK_DECODE], vt[RUNNER_TILE_MAX][ROW_TILE];
         for (int64_t rt = a; rt < b; rt += chunk) {
@@ -171,20 +181,20 @@ static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
              * last whole tile per token through vec_dot). Every value is still bitwise one vec_dot
              * (the kernel table's contract). */
             for (; tile && g->n_tok > 1 && t + tc <= g->n_tok; t += tc) {
-                const uint8_t *y0 = act_row(g, g->slot[i], t);
-                const size_t by = (size_t)(act_row(g, g->slot[i], t + 1) - y0);
+                const uint8_t *y0 = act_row(g, slot, t);
+                const size_t by = (size_t)(act_row(g, slot, t + 1) - y0);
                 for (int64_t r = 0; r < nr_tiled; r += tr) {
                     float q[RUNNER_TILE_MAX];
-                    tile(w->ne[0], q, x + (size_t)r * w->row_bytes, w->row_bytes, y0, by);
+                    tile(w->ne[0], q, x + (size_t)r * w->row_bytes, w->row_bytes, y0 + tile_off, by);
                     for (int c = 0; c < tc; c++)
                         for (int k = 0; k < tr; k++) vt[c][r + k] = q[tr * c + k];
                 }
                 for (int64_t r = nr_tiled; r < nr; r++)
-                    for (int c = 0; c < tc; c++) tt->vec_dot[w->variant](w->ne[0], &vt[c][r], x + (size_t)r * w->row_bytes, y0 + c * by);
+                    for (int c = 0; c < tc; c++) tt->vec_dot[w->variant](w->ne[0], &vt[c][r], x + (size_t)r * w->row_bytes, act_row(g, slot, t + c));
                 for (int c = 0; c < tc; c++) store_rows(g, i, t + c, rt, re, vt[c]);
             }
             for (; t < g->n_tok; t++) {
-                runner_vec_dot_rows(tt, w->variant, w->ne[0], v, x, w->row_bytes, nr, act_row(g, g->slot[i], t));
+                runner_vec_dot_rows(tt, w->variant, w->ne[0], v, x, w->row_bytes, nr, act_row(g, slot, t));
                 store_rows(g, i, t, rt, re, v);
             }
         }
@@ -202,6 +212,16 @@ static void group_add_scaled(matmul_group *g, const runner_weight *w, float *out
     while (s < g->n_slots && g->slot_type[s] != type) s++;
     if (s == g->n_slots) g->slot_type[g->n_slots++] = type;
     g->slot[i] = s;
+    /* the slot's tile layout, when this weight's tile wants one and a batch can use the tile */
+    const runner_act_pack *pack = w->traits->tile_pack[w->variant];
+    if (pack && !g->slot_pack[s] && g->n_tok >= w->traits->tile_cols[w->variant]) {
+        size_t q_bytes = 0;
+        if (runner_type_row_bytes(runner_type_traits_get(type), g->n_in, &q_bytes) != 0) return;
+        const size_t off = (q_bytes + 63) & ~(size_t)63;
+        if (off + pack->bytes(g->n_in) > g->ctx->s.act_q_row_bytes) return; /* no room: the weight goes without its tile */
+        g->slot_pack[s] = pack;
+        g->slot_pack_off[s] = off;
+    }
 }
 
 /* An activation slot of this type without a weight of the group (MoE: the experts' input). */

@@ -193,44 +193,57 @@ static ALWAYS_INLINE void block_float_step(__m512 acc[2], const __m512i isum[2],
     for (int r = 0; r < (R); r++) s[r] = reduce_block_lanes_avx512(_mm512_permutexvar_ps(_mm512_loadu_si512(INV), acc[r]));
 
 /*
- * The float half of one group for a 2 x 2 tile (types without a min): every (row, activation) pair
- * runs block_float_step's sequence, dxy = half(x) * half(y) then one masked FMA, with each row's and
- * each activation's scales converted once.
+ * The 1 x PT_C tile of Q4_0 and Q8_0 weights against activations packed by runner_q8_0_tile_pack
+ * (q8.c): per group of 16 blocks the weight row is unpacked once into signed quants in layout A
+ * (XUNPACK(x_group, k, valid, &lo, &hi) for chunk k), with the per-lane sums 128 * sum(w) that undo
+ * the activations' +128; then each activation costs eight aligned-layout loads, eight VPDPBUSD
+ * (sum((y + 128) w) - 128 sum(w) = sum(y w), the integers of the one-row kernels exactly) and one
+ * load of its sixteen scales, already floats in lane order. Activations run one after another, so
+ * the width costs no registers. s[c] = row against activation c, bitwise vec_dot's.
  */
-static ALWAYS_INLINE void block_float_step2x2(__m512 acc[2][2], const __m512i isum[2][2], const uint8_t *const xg[2], const uint8_t *const yg[2],
-                                              int xb, int yb, const int32_t perm[16], int count, __mmask16 m) {
-    const __m512 dy[2] = {halves16(yg[0], yb, perm, count), halves16(yg[1], yb, perm, count)};
-    for (int r = 0; r < 2; r++) {
-        const __m512 dx = halves16(xg[r], xb, perm, count);
-        for (int c = 0; c < 2; c++) acc[r][c] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(isum[r][c]), _mm512_mul_ps(dx, dy[c]), acc[r][c], m);
-    }
-}
+#define PT_C 8
+#define PT_GROUP_BYTES (16 * QK + 16 * 4)
+#define PT_UNROLL _Pragma("GCC unroll 8")
 
-/* BLOCK_DOT_AVX512 for a 2 x 2 tile: rows x0 = vx, x1 = vx + bx; activations y0 = vy, y1 = vy + by.
- * GROUP22(isum, xg, yg, count) sets isum[r][c] for the count blocks at xg[r] / yg[c]. */
-#define BLOCK_DOT2X2_AVX512(XB, YB, PERM, INV, GROUP22)                                             \
-    const uint8_t *const x0 = (const uint8_t *)vx, *const x1 = x0 + bx;                            \
-    const uint8_t *const y0 = (const uint8_t *)vy, *const y1 = y0 + by;                            \
+#define PACKED_TILE_AVX512(XB, XUNPACK)                                                             \
+    const uint8_t *const x = vx, *const y = vy;                                                     \
     const int64_t nb = n / QK;                                                                      \
-    __m512 acc[2][2] = {{_mm512_setzero_ps(), _mm512_setzero_ps()}, {_mm512_setzero_ps(), _mm512_setzero_ps()}}; \
-    int64_t b0 = 0;                                                                                 \
-    for (; b0 + 16 <= nb; b0 += 16) {                                                               \
-        const uint8_t *const xg[2] = {x0 + b0 * (XB), x1 + b0 * (XB)};                              \
-        const uint8_t *const yg[2] = {y0 + b0 * (YB), y1 + b0 * (YB)};                              \
-        __m512i isum[2][2];                                                                         \
-        GROUP22(isum, xg, yg, 16);                                                                  \
-        block_float_step2x2(acc, isum, xg, yg, (XB), (YB), PERM, 16, (__mmask16)0xffff);            \
+    const __m512i u128 = _mm512_set1_epi8((char)0x80);                                              \
+    __m512 acc[PT_C];                                                                               \
+    PT_UNROLL                                                                                       \
+    for (int c = 0; c < PT_C; c++) acc[c] = _mm512_setzero_ps();                                    \
+    for (int64_t b0 = 0; b0 < nb; b0 += 16) {                                                       \
+        const int count = nb - b0 < 16 ? (int)(nb - b0) : 16;                                       \
+        const uint8_t *const xg = x + b0 * (XB);                                                    \
+        const uint8_t *const yg = y + (b0 / 16) * PT_GROUP_BYTES;                                   \
+        __m512i lo[4], hi[4], bias[4];                                                              \
+        PT_UNROLL                                                                                   \
+        for (int k = 0; k < 4; k++) {                                                               \
+            const int valid = count - 4 * k;                                                        \
+            if (valid <= 0) {                                                                       \
+                lo[k] = hi[k] = bias[k] = _mm512_setzero_si512();                                   \
+                continue;                                                                           \
+            }                                                                                       \
+            XUNPACK(xg, k, valid, &lo[k], &hi[k]);                                                  \
+            bias[k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u128, lo[k]), u128, hi[k]); \
+        }                                                                                           \
+        const __m512i bias_sum = reduce_4x4(bias[0], bias[1], bias[2], bias[3]);                    \
+        const __m512 dx = halves16(xg, (XB), perm_4x4, count);                                      \
+        const __mmask16 m = count == 16 ? (__mmask16)0xffff : _mm512_cmplt_epi32_mask(_mm512_loadu_si512(perm_4x4), _mm512_set1_epi32(count)); \
+        PT_UNROLL                                                                                   \
+        for (int c = 0; c < PT_C; c++) {                                                            \
+            const uint8_t *const g = yg + c * by;                                                   \
+            __m512i z[4];                                                                           \
+            PT_UNROLL                                                                               \
+            for (int k = 0; k < 4; k++)                                                             \
+                z[k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512((const void *)(g + 128 * k)), lo[k]), \
+                                           _mm512_loadu_si512((const void *)(g + 128 * k + 64)), hi[k]); \
+            const __m512i isum = _mm512_sub_epi32(reduce_4x4(z[0], z[1], z[2], z[3]), bias_sum);    \
+            const __m512 dy = _mm512_loadu_ps((const void *)(g + 16 * QK));                         \
+            acc[c] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dx, dy), acc[c], m); \
+        }                                                                                           \
     }                                                                                               \
-    if (b0 < nb) {                                                                                  \
-        const int count = (int)(nb - b0);                                                           \
-        const uint8_t *const xg[2] = {x0 + b0 * (XB), x1 + b0 * (XB)};                              \
-        const uint8_t *const yg[2] = {y0 + b0 * (YB), y1 + b0 * (YB)};                              \
-        __m512i isum[2][2];                                                                         \
-        GROUP22(isum, xg, yg, count);                                                               \
-        const __mmask16 m = _mm512_cmplt_epi32_mask(_mm512_loadu_si512(PERM), _mm512_set1_epi32(count)); \
-        block_float_step2x2(acc, isum, xg, yg, (XB), (YB), PERM, count, m);                         \
-    }                                                                                               \
-    for (int c = 0; c < 2; c++)                                                                     \
-        for (int r = 0; r < 2; r++) s[2 * c + r] = reduce_block_lanes_avx512(_mm512_permutexvar_ps(_mm512_loadu_si512(INV), acc[r][c]));
+    PT_UNROLL                                                                                       \
+    for (int c = 0; c < PT_C; c++) s[c] = reduce_block_lanes_avx512(_mm512_permutexvar_ps(_mm512_loadu_si512(inv_4x4), acc[c]));
 
 #endif /* RUNNER_BLOCK_AVX512_H */

@@ -59,36 +59,15 @@ void runner_vec_dot2_q4_1_q8_1_avx512(int64_t n, float *s, const void *vx, size_
     BLOCK_DOT_AVX512(2, Q4_1_BYTES, Q8_1_BYTES, 1, perm_4x4, inv_4x4, Q4_1_GROUP)
 }
 
-/* Q4_0 x Q8_0 for a 2 x 2 tile: q4_group's integers for each (row, activation) pair, with each
- * weight chunk unpacked once and each activation chunk (and its 8 * sum) loaded once. */
-static ALWAYS_INLINE void q4_0_group2x2(__m512i isum[2][2], const uint8_t *const xg[2], const uint8_t *const yg[2], int count) {
-    __m512i z[2][2][4];
-    const __m512i mask = _mm512_set1_epi8(0x0f), off = _mm512_set1_epi8(8);
-    for (int k = 0; k < 4; k++) {
-        const int valid = count - 4 * k;
-        if (valid <= 0) {
-            for (int r = 0; r < 2; r++) z[r][0][k] = z[r][1][k] = _mm512_setzero_si512();
-            continue;
-        }
-        __m512i ylo[2], yhi[2], c[2];
-        for (int j = 0; j < 2; j++) {
-            load_act4(yg[j] + 4 * k * Q8_0_BYTES + Q8_0_QS, Q8_0_BYTES, valid, &ylo[j], &yhi[j]);
-            c[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), off, ylo[j]), off, yhi[j]);
-        }
-        for (int r = 0; r < 2; r++) {
-            const __m512i packed = load_chunks4(xg[r] + 4 * k * Q4_0_BYTES + Q4_0_QS, Q4_0_BYTES, valid);
-            const __m512i lo = _mm512_and_si512(packed, mask);
-            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), mask);
-            for (int j = 0; j < 2; j++) {
-                const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, ylo[j]), hi, yhi[j]);
-                z[r][j][k] = _mm512_sub_epi32(d, c[j]);
-            }
-        }
-    }
-    for (int r = 0; r < 2; r++)
-        for (int j = 0; j < 2; j++) isum[r][j] = reduce_4x4(z[r][j][0], z[r][j][1], z[r][j][2], z[r][j][3]);
+/* Q4_0 for PACKED_TILE_AVX512: four blocks' nibbles as signed quants q - 8. */
+static ALWAYS_INLINE void q4_0_unpack(const uint8_t *xg, int k, int valid, __m512i *lo, __m512i *hi) {
+    const __m512i mask = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+    const __m512i packed = load_chunks4(xg + 4 * k * Q4_0_BYTES + Q4_0_QS, Q4_0_BYTES, valid);
+    *lo = _mm512_sub_epi8(_mm512_and_si512(packed, mask), eight);
+    *hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(packed, 4), mask), eight);
 }
 
 void runner_vec_dot_tile_q4_0_q8_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by) {
-    BLOCK_DOT2X2_AVX512(Q4_0_BYTES, Q8_0_BYTES, perm_4x4, inv_4x4, q4_0_group2x2)
+    (void)bx; /* one row */
+    PACKED_TILE_AVX512(Q4_0_BYTES, q4_0_unpack)
 }

@@ -153,3 +153,45 @@ void runner_vec_dot_q8_0_q8_0_scalar(int64_t n, float *s, const void *x, const v
 void runner_vec_dot_q8_1_q8_1_scalar(int64_t n, float *s, const void *x, const void *y) {
     *s = dot_q8_blocks(n, x, y, Q8_1_BYTES, Q8_1_QS);
 }
+
+/* ---- the tile layout of Q8_0 activations (runner_q8_0_tile_pack) -------------------------------- */
+
+/* Block of a 16-block group whose scale sits in float lane L: the permutation block_avx512.h calls
+ * perm_4x4 (its layout A), repeated here so the packer stays portable C. */
+static const int tile_perm[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
+#define TILE_GROUP_BYTES (16 * QK + 16 * 4)
+
+static size_t q8_0_tile_bytes(int64_t n) {
+    return (size_t)((n / QK + 15) / 16) * TILE_GROUP_BYTES;
+}
+
+/*
+ * Group g (16 blocks, TILE_GROUP_BYTES): for k < 4, 64 bytes of values 0..15 of blocks 16g + 4k + j
+ * (j = 0..3, 16 bytes each) then 64 bytes of their values 16..31, every byte q + 128; then 16 floats,
+ * lane L the scale of block 16g + tile_perm[L]. Blocks past the row read as quants 0, scale 0.
+ */
+static void q8_0_tile_pack(const void *vy, void *vout, int64_t n) {
+    const uint8_t *y = vy;
+    uint8_t *out = vout;
+    const int64_t nb = n / QK;
+    for (int64_t g = 0; g * 16 < nb; g++) {
+        uint8_t *o = out + g * TILE_GROUP_BYTES;
+        for (int k = 0; k < 4; k++) {
+            for (int j = 0; j < 4; j++) {
+                const int64_t b = 16 * g + 4 * k + j;
+                for (int i = 0; i < 16; i++) {
+                    o[128 * k + 16 * j + i] = (uint8_t)((b < nb ? y[b * Q8_0_BYTES + Q8_0_QS + i] : 0) ^ 0x80);
+                    o[128 * k + 64 + 16 * j + i] = (uint8_t)((b < nb ? y[b * Q8_0_BYTES + Q8_0_QS + 16 + i] : 0) ^ 0x80);
+                }
+            }
+        }
+        for (int l = 0; l < 16; l++) {
+            const int64_t b = 16 * g + tile_perm[l];
+            const float d = b < nb ? rd_half(y + b * Q8_0_BYTES) : 0.0f;
+            memcpy(o + 16 * QK + 4 * l, &d, sizeof d);
+        }
+    }
+}
+
+const runner_act_pack runner_q8_0_tile_pack = {q8_0_tile_pack, q8_0_tile_bytes};

@@ -109,31 +109,13 @@ void runner_vec_dot2_q8_1_q8_1_avx512(int64_t n, float *s, const void *vx, size_
     BLOCK_DOT_AVX512(2, Q8_1_BYTES, Q8_1_BYTES, 0, perm_8x2, inv_8x2, Q8_1_GROUP)
 }
 
-/* Q8_0 x Q8_0 for a 2 x 2 tile: q8_group's integers for each (row, activation) pair, each weight pair
- * biased once and each activation pair (and its 128 * sum) loaded once. */
-static ALWAYS_INLINE void q8_0_group2x2(__m512i isum[2][2], const uint8_t *const xg[2], const uint8_t *const yg[2], int count) {
-    const __m512i bias = _mm512_set1_epi8(-128);
-    __m512i part[2][2][8];
-    for (int k = 0; k < 8; k++) {
-        const int valid = count - 2 * k;
-        if (valid <= 0) {
-            for (int r = 0; r < 2; r++) part[r][0][k] = part[r][1][k] = _mm512_setzero_si512();
-            continue;
-        }
-        __m512i yv[2], c[2];
-        for (int j = 0; j < 2; j++) {
-            yv[j] = load_pair(yg[j] + 2 * k * Q8_0_BYTES + Q8_0_QS, Q8_0_BYTES, valid >= 2);
-            c[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, yv[j]);
-        }
-        for (int r = 0; r < 2; r++) {
-            const __m512i xv = _mm512_xor_si512(load_pair(xg[r] + 2 * k * Q8_0_BYTES + Q8_0_QS, Q8_0_BYTES, valid >= 2), bias);
-            for (int j = 0; j < 2; j++) part[r][j][k] = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xv, yv[j]), c[j]);
-        }
-    }
-    for (int r = 0; r < 2; r++)
-        for (int j = 0; j < 2; j++) isum[r][j] = reduce_8x2(part[r][j]);
+/* Q8_0 for PACKED_TILE_AVX512: four blocks' first and second sixteen quants. */
+static ALWAYS_INLINE void q8_0_unpack(const uint8_t *xg, int k, int valid, __m512i *lo, __m512i *hi) {
+    *lo = load_chunks4(xg + 4 * k * Q8_0_BYTES + Q8_0_QS, Q8_0_BYTES, valid);
+    *hi = load_chunks4(xg + 4 * k * Q8_0_BYTES + Q8_0_QS + 16, Q8_0_BYTES, valid);
 }
 
 void runner_vec_dot_tile_q8_0_q8_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by) {
-    BLOCK_DOT2X2_AVX512(Q8_0_BYTES, Q8_0_BYTES, perm_8x2, inv_8x2, q8_0_group2x2)
+    (void)bx; /* one row */
+    PACKED_TILE_AVX512(Q8_0_BYTES, q8_0_unpack)
 }

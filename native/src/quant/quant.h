@@ -68,6 +68,13 @@ typedef void (*runner_vec_dot2_fn)(int64_t n, float *s, const void *x, size_t bx
  * block loaded once for all R rows. */
 typedef void (*runner_vec_dot_tile_fn)(int64_t n, float *s, const void *x, size_t bx, const void *y, size_t by);
 #define RUNNER_TILE_MAX 16 /* R * C never exceeds this */
+/* An activation layout a tile reads instead of vec_dot_type rows (see tile_pack): pack writes bytes(n)
+ * bytes for one row of n values of the vec_dot_type at y (64-byte aligned `out` lets the tile use
+ * aligned loads). */
+typedef struct runner_act_pack {
+    void (*pack)(const void *y, void *out, int64_t n);
+    size_t (*bytes)(int64_t n);
+} runner_act_pack;
 /* y[0..n) = the n values x holds, as floats (n a multiple of the block size). */
 typedef void (*runner_to_float_fn)(const void *x, float *y, int64_t n);
 /* y = x[0..n) encoded in the type (n a multiple of the block size). */
@@ -93,11 +100,14 @@ typedef struct runner_type_traits {
     /* Two rows per call, where that pays (AVX-512 block types); NULL elsewhere: call vec_dot per row,
      * or use runner_vec_dot_rows(), which does either. Needs what vec_dot[v] needs. */
     runner_vec_dot2_fn vec_dot2[RUNNER_KERNEL_COUNT];
-    /* The prompt tile and its shape (AVX-512 Q4_0 and Q8_0: 2 x 2, Q4_K, Q5_K, Q6_K: 2 x 4); NULL and 0 elsewhere.
+    /* The prompt tile and its shape (AVX-512 Q4_0 and Q8_0: 1 x 8 on packed activations, Q4_K, Q5_K, Q6_K: 2 x 4); NULL and 0 elsewhere.
      * Needs what vec_dot[v] needs. */
     runner_vec_dot_tile_fn vec_dot_tile[RUNNER_KERNEL_COUNT];
     uint8_t tile_rows[RUNNER_KERNEL_COUNT];
     uint8_t tile_cols[RUNNER_KERNEL_COUNT];
+    /* The layout the tile's activation rows are in: NULL for vec_dot_type rows as they are, else
+     * each row packed once per token (the same bytes for every weight that shares it). */
+    const runner_act_pack *tile_pack[RUNNER_KERNEL_COUNT];
     runner_cpu_mask needs[RUNNER_KERNEL_COUNT];          /* features each vec_dot variant requires */
     runner_cpu_mask from_float_needs[RUNNER_KERNEL_COUNT]; /* features each from_float variant requires */
 } runner_type_traits;
@@ -112,6 +122,11 @@ typedef void (*runner_axpy_fn)(int64_t n, float a, const void *x, float *y);
 runner_axpy_fn runner_axpy_variant(int32_t type, runner_kernel_variant v);
 /* The fastest usable variant for this CPU (never NULL for F32 and F16). */
 runner_axpy_fn runner_axpy_pick(int32_t type, runner_cpu_mask cpu);
+
+/* Q8_0 rows regrouped for the AVX-512 Q4_0 and Q8_0 tiles (q8.c): per group of 16 blocks, the
+ * quants offset to unsigned (y + 128) in the tiles' layout-A order, then the 16 scales as floats in
+ * that order; a short last group is padded with zero activations. */
+extern const runner_act_pack runner_q8_0_tile_pack;
 
 /* The entry for a ggml type id, or NULL when the engine does not implement it. */
 const runner_type_traits *runner_type_traits_get(int32_t type);

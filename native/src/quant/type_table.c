@@ -87,8 +87,9 @@ static const runner_type_traits type_q4_0 = {
     .vec_dot = {runner_vec_dot_q4_0_q8_0_scalar, X86(runner_vec_dot_q4_0_q8_0_avx2), X86(runner_vec_dot_q4_0_q8_0_avx512)},
     .vec_dot2 = {NULL, NULL, X86(runner_vec_dot2_q4_0_q8_0_avx512)},
     .vec_dot_tile = {NULL, NULL, X86(runner_vec_dot_tile_q4_0_q8_0_avx512)},
-    .tile_rows = {0, 0, 2},
-    .tile_cols = {0, 0, 2},
+    .tile_rows = {0, 0, 1},
+    .tile_cols = {0, 0, 8},
+    .tile_pack = {NULL, NULL, X86(&runner_q8_0_tile_pack)},
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512_VNNI},
     .from_float_needs = NO_NEEDS,
 };
@@ -150,8 +151,9 @@ static const runner_type_traits type_q8_0 = {
     .vec_dot = {runner_vec_dot_q8_0_q8_0_scalar, X86(runner_vec_dot_q8_0_q8_0_avx2), X86(runner_vec_dot_q8_0_q8_0_avx512)},
     .vec_dot2 = {NULL, NULL, X86(runner_vec_dot2_q8_0_q8_0_avx512)},
     .vec_dot_tile = {NULL, NULL, X86(runner_vec_dot_tile_q8_0_q8_0_avx512)},
-    .tile_rows = {0, 0, 2},
-    .tile_cols = {0, 0, 2},
+    .tile_rows = {0, 0, 1},
+    .tile_cols = {0, 0, 8},
+    .tile_pack = {NULL, NULL, X86(&runner_q8_0_tile_pack)},
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512_VNNI},
     .from_float_needs = {0, NEEDS_AVX2, NEEDS_AVX512},
 };
