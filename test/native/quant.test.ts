@@ -306,8 +306,8 @@ describe('vec_dot2 (two rows per call): each result equals the scalar vec_dot of
 describe('vec_dot_tile (a register tile of weight rows by activation rows): each result equals the scalar vec_dot bitwise', () => {
   // The shapes the engine's prompt path relies on: a tile that vanished would silently fall back to
   // the one-row kernel, and a changed shape changes how forward.c walks the rows.
-  const SHAPES: Record<string, string> = {Q4_0: '1x8', Q8_0: '1x8', Q4_K: '2x4', Q5_K: '2x4', Q6_K: '2x4'}
-  it('exists for the AVX-512 Q4_0, Q8_0 (1 x 8) and Q4_K, Q5_K, Q6_K (2 x 4) kernels only', {skip: process.arch !== 'x64'}, () => {
+  const SHAPES: Record<string, string> = {Q4_0: '1x8', Q8_0: '1x8', Q4_K: '1x8', Q5_K: '1x8', Q6_K: '1x8'}
+  it('exists for the AVX-512 Q4_0, Q8_0 (1 x 8) and Q4_K, Q5_K, Q6_K (1 x 8) kernels only', {skip: process.arch !== 'x64'}, () => {
     for (const t of traits) {
       const want = SHAPES[t.name] && t.variants.includes('avx512') ? [`avx512:${SHAPES[t.name]}`] : []
       assert.deepEqual(t.vecDotTiles.map((s) => `${s.variant}:${s.rows}x${s.cols}`), want, t.name)

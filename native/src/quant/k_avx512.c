@@ -103,12 +103,14 @@ void runner_vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *vx, const 
 /* ---- tiles for the prompt path: KT_R weight rows by KT_C activation rows ------------------------ */
 
 /*
- * Measured on Zen 4 (one row against 2, 4, 6 or 8 activations, 1 to 4 rows): the row's unpacking
- * (scales, nibbles, scale vectors) is what a tile saves, so activations matter more than rows; with
- * more than four the compiler's unrolled tile no longer fits the registers and runs at half speed.
+ * Measured on Zen 4 (1 to 4 rows by 2 to 8 activations): the row's unpacking (scales, nibbles, scale
+ * vectors) is what a tile saves, so activations matter more than rows. Q4_K unpacks its row once per
+ * super-block and then takes the activations one after another (few registers live, so eight fit);
+ * Q5_K and Q6_K keep every activation's accumulator live, which eight still fit (pp512: 2 x 4 and
+ * 1 x 8 within 3 % of each other).
  */
-#define KT_R 2
-#define KT_C 4
+#define KT_R 1
+#define KT_C 8
 /* Every loop of a tile unrolled, so the accumulators live in registers (GCC keeps them in memory
  * otherwise: 5.35 against 4.22 ns per super-block and pair). */
 #define UNROLL _Pragma("GCC unroll 8")
@@ -182,45 +184,46 @@ static ALWAYS_INLINE void kgroup_float_tile(__m256 acc[KT_R][KT_C], __m256i pi[K
     for (int c = 0; c < KT_C; c++)                                                                  \
         for (int r = 0; r < KT_R; r++) s[KT_R * c + r] = kreduce8(acc[r][c]);
 
+/* int16 lane l of the scale vector for _mm512_packs_epi32(S_a, S_b) of two chunks' VPDPBUSD sums
+ * (sub-blocks base, base + 1 and base + 2, base + 3): 128-bit lane i = l / 8 holds four sums of S_a then
+ * four of S_b, those of lanes i >= 2 from the chunk's second sub-block. */
+static ALWAYS_INLINE __m512i packed_scale_index(int base) {
+    return _mm512_set_epi16(base + 3, base + 3, base + 3, base + 3, base + 1, base + 1, base + 1, base + 1, base + 3, base + 3, base + 3,
+                            base + 3, base + 1, base + 1, base + 1, base + 1, base + 2, base + 2, base + 2, base + 2, base, base, base, base,
+                            base + 2, base + 2, base + 2, base + 2, base, base, base, base);
+}
+
 /*
  * Q4_K, one super-block of the tile, in zmm: each 32-byte chunk of quants is broadcast to both
  * halves and shifted by 0 / 4, giving sub-blocks 2q and 2q+1 side by side, which is the layout of the
- * activation's 64 bytes at 64q, so one VPMADDUBSW and one VPDPWSSD per pair cover 64 values. A row's
- * unpacked quants and scale vectors serve every activation of the tile.
+ * activation's 64 bytes at 64q. Per activation, one VPDPBUSD per 64 values gives sums of four
+ * products (|s| <= 4 * 15 * 128, so exact in int16); VPACKSSDW pairs two chunks' sums and one
+ * VPDPWSSD applies the sub-block scales to 128 values: six multiplies per super-block where
+ * VPMADDUBSW + VPDPWSSD take eight (pp512 -5 %). A row's quants and scale vectors serve every
+ * activation of the tile.
  */
 static ALWAYS_INLINE void q4k_part_tile(const uint8_t *const xb[KT_R], const uint8_t *const yb[KT_C], __m256i pi[KT_R][KT_C][8], __m256i pm[KT_R][KT_C][8],
                                         int k) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), shift = pair_epi16(0, 4);
-    __m512i sc16[KT_R], a[KT_R][KT_C];
     UNROLL
     for (int r = 0; r < KT_R; r++) {
         const __m128i sm = k4_unpack(xb[r] + Q4_K_SCALES);
         const __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
-        sc16[r] = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
+        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
+        __m512i w[4];
+        UNROLL
+        for (int q = 0; q < 4; q++) w[q] = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i64x4(ld256(xb[r] + Q4_K_QS + 32 * q)), shift), m4);
+        const __m512i sc01 = _mm512_permutexvar_epi16(packed_scale_index(0), sc16), sc23 = _mm512_permutexvar_epi16(packed_scale_index(4), sc16);
         UNROLL
         for (int c = 0; c < KT_C; c++) {
             pm[r][c][k] = k4_mvec(mins16, yb[c]);
-            a[r][c] = _mm512_setzero_si512();
-        }
-    }
-    UNROLL
-    for (int q = 0; q < 4; q++) {
-        const __m512i idx = pair_epi16(2 * q, 2 * q + 1);
-        __m512i yv[KT_C];
-        UNROLL
-        for (int c = 0; c < KT_C; c++) yv[c] = ld512(yb[c] + Q8_K_QS + 64 * q);
-        UNROLL
-        for (int r = 0; r < KT_R; r++) {
-            const __m512i w = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i64x4(ld256(xb[r] + Q4_K_QS + 32 * q)), shift), m4);
-            const __m512i sc = _mm512_permutexvar_epi16(idx, sc16[r]);
+            __m512i S[4];
             UNROLL
-            for (int c = 0; c < KT_C; c++) a[r][c] = _mm512_dpwssd_epi32(a[r][c], _mm512_maddubs_epi16(w, yv[c]), sc);
+            for (int q = 0; q < 4; q++) S[q] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[q], ld512(yb[c] + Q8_K_QS + 64 * q));
+            const __m512i a = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_packs_epi32(S[0], S[1]), sc01);
+            pi[r][c][k] = fold(_mm512_dpwssd_epi32(a, _mm512_packs_epi32(S[2], S[3]), sc23));
         }
     }
-    UNROLL
-    for (int r = 0; r < KT_R; r++)
-        UNROLL
-        for (int c = 0; c < KT_C; c++) pi[r][c][k] = fold(a[r][c]);
 }
 
 void runner_vec_dot_tile_q4_K_q8_K_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by) {

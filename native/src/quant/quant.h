@@ -100,7 +100,7 @@ typedef struct runner_type_traits {
     /* Two rows per call, where that pays (AVX-512 block types); NULL elsewhere: call vec_dot per row,
      * or use runner_vec_dot_rows(), which does either. Needs what vec_dot[v] needs. */
     runner_vec_dot2_fn vec_dot2[RUNNER_KERNEL_COUNT];
-    /* The prompt tile and its shape (AVX-512 Q4_0 and Q8_0: 1 x 8 on packed activations, Q4_K, Q5_K, Q6_K: 2 x 4); NULL and 0 elsewhere.
+    /* The prompt tile and its shape (AVX-512 Q4_0 and Q8_0: 1 x 8 on packed activations, Q4_K, Q5_K, Q6_K: 1 x 8); NULL and 0 elsewhere.
      * Needs what vec_dot[v] needs. */
     runner_vec_dot_tile_fn vec_dot_tile[RUNNER_KERNEL_COUNT];
     uint8_t tile_rows[RUNNER_KERNEL_COUNT];

@@ -198,9 +198,9 @@ static const runner_type_traits type_q8_1 = {
 
 K_TYPE(RUNNER_TYPE_Q2_K, "Q2_K", Q2_K_BYTES, q2_K, NULL, 0, 0)
 K_TYPE(RUNNER_TYPE_Q3_K, "Q3_K", Q3_K_BYTES, q3_K, NULL, 0, 0)
-K_TYPE(RUNNER_TYPE_Q4_K, "Q4_K", Q4_K_BYTES, q4_K, runner_vec_dot_tile_q4_K_q8_K_avx512, 2, 4)
-K_TYPE(RUNNER_TYPE_Q5_K, "Q5_K", Q5_K_BYTES, q5_K, runner_vec_dot_tile_q5_K_q8_K_avx512, 2, 4)
-K_TYPE(RUNNER_TYPE_Q6_K, "Q6_K", Q6_K_BYTES, q6_K, runner_vec_dot_tile_q6_K_q8_K_avx512, 2, 4)
+K_TYPE(RUNNER_TYPE_Q4_K, "Q4_K", Q4_K_BYTES, q4_K, runner_vec_dot_tile_q4_K_q8_K_avx512, 1, 8)
+K_TYPE(RUNNER_TYPE_Q5_K, "Q5_K", Q5_K_BYTES, q5_K, runner_vec_dot_tile_q5_K_q8_K_avx512, 1, 8)
+K_TYPE(RUNNER_TYPE_Q6_K, "Q6_K", Q6_K_BYTES, q6_K, runner_vec_dot_tile_q6_K_q8_K_avx512, 1, 8)
 
 /* IQ4_NL and MXFP4 (nl.h): 4-bit table lookups against Q8_0 activations, as ggml pairs them. */
 #define NL_TYPE(T, NAME, BYTES, lower)                                                                \
