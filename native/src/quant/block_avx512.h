@@ -192,14 +192,28 @@ static ALWAYS_INLINE void block_float_step(__m512 acc[2], const __m512i isum[2],
     }                                                                                               \
     for (int r = 0; r < (R); r++) s[r] = reduce_block_lanes_avx512(_mm512_permutexvar_ps(_mm512_loadu_si512(INV), acc[r]));
 
+/* The 4 x 4 transpose of 32-bit words within each 128-bit lane: z[k] lane i word d -> out[d] lane i
+ * word k. Four blocks per z[k] (layout A: chunk i = block 4k + i) become, in out[d], words 4d .. 4d+3
+ * of all sixteen blocks with block perm_4x4[L] in lane L. */
+static ALWAYS_INLINE void transpose_words4(const __m512i z[4], __m512i out[4]) {
+    const __m512i a = _mm512_unpacklo_epi32(z[0], z[1]), b = _mm512_unpackhi_epi32(z[0], z[1]);
+    const __m512i c = _mm512_unpacklo_epi32(z[2], z[3]), d = _mm512_unpackhi_epi32(z[2], z[3]);
+    out[0] = _mm512_unpacklo_epi64(a, c);
+    out[1] = _mm512_unpackhi_epi64(a, c);
+    out[2] = _mm512_unpacklo_epi64(b, d);
+    out[3] = _mm512_unpackhi_epi64(b, d);
+}
+
 /*
  * The 1 x PT_C tile of Q4_0 and Q8_0 weights against activations packed by runner_q8_0_tile_pack
- * (q8.c): per group of 16 blocks the weight row is unpacked once into signed quants in layout A
- * (XUNPACK(x_group, k, valid, &lo, &hi) for chunk k), with the per-lane sums 128 * sum(w) that undo
- * the activations' +128; then each activation costs eight aligned-layout loads, eight VPDPBUSD
- * (sum((y + 128) w) - 128 sum(w) = sum(y w), the integers of the one-row kernels exactly) and one
- * load of its sixteen scales, already floats in lane order. Activations run one after another, so
- * the width costs no registers. s[c] = row against activation c, bitwise vec_dot's.
+ * (q8.c). Per group of 16 blocks the weight row is unpacked once (XUNPACK(x_group, k, valid, &lo, &hi):
+ * signed quants 0..15 and 16..31 of blocks 4k .. 4k+3, layout A) and transposed so that lane L of
+ * w[t] holds values 4t .. 4t+3 of block perm_4x4[L], the packed activations' order; its bias
+ * 128 * sum(w) per block is one more lane vector. Each activation then costs eight loads and eight
+ * VPDPBUSD into one vector whose lane is its block's sum((y + 128) w), minus the bias: the one-row
+ * kernels' integers exactly, with no reduction; one load of its sixteen scales (already floats in lane
+ * order) and one FMA finish it. Activations run one after another, so the width costs no registers.
+ * s[c] = row against activation c, bitwise vec_dot's.
  */
 #define PT_C 8
 #define PT_GROUP_BYTES (16 * QK + 16 * 4)
@@ -216,29 +230,33 @@ static ALWAYS_INLINE void block_float_step(__m512 acc[2], const __m512i isum[2],
         const int count = nb - b0 < 16 ? (int)(nb - b0) : 16;                                       \
         const uint8_t *const xg = x + b0 * (XB);                                                    \
         const uint8_t *const yg = y + (b0 / 16) * PT_GROUP_BYTES;                                   \
-        __m512i lo[4], hi[4], bias[4];                                                              \
+        __m512i lo[4], hi[4], w[8];                                                                 \
         PT_UNROLL                                                                                   \
         for (int k = 0; k < 4; k++) {                                                               \
             const int valid = count - 4 * k;                                                        \
             if (valid <= 0) {                                                                       \
-                lo[k] = hi[k] = bias[k] = _mm512_setzero_si512();                                   \
+                lo[k] = hi[k] = _mm512_setzero_si512();                                             \
                 continue;                                                                           \
             }                                                                                       \
             XUNPACK(xg, k, valid, &lo[k], &hi[k]);                                                  \
-            bias[k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u128, lo[k]), u128, hi[k]); \
         }                                                                                           \
-        const __m512i bias_sum = reduce_4x4(bias[0], bias[1], bias[2], bias[3]);                    \
+        transpose_words4(lo, w);                                                                    \
+        transpose_words4(hi, w + 4);                                                                \
+        __m512i bias = _mm512_setzero_si512();                                                      \
+        PT_UNROLL                                                                                   \
+        for (int t = 0; t < 8; t++) bias = _mm512_dpbusd_epi32(bias, u128, w[t]);                   \
         const __m512 dx = halves16(xg, (XB), perm_4x4, count);                                      \
         const __mmask16 m = count == 16 ? (__mmask16)0xffff : _mm512_cmplt_epi32_mask(_mm512_loadu_si512(perm_4x4), _mm512_set1_epi32(count)); \
         PT_UNROLL                                                                                   \
         for (int c = 0; c < PT_C; c++) {                                                            \
             const uint8_t *const g = yg + c * by;                                                   \
-            __m512i z[4];                                                                           \
+            __m512i z0 = _mm512_setzero_si512(), z1 = _mm512_setzero_si512(); /* two chains: latency */ \
             PT_UNROLL                                                                               \
-            for (int k = 0; k < 4; k++)                                                             \
-                z[k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512((const void *)(g + 128 * k)), lo[k]), \
-                                           _mm512_loadu_si512((const void *)(g + 128 * k + 64)), hi[k]); \
-            const __m512i isum = _mm512_sub_epi32(reduce_4x4(z[0], z[1], z[2], z[3]), bias_sum);    \
+            for (int t = 0; t < 8; t += 2) {                                                        \
+                z0 = _mm512_dpbusd_epi32(z0, _mm512_loadu_si512((const void *)(g + 64 * t)), w[t]); \
+                z1 = _mm512_dpbusd_epi32(z1, _mm512_loadu_si512((const void *)(g + 64 * t + 64)), w[t + 1]); \
+            }                                                                                       \
+            const __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(z0, z1), bias);                  \
             const __m512 dy = _mm512_loadu_ps((const void *)(g + 16 * QK));                         \
             acc[c] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dx, dy), acc[c], m); \
         }                                                                                           \

@@ -167,9 +167,10 @@ static size_t q8_0_tile_bytes(int64_t n) {
 }
 
 /*
- * Group g (16 blocks, TILE_GROUP_BYTES): for k < 4, 64 bytes of values 0..15 of blocks 16g + 4k + j
- * (j = 0..3, 16 bytes each) then 64 bytes of their values 16..31, every byte q + 128; then 16 floats,
- * lane L the scale of block 16g + tile_perm[L]. Blocks past the row read as quants 0, scale 0.
+ * Group g (16 blocks, TILE_GROUP_BYTES): for t < 8, 64 bytes whose 4-byte lane L holds values
+ * 4t .. 4t+3 of block 16g + tile_perm[L], every byte q + 128, so one VPDPBUSD per t adds four products
+ * into each block's own lane; then 16 floats, lane L the scale of that block. Blocks past the row
+ * read as quants 0, scale 0.
  */
 static void q8_0_tile_pack(const void *vy, void *vout, int64_t n) {
     const uint8_t *y = vy;
@@ -177,17 +178,10 @@ static void q8_0_tile_pack(const void *vy, void *vout, int64_t n) {
     const int64_t nb = n / QK;
     for (int64_t g = 0; g * 16 < nb; g++) {
         uint8_t *o = out + g * TILE_GROUP_BYTES;
-        for (int k = 0; k < 4; k++) {
-            for (int j = 0; j < 4; j++) {
-                const int64_t b = 16 * g + 4 * k + j;
-                for (int i = 0; i < 16; i++) {
-                    o[128 * k + 16 * j + i] = (uint8_t)((b < nb ? y[b * Q8_0_BYTES + Q8_0_QS + i] : 0) ^ 0x80);
-                    o[128 * k + 64 + 16 * j + i] = (uint8_t)((b < nb ? y[b * Q8_0_BYTES + Q8_0_QS + 16 + i] : 0) ^ 0x80);
-                }
-            }
-        }
         for (int l = 0; l < 16; l++) {
             const int64_t b = 16 * g + tile_perm[l];
+            for (int t = 0; t < 8; t++)
+                for (int i = 0; i < 4; i++) o[64 * t + 4 * l + i] = (uint8_t)((b < nb ? y[b * Q8_0_BYTES + Q8_0_QS + 4 * t + i] : 0) ^ 0x80);
             const float d = b < nb ? rd_half(y + b * Q8_0_BYTES) : 0.0f;
             memcpy(o + 16 * QK + 4 * l, &d, sizeof d);
         }
