@@ -6,6 +6,7 @@
  * sub-block scales (VPERMW puts each sub-block's scale under its lanes) and accumulates in int32.
  */
 #include "quant/k_x86.h"
+#include "quant/block_avx512.h" /* transpose_words4 */
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #define KACC(acc, p, sc) _mm256_dpwssd_epi32((acc), (p), (sc))
@@ -104,10 +105,9 @@ void runner_vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *vx, const 
 
 /*
  * Measured on Zen 4 (1 to 4 rows by 2 to 8 activations): the row's unpacking (scales, nibbles, scale
- * vectors) is what a tile saves, so activations matter more than rows. Q4_K unpacks its row once per
- * super-block and then takes the activations one after another (few registers live, so eight fit);
- * Q5_K and Q6_K keep every activation's accumulator live, which eight still fit (pp512: 2 x 4 and
- * 1 x 8 within 3 % of each other).
+ * vectors) is what a tile saves, so activations matter more than rows. Q5_K and Q6_K keep every
+ * activation's accumulator live, which eight still fit (pp512: 2 x 4 and 1 x 8 within 3 % of each
+ * other); Q4_K has its own tile on packed activations below.
  */
 #define KT_R 1
 #define KT_C 8
@@ -184,54 +184,106 @@ static ALWAYS_INLINE void kgroup_float_tile(__m256 acc[KT_R][KT_C], __m256i pi[K
     for (int c = 0; c < KT_C; c++)                                                                  \
         for (int r = 0; r < KT_R; r++) s[KT_R * c + r] = kreduce8(acc[r][c]);
 
-/* int16 lane l of the scale vector for _mm512_packs_epi32(S_a, S_b) of two chunks' VPDPBUSD sums
- * (sub-blocks base, base + 1 and base + 2, base + 3): 128-bit lane i = l / 8 holds four sums of S_a then
- * four of S_b, those of lanes i >= 2 from the chunk's second sub-block. */
-static ALWAYS_INLINE __m512i packed_scale_index(int base) {
-    return _mm512_set_epi16(base + 3, base + 3, base + 3, base + 3, base + 1, base + 1, base + 1, base + 1, base + 3, base + 3, base + 3,
-                            base + 3, base + 1, base + 1, base + 1, base + 1, base + 2, base + 2, base + 2, base + 2, base, base, base, base,
-                            base + 2, base + 2, base + 2, base + 2, base, base, base, base);
-}
-
 /*
- * Q4_K, one super-block of the tile, in zmm: each 32-byte chunk of quants is broadcast to both
- * halves and shifted by 0 / 4, giving sub-blocks 2q and 2q+1 side by side, which is the layout of the
- * activation's 64 bytes at 64q. Per activation, one VPDPBUSD per 64 values gives sums of four
- * products (|s| <= 4 * 15 * 128, so exact in int16); VPACKSSDW pairs two chunks' sums and one
- * VPDPWSSD applies the sub-block scales to 128 values: six multiplies per super-block where
- * VPMADDUBSW + VPDPWSSD take eight (pp512 -5 %). A row's quants and scale vectors serve every
- * activation of the tile.
+ * Q4_K against activations packed by runner_q8_K_tile_pack (q8k.c), a 1 x QT_C tile. Per pair of
+ * super-blocks the weight row's nibbles are split and transposed (transpose_words4, then one
+ * VSHUFI32X4 per word) so that lane L of w[t] holds values 4t .. 4t+3 of sub-block k_tile_order[L],
+ * the packed activations' order, and the row's scales and mins are widened to int32 in that order.
+ * Each activation then costs eight VPDPBUSD (u8 quants x s8 activations) straight into its
+ * sub-block sums S_j, one VPMULLD for sc_j * S_j and one for m_j * (bsums[2j] + bsums[2j+1]):
+ * the integers of the one-row kernel exactly (int32 modulo 2^32, as there), no shuffles per
+ * activation. Per eight super-blocks the lanes are summed per super-block (reduce8_blocks) and
+ * kgroup_float's per-lane sequence runs with d from the packed row. s[c] = row against activation c.
  */
-static ALWAYS_INLINE void q4k_part_tile(const uint8_t *const xb[KT_R], const uint8_t *const yb[KT_C], __m256i pi[KT_R][KT_C][8], __m256i pm[KT_R][KT_C][8],
-                                        int k) {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), shift = pair_epi16(0, 4);
+#define QT_C 8
+#define K_PAIR_BYTES (2 * QK_K + 16 * 4)
+
+/* The pair's weights: w[8], scales and mins as int32 lanes (a missing second super-block: zeros). */
+static ALWAYS_INLINE void q4k_pair_weights(const uint8_t *xa, const uint8_t *xb, __m512i w[8], __m512i *sc, __m512i *mn) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i v[2][4], t[2][4];
+    __m128i k[2];
     UNROLL
-    for (int r = 0; r < KT_R; r++) {
-        const __m128i sm = k4_unpack(xb[r] + Q4_K_SCALES);
-        const __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
-        const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));
-        __m512i w[4];
-        UNROLL
-        for (int q = 0; q < 4; q++) w[q] = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i64x4(ld256(xb[r] + Q4_K_QS + 32 * q)), shift), m4);
-        const __m512i sc01 = _mm512_permutexvar_epi16(packed_scale_index(0), sc16), sc23 = _mm512_permutexvar_epi16(packed_scale_index(4), sc16);
-        UNROLL
-        for (int c = 0; c < KT_C; c++) {
-            pm[r][c][k] = k4_mvec(mins16, yb[c]);
-            __m512i S[4];
-            UNROLL
-            for (int q = 0; q < 4; q++) S[q] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[q], ld512(yb[c] + Q8_K_QS + 64 * q));
-            const __m512i a = _mm512_dpwssd_epi32(_mm512_setzero_si512(), _mm512_packs_epi32(S[0], S[1]), sc01);
-            pi[r][c][k] = fold(_mm512_dpwssd_epi32(a, _mm512_packs_epi32(S[2], S[3]), sc23));
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *x = h ? xb : xa;
+        if (!x) {
+            v[h][0] = v[h][1] = v[h][2] = v[h][3] = _mm512_setzero_si512();
+            k[h] = _mm_setzero_si128();
+            continue;
         }
+        const __m512i q01 = ld512(x + Q4_K_QS), q23 = ld512(x + Q4_K_QS + 64);
+        v[h][0] = _mm512_and_si512(q01, m4);                        /* sub-blocks 0 | 2 */
+        v[h][1] = _mm512_and_si512(_mm512_srli_epi16(q01, 4), m4);  /* 1 | 3 */
+        v[h][2] = _mm512_and_si512(q23, m4);                        /* 4 | 6 */
+        v[h][3] = _mm512_and_si512(_mm512_srli_epi16(q23, 4), m4);  /* 5 | 7 */
+        k[h] = k4_unpack(x + Q4_K_SCALES);
     }
+    transpose_words4(v[0], t[0]);
+    transpose_words4(v[1], t[1]);
+    UNROLL
+    for (int d = 0; d < 4; d++) {
+        w[d] = _mm512_shuffle_i32x4(t[0][d], t[1][d], _MM_SHUFFLE(2, 0, 2, 0));
+        w[4 + d] = _mm512_shuffle_i32x4(t[0][d], t[1][d], _MM_SHUFFLE(3, 1, 3, 1));
+    }
+    const __m128i order = _mm_setr_epi8(0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15);
+    *sc = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_unpacklo_epi64(k[0], k[1]), order));
+    *mn = _mm512_cvtepu8_epi32(_mm_shuffle_epi8(_mm_unpackhi_epi64(k[0], k[1]), order));
 }
 
 void runner_vec_dot_tile_q4_K_q8_K_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by) {
-    K_DOT_TILE(Q4_K_BYTES, 0, 1, q4k_part_tile)
+    (void)bx; /* one row */
+    const uint8_t *const x = vx, *const y = vy;
+    const int64_t nb = n / QK_K, npairs = (nb + 1) / 2;
+    const uint8_t *const dys = y + npairs * K_PAIR_BYTES;
+    __m256 acc[QT_C];
+    UNROLL
+    for (int c = 0; c < QT_C; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t b0 = 0; b0 < nb; b0 += 8) {
+        const int count = nb - b0 < 8 ? (int)(nb - b0) : 8;
+        __m256i pi[QT_C][8], pm[QT_C][8];
+        for (int p = 0; p < 4; p++) {
+            const int64_t b = b0 + 2 * p;
+            if (b >= nb) {
+                UNROLL
+                for (int c = 0; c < QT_C; c++) pi[c][2 * p] = pi[c][2 * p + 1] = pm[c][2 * p] = pm[c][2 * p + 1] = _mm256_setzero_si256();
+                continue;
+            }
+            __m512i w[8], sc, mn;
+            q4k_pair_weights(x + b * Q4_K_BYTES, b + 1 < nb ? x + (b + 1) * Q4_K_BYTES : NULL, w, &sc, &mn);
+            UNROLL
+            for (int c = 0; c < QT_C; c++) {
+                const uint8_t *const g = y + c * by + (b / 2) * K_PAIR_BYTES;
+                __m512i z0 = _mm512_setzero_si512(), z1 = _mm512_setzero_si512(); /* two chains: latency */
+                UNROLL
+                for (int t = 0; t < 8; t += 2) {
+                    z0 = _mm512_dpbusd_epi32(z0, w[t], ld512(g + 64 * t));
+                    z1 = _mm512_dpbusd_epi32(z1, w[t + 1], ld512(g + 64 * t + 64));
+                }
+                const __m512i P = _mm512_mullo_epi32(_mm512_add_epi32(z0, z1), sc);
+                const __m512i M = _mm512_mullo_epi32(ld512(g + 2 * QK_K), mn);
+                pi[c][2 * p] = _mm512_castsi512_si256(P);
+                pi[c][2 * p + 1] = _mm512_extracti64x4_epi64(P, 1);
+                pm[c][2 * p] = _mm512_castsi512_si256(M);
+                pm[c][2 * p + 1] = _mm512_extracti64x4_epi64(M, 1);
+            }
+        }
+        const __m256 hd = halves8(x + b0 * Q4_K_BYTES, Q4_K_BYTES, count), hm = halves8(x + b0 * Q4_K_BYTES + 2, Q4_K_BYTES, count);
+        UNROLL
+        for (int c = 0; c < QT_C; c++) {
+            const __m256 dy = _mm256_loadu_ps((const float *)(const void *)(dys + c * by + 4 * b0));
+            acc[c] = fma_lanes(reduce8_blocks(pi[c]), _mm256_mul_ps(dy, hd), acc[c], count);
+            acc[c] = fma_lanes(_mm256_sub_epi32(_mm256_setzero_si256(), reduce8_blocks(pm[c])), _mm256_mul_ps(dy, hm), acc[c], count);
+        }
+    }
+    UNROLL
+    for (int c = 0; c < QT_C; c++) s[c] = kreduce8(acc[c]);
 }
 
-/* Q5_K: q4k_part_tile with each value's fifth bit from qh (bit 2q of a byte for sub-block 2q, bit
- * 2q + 1 for 2q + 1; shifting 16-bit lanes right by at most 7 keeps bit 0 of each byte its own). */
+/* Q5_K, one super-block of the tile: each 32-byte chunk of quants broadcast to both halves and
+ * shifted by 0 / 4 gives sub-blocks 2q and 2q+1 side by side (the layout of the activation's 64 bytes
+ * at 64q), with each value's fifth bit from qh (bit 2q of a byte for sub-block 2q, bit 2q + 1 for
+ * 2q + 1; shifting 16-bit lanes right by at most 7 keeps bit 0 of each byte its own); then one
+ * VPMADDUBSW and one VPDPWSSD (the sub-block scales) per activation and 64 values. */
 static ALWAYS_INLINE void q5k_part_tile(const uint8_t *const xb[KT_R], const uint8_t *const yb[KT_C], __m256i pi[KT_R][KT_C][8], __m256i pm[KT_R][KT_C][8],
                                         int k) {
     const __m512i m4 = _mm512_set1_epi8(0x0F), m1 = _mm512_set1_epi8(1), shift = pair_epi16(0, 4);

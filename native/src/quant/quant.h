@@ -127,6 +127,10 @@ runner_axpy_fn runner_axpy_pick(int32_t type, runner_cpu_mask cpu);
  * quants offset to unsigned (y + 128) in the tiles' layout-A order, then the 16 scales as floats in
  * that order; a short last group is padded with zero activations. */
 extern const runner_act_pack runner_q8_0_tile_pack;
+/* Q8_K rows regrouped for the AVX-512 Q4_K tile (q8k.c): per pair of super-blocks, the quants as
+ * four-value words with each 32-value sub-block in its own lane, and the sub-blocks' bsum pairs as
+ * int32; then every super-block's d. */
+extern const runner_act_pack runner_q8_K_tile_pack;
 
 /* The entry for a ggml type id, or NULL when the engine does not implement it. */
 const runner_type_traits *runner_type_traits_get(int32_t type);

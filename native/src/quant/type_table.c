@@ -176,7 +176,7 @@ static const runner_type_traits type_q8_1 = {
 };
 
 /* K-quants (kquant.h): super-blocks of 256 values against Q8_K activations. */
-#define K_TYPE(T, NAME, BYTES, lower, TILE, TILE_R, TILE_C)                                          \
+#define K_TYPE(T, NAME, BYTES, lower, TILE, TILE_R, TILE_C, PACK)                                     \
     static const runner_type_traits type_##lower = {                                                 \
         .type = T,                                                                                    \
         .name = NAME,                                                                                 \
@@ -192,15 +192,16 @@ static const runner_type_traits type_q8_1 = {
         .vec_dot_tile = {NULL, NULL, X86(TILE)},                                                      \
         .tile_rows = {0, 0, TILE_R},                                                                  \
         .tile_cols = {0, 0, TILE_C},                                                                  \
+        .tile_pack = {NULL, NULL, X86(PACK)},                                                         \
         .needs = {0, NEEDS_AVX2, NEEDS_AVX512_VNNI},                                                  \
         .from_float_needs = NO_NEEDS,                                                                 \
     };
 
-K_TYPE(RUNNER_TYPE_Q2_K, "Q2_K", Q2_K_BYTES, q2_K, NULL, 0, 0)
-K_TYPE(RUNNER_TYPE_Q3_K, "Q3_K", Q3_K_BYTES, q3_K, NULL, 0, 0)
-K_TYPE(RUNNER_TYPE_Q4_K, "Q4_K", Q4_K_BYTES, q4_K, runner_vec_dot_tile_q4_K_q8_K_avx512, 1, 8)
-K_TYPE(RUNNER_TYPE_Q5_K, "Q5_K", Q5_K_BYTES, q5_K, runner_vec_dot_tile_q5_K_q8_K_avx512, 1, 8)
-K_TYPE(RUNNER_TYPE_Q6_K, "Q6_K", Q6_K_BYTES, q6_K, runner_vec_dot_tile_q6_K_q8_K_avx512, 1, 8)
+K_TYPE(RUNNER_TYPE_Q2_K, "Q2_K", Q2_K_BYTES, q2_K, NULL, 0, 0, NULL)
+K_TYPE(RUNNER_TYPE_Q3_K, "Q3_K", Q3_K_BYTES, q3_K, NULL, 0, 0, NULL)
+K_TYPE(RUNNER_TYPE_Q4_K, "Q4_K", Q4_K_BYTES, q4_K, runner_vec_dot_tile_q4_K_q8_K_avx512, 1, 8, &runner_q8_K_tile_pack)
+K_TYPE(RUNNER_TYPE_Q5_K, "Q5_K", Q5_K_BYTES, q5_K, runner_vec_dot_tile_q5_K_q8_K_avx512, 1, 8, NULL)
+K_TYPE(RUNNER_TYPE_Q6_K, "Q6_K", Q6_K_BYTES, q6_K, runner_vec_dot_tile_q6_K_q8_K_avx512, 1, 8, NULL)
 
 /* IQ4_NL and MXFP4 (nl.h): 4-bit table lookups against Q8_0 activations, as ggml pairs them. */
 #define NL_TYPE(T, NAME, BYTES, lower)                                                                \
