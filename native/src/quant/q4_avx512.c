@@ -43,20 +43,20 @@ static ALWAYS_INLINE void q4_group(__m512i isum[2], const uint8_t *const xg[2], 
 
 void runner_vec_dot_q4_0_q8_0_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const size_t bx = 0;
-    BLOCK_DOT_AVX512(1, Q4_0_BYTES, Q8_0_BYTES, 0, perm_4x4, inv_4x4, Q4_0_GROUP)
+    BLOCK_DOT_AVX512(1, Q4_0_BYTES, Q8_0_BYTES, 0, perm_4x4, inv_4x4, Q4_0_GROUP, 2048)
 }
 
 void runner_vec_dot2_q4_0_q8_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy) {
-    BLOCK_DOT_AVX512(2, Q4_0_BYTES, Q8_0_BYTES, 0, perm_4x4, inv_4x4, Q4_0_GROUP)
+    BLOCK_DOT_AVX512(2, Q4_0_BYTES, Q8_0_BYTES, 0, perm_4x4, inv_4x4, Q4_0_GROUP, 2048)
 }
 
 void runner_vec_dot_q4_1_q8_1_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const size_t bx = 0;
-    BLOCK_DOT_AVX512(1, Q4_1_BYTES, Q8_1_BYTES, 1, perm_4x4, inv_4x4, Q4_1_GROUP)
+    BLOCK_DOT_AVX512(1, Q4_1_BYTES, Q8_1_BYTES, 1, perm_4x4, inv_4x4, Q4_1_GROUP, 0)
 }
 
 void runner_vec_dot2_q4_1_q8_1_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy) {
-    BLOCK_DOT_AVX512(2, Q4_1_BYTES, Q8_1_BYTES, 1, perm_4x4, inv_4x4, Q4_1_GROUP)
+    BLOCK_DOT_AVX512(2, Q4_1_BYTES, Q8_1_BYTES, 1, perm_4x4, inv_4x4, Q4_1_GROUP, 0)
 }
 
 /* Q4_0 for PACKED_TILE_AVX512: four blocks' nibbles as signed quants q - 8. */

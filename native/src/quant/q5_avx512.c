@@ -49,11 +49,11 @@ static ALWAYS_INLINE void q5_group(__m512i isum[2], const uint8_t *const xg[2], 
 
 void runner_vec_dot_q5_0_q8_0_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const size_t bx = 0;
-    BLOCK_DOT_AVX512(1, Q5_0_BYTES, Q8_0_BYTES, 0, perm_4x4, inv_4x4, Q5_0_GROUP)
+    BLOCK_DOT_AVX512(1, Q5_0_BYTES, Q8_0_BYTES, 0, perm_4x4, inv_4x4, Q5_0_GROUP, 0)
 }
 
 void runner_vec_dot_q5_1_q8_1_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const size_t bx = 0;
-    BLOCK_DOT_AVX512(1, Q5_1_BYTES, Q8_1_BYTES, 1, perm_4x4, inv_4x4, Q5_1_GROUP)
+    BLOCK_DOT_AVX512(1, Q5_1_BYTES, Q8_1_BYTES, 1, perm_4x4, inv_4x4, Q5_1_GROUP, 0)
 }
 

@@ -93,20 +93,20 @@ static ALWAYS_INLINE void q8_group(__m512i isum[2], const uint8_t *const xg[2], 
 
 void runner_vec_dot_q8_0_q8_0_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const size_t bx = 0;
-    BLOCK_DOT_AVX512(1, Q8_0_BYTES, Q8_0_BYTES, 0, perm_8x2, inv_8x2, Q8_0_GROUP)
+    BLOCK_DOT_AVX512(1, Q8_0_BYTES, Q8_0_BYTES, 0, perm_8x2, inv_8x2, Q8_0_GROUP, 0)
 }
 
 void runner_vec_dot2_q8_0_q8_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy) {
-    BLOCK_DOT_AVX512(2, Q8_0_BYTES, Q8_0_BYTES, 0, perm_8x2, inv_8x2, Q8_0_GROUP)
+    BLOCK_DOT_AVX512(2, Q8_0_BYTES, Q8_0_BYTES, 0, perm_8x2, inv_8x2, Q8_0_GROUP, 0)
 }
 
 void runner_vec_dot_q8_1_q8_1_avx512(int64_t n, float *s, const void *vx, const void *vy) {
     const size_t bx = 0;
-    BLOCK_DOT_AVX512(1, Q8_1_BYTES, Q8_1_BYTES, 0, perm_8x2, inv_8x2, Q8_1_GROUP)
+    BLOCK_DOT_AVX512(1, Q8_1_BYTES, Q8_1_BYTES, 0, perm_8x2, inv_8x2, Q8_1_GROUP, 0)
 }
 
 void runner_vec_dot2_q8_1_q8_1_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy) {
-    BLOCK_DOT_AVX512(2, Q8_1_BYTES, Q8_1_BYTES, 0, perm_8x2, inv_8x2, Q8_1_GROUP)
+    BLOCK_DOT_AVX512(2, Q8_1_BYTES, Q8_1_BYTES, 0, perm_8x2, inv_8x2, Q8_1_GROUP, 0)
 }
 
 /* Q8_0 for PACKED_TILE_AVX512: four blocks' first and second sixteen quants. */
