@@ -408,8 +408,9 @@ Napi::Value KernelToFloat(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// kernelAxpy(type, variant, a, x: Uint8Array, y: Float32Array) -> Float32Array: a copy of y after
-// y[i] = fmaf(a, x[i], y[i]) with that variant (test hook for the bitwise contract).
+// kernelAxpy(type, variant, a: number | Float32Array, x: Uint8Array, y: Float32Array) -> Float32Array:
+// a copy of y after y[i] = fmaf(a[r], x_r[i], y[i]) for each row r in turn with that variant (x holds
+// a.length rows of y.length values back to back; a number is one row). Test hook for the contract.
 Napi::Value KernelAxpy(const Napi::CallbackInfo& info) {
   RequireArgs(info, 5, "kernelAxpy(type, variant, a, x: Uint8Array, y: Float32Array)");
   Napi::Env env = info.Env();
@@ -423,18 +424,50 @@ Napi::Value KernelAxpy(const Napi::CallbackInfo& info) {
   if (!fn) Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelAxpy: no " + vname + " axpy for " + t->name);
   if (v == RUNNER_KERNEL_AVX2 && !runner_kernel_vec_dot_usable(runner_type_traits_get(RUNNER_TYPE_F16), RUNNER_KERNEL_AVX2, runner_cpu_features()))
     Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelAxpy: this CPU cannot run avx2");
-  if (!info[2].IsNumber()) Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelAxpy: a must be a number");
-  const float a = info[2].As<Napi::Number>().FloatValue();
+  std::vector<float> a;
+  if (info[2].IsNumber()) {
+    a.push_back(info[2].As<Napi::Number>().FloatValue());
+  } else if (info[2].IsTypedArray() && info[2].As<Napi::TypedArray>().TypedArrayType() == napi_float32_array) {
+    Napi::Float32Array arr = info[2].As<Napi::Float32Array>();
+    a.assign(arr.Data(), arr.Data() + arr.ElementLength());
+  } else {
+    Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelAxpy: a must be a number or a Float32Array");
+  }
   Napi::Uint8Array x = RequireBytes(env, info[3], "kernelAxpy: x");
   if (!info[4].IsTypedArray() || info[4].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
     Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelAxpy: y must be a Float32Array");
   Napi::Float32Array y = info[4].As<Napi::Float32Array>();
   const int64_t n = static_cast<int64_t>(y.ElementLength());
-  if (x.ByteLength() != static_cast<size_t>(n) * t->type_size)
-    Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelAxpy: x must hold as many values as y");
+  const size_t row = static_cast<size_t>(n) * t->type_size;
+  if (x.ByteLength() != a.size() * row)
+    Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelAxpy: x must hold " + std::to_string(a.size()) + " rows of as many values as y");
   Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(n));
   std::copy(y.Data(), y.Data() + n, out.Data());
-  fn(n, a, x.Data(), out.Data());
+  fn(n, static_cast<int64_t>(a.size()), a.data(), x.Data(), row, out.Data());
+  return out;
+}
+
+// kernelRoundF16(variant, a, x: Float32Array) -> Float32Array: the float of the half nearest x[i] * a,
+// through runner_round_f16's variant (test hook for its bitwise contract).
+Napi::Value KernelRoundF16(const Napi::CallbackInfo& info) {
+  RequireArgs(info, 3, "kernelRoundF16(variant, a, x: Float32Array)");
+  Napi::Env env = info.Env();
+  if (!info[0].IsString()) Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelRoundF16: variant must be a string");
+  const std::string vname = info[0].As<Napi::String>().Utf8Value();
+  int v = -1;
+  for (int i = 0; i < RUNNER_KERNEL_COUNT; i++)
+    if (vname == runner_kernel_variant_name(i)) v = i;
+  const runner_round_f16_fn fn = v < 0 ? nullptr : runner_round_f16_variant(static_cast<runner_kernel_variant>(v));
+  if (!fn) Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelRoundF16: no " + vname + " variant");
+  if (v == RUNNER_KERNEL_AVX2 && !runner_kernel_vec_dot_usable(runner_type_traits_get(RUNNER_TYPE_F16), RUNNER_KERNEL_AVX2, runner_cpu_features()))
+    Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelRoundF16: this CPU cannot run avx2");
+  if (!info[1].IsNumber()) Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelRoundF16: a must be a number");
+  const float a = info[1].As<Napi::Number>().FloatValue();
+  if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelRoundF16: x must be a Float32Array");
+  Napi::Float32Array x = info[2].As<Napi::Float32Array>();
+  Napi::Float32Array out = Napi::Float32Array::New(env, x.ElementLength());
+  fn(static_cast<int64_t>(x.ElementLength()), a, x.Data(), out.Data());
   return out;
 }
 
@@ -443,6 +476,7 @@ Napi::Value KernelAxpy(const Napi::CallbackInfo& info) {
 namespace runner_addon {
 void RegisterKernelBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("kernelAxpy", Napi::Function::New(env, KernelAxpy, "kernelAxpy"));
+  exports.Set("kernelRoundF16", Napi::Function::New(env, KernelRoundF16, "kernelRoundF16"));
   exports.Set("typeTraits", Napi::Function::New(env, TypeTraits, "typeTraits"));
   exports.Set("kernelVecDot", Napi::Function::New(env, KernelVecDot, "kernelVecDot"));
   exports.Set("kernelVecDot2", Napi::Function::New(env, KernelVecDot2, "kernelVecDot2"));

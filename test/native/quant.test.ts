@@ -484,23 +484,73 @@ describe('F16 x F16 (attention against an F16 KV cache): every SIMD variant equa
   }
 })
 
-describe('axpy (the attention value sum): every SIMD variant equals the scalar reference bitwise', () => {
-  const raw = loadAddon() as unknown as {kernelAxpy(type: string, variant: string, a: number, x: Uint8Array, y: Float32Array): Float32Array}
+describe('axpy (the attention value sum): every SIMD variant equals the scalar reference bitwise, rows at once equal rows one by one', () => {
+  const raw = loadAddon() as unknown as {kernelAxpy(type: string, variant: string, a: number | Float32Array, x: Uint8Array, y: Float32Array): Float32Array}
+  const bitsEqual = (got: Float32Array, want: Float32Array, what: string) => {
+    for (let i = 0; i < want.length; i++) if (!same(got[i]!, want[i]!)) assert.fail(`${what}, i = ${i}: ${got[i]} != ${want[i]}`)
+  }
   for (const type of ['F32', 'F16']) {
-    for (const variant of simd(T(type).variants).filter((v) => v === 'avx2')) {
+    for (const variant of ['scalar', ...simd(T(type).variants).filter((v) => v === 'avx2')]) {
       it(`${type}: ${variant}`, () => {
         const rng = new SeededRandom(0xa8b9n)
+        const bytes = type === 'F32' ? 4 : 2
         for (const n of FLOAT_COUNTS) {
-          const xf = edgyFloats(rng, n)
-          const x = type === 'F32' ? new Uint8Array(xf.buffer) : quantizeRef('F16', xf)
-          const y = edgyFloats(rng, n)
-          const a = rng.normal()
-          const want = raw.kernelAxpy(type, 'scalar', a, x, y)
-          const got = raw.kernelAxpy(type, variant, a, at(x, n % 64), y)
-          assert.ok(Buffer.from(got.buffer).equals(Buffer.from(want.buffer)) || want.some(Number.isNaN), `n = ${n}`)
-          for (let i = 0; i < n; i++) if (!same(got[i]!, want[i]!)) assert.fail(`n = ${n}, i = ${i}: ${got[i]} != ${want[i]}`)
+          for (const rows of n < 300 ? [1, 3] : [1, 3, 17]) {
+            const xf = edgyFloats(rng, n * rows)
+            const x = type === 'F32' ? new Uint8Array(xf.buffer) : quantizeRef('F16', xf)
+            const y = edgyFloats(rng, n)
+            const a = Float32Array.from({length: rows}, () => rng.normal())
+            // the reference: the scalar kernel one row at a time
+            let want = y
+            for (let r = 0; r < rows; r++) want = raw.kernelAxpy(type, 'scalar', a[r]!, x.subarray(r * n * bytes, (r + 1) * n * bytes), want)
+            bitsEqual(raw.kernelAxpy(type, variant, a, at(x, n % 64), y), want, `n = ${n}, ${rows} rows`)
+          }
         }
       })
     }
+  }
+})
+
+describe('round_f16 (the attention query and weights for an F16 cache)', () => {
+  const raw = loadAddon() as unknown as {kernelRoundF16(variant: string, a: number, x: Float32Array): Float32Array}
+  it('scalar: the float of the half nearest x * a, by the TypeScript conversions', () => {
+    const rng = new SeededRandom(0xf16f16n)
+    const x = edgyFloats(rng, 4096)
+    for (const a of [1, 0.37, 1e-3, 70000]) {
+      const got = raw.kernelRoundF16('scalar', a, x)
+      for (let i = 0; i < x.length; i++) {
+        const want = f16BitsToF32(f32ToF16Bits(Math.fround(x[i]! * Math.fround(a))))
+        if (!same(got[i]!, want) && !(Number.isNaN(got[i]!) && Number.isNaN(want))) assert.fail(`a = ${a}, x = ${x[i]}: ${got[i]} != ${want}`)
+      }
+    }
+  })
+  for (const variant of simd(T('F16').variants).filter((v) => v === 'avx2')) {
+    it(`${variant} equals scalar bitwise`, () => {
+      const rng = new SeededRandom(0xf16f17n)
+      for (const n of FLOAT_COUNTS) {
+        const x = edgyFloats(rng, n)
+        const a = rng.normal()
+        const want = raw.kernelRoundF16('scalar', a, x)
+        const got = raw.kernelRoundF16(variant, a, x)
+        assert.ok(Buffer.from(got.buffer).equals(Buffer.from(want.buffer)), `n = ${n}`)
+      }
+    })
+  }
+})
+
+describe('F16 x F32 of a rounded query equals F16 x F16 (what the attention relies on)', () => {
+  const raw = loadAddon() as unknown as {kernelVecDot(type: string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number}
+  for (const variant of T('F16').variants) {
+    it(variant, () => {
+      const rng = new SeededRandom(0xf1632n)
+      for (const n of [...Array.from({length: 80}, (_, i) => i + 1), 96, 128, 256]) {
+        const k = quantizeRef('F16', edgyFloats(rng, n))
+        const q16 = quantizeRef('F16', edgyFloats(rng, n))
+        const qf = toFloat('F16', q16, n)
+        const want = raw.kernelVecDot('F16xF16', variant, n, k, q16)
+        const got = raw.kernelVecDot('F16', variant, n, k, new Uint8Array(qf.buffer))
+        if (!same(got, want)) assert.fail(`n = ${n}: F16 x F32 ${got} != F16 x F16 ${want}`)
+      }
+    })
   }
 })

@@ -319,11 +319,15 @@ static void attention_task(void *arg, int64_t i0, int64_t i1, int ith) {
     const int32_t hd = c->head_dim, group = c->n_head / c->n_head_kv;
     const size_t n_q = (size_t)c->n_head * hd, n_kv = (size_t)c->n_head_kv * hd;
     const int f16 = ctx->params.kv_type == RUNNER_KV_F16;
-    const runner_type_traits *kt = f16 ? runner_kv_f16_traits() : runner_type_traits_get(RUNNER_TYPE_F32);
+    /* An F16 cache dots against the query rounded to F16 (as ggml does), held here as the floats those
+     * halves are: F16 x F32 gives bitwise F16 x F16's dot (the same lanes and tree, and a half's float
+     * is exact), without converting the query again for every key. */
+    const runner_type_traits *kt = runner_type_traits_get(f16 ? RUNNER_TYPE_F16 : RUNNER_TYPE_F32);
     const runner_vec_dot_fn dot = kt->vec_dot[runner_kernel_pick_vec_dot(kt, ctx->model->cpu)];
     const runner_axpy_fn axpy = runner_axpy_pick(f16 ? RUNNER_TYPE_F16 : RUNNER_TYPE_F32, ctx->model->cpu);
+    const runner_round_f16_fn round_f16 = runner_round_f16_pick(ctx->model->cpu);
     float *scores = ctx->s.scores + (size_t)ith * ctx->params.n_ctx;
-    uint16_t *q16 = ctx->s.q16 + (size_t)ith * hd;
+    float *qr = ctx->s.qr + (size_t)ith * hd;
     const float scale = c->attention_scale > 0.0f ? c->attention_scale : c->query_scale > 0.0f ? 1.0f : 1.0f / sqrtf((float)hd);
     const float cap = c->attn_softcap, inv_cap = cap > 0.0f ? 1.0f / cap : 0.0f;
     const int swa = ctx->model->layers[st->layer].swa;
@@ -336,9 +340,8 @@ static void attention_task(void *arg, int64_t i0, int64_t i1, int ith) {
         const float *q = ctx->s.q + (size_t)t * n_q + (size_t)h * hd;
         const void *qv = q;
         if (f16) {
-            /* As ggml does for an F16 cache: the query is rounded to F16 before the dot. */
-            for (int32_t d = 0; d < hd; d++) q16[d] = runner_fp32_to_fp16(q[d]);
-            qv = q16;
+            round_f16(hd, 1.0f, q, qr);
+            qv = qr;
         }
         float max = -INFINITY;
         for (int32_t j = j0; j <= p; j++) {
@@ -359,12 +362,12 @@ static void attention_task(void *arg, int64_t i0, int64_t i1, int ith) {
         const float inv = (float)(1.0 / sum);
         float *out = ctx->s.att + (size_t)t * n_q + (size_t)h * hd;
         for (int32_t d = 0; d < hd; d++) out[d] = 0.0f;
-        for (int32_t j = j0; j <= p; j++) {
-            float pj = scores[j] * inv;
-            if (f16) pj = runner_fp16_to_fp32(runner_fp32_to_fp16(pj)); /* ggml rounds the weights to F16 too */
-            const uint8_t *vrow = (const uint8_t *)ctx->v_cache[st->layer] + ((size_t)j * n_kv + (size_t)g * hd) * ctx->kv_elem_bytes;
-            axpy(hd, pj, vrow, out);
-        }
+        if (f16)
+            round_f16(p - j0 + 1, inv, scores + j0, scores + j0); /* ggml rounds the weights to F16 too */
+        else
+            for (int32_t j = j0; j <= p; j++) scores[j] = scores[j] * inv;
+        const uint8_t *v0 = (const uint8_t *)ctx->v_cache[st->layer] + ((size_t)j0 * n_kv + (size_t)g * hd) * ctx->kv_elem_bytes;
+        axpy(hd, p - j0 + 1, scores + j0, v0, n_kv * ctx->kv_elem_bytes, out);
     }
 }
 

@@ -517,7 +517,7 @@ void runner_context_free(runner_context *ctx) {
     free(ctx->k_cache);
     free(ctx->v_cache);
     runner_scratch *s = &ctx->s;
-    void *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits, s->act_q, s->scores, s->q16,
+    void *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits, s->act_q, s->scores, s->qr,
                     s->router, s->sel, s->sel_w, s->exp_gate, s->exp_up, s->exp_out, s->exp_act_q, s->exp_items};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(ctx->rope_cos);
@@ -637,11 +637,11 @@ runner_status runner_context_create(runner_model *model, const runner_context_pa
         s->logits = alloc_array(nb, (size_t)c->n_vocab * sizeof(float));
         s->act_q = alloc_array(nb * RUNNER_ACT_SLOTS, s->act_q_row_bytes);
         s->scores = alloc_array((size_t)p->n_threads, (size_t)p->n_ctx * sizeof(float));
-        s->q16 = alloc_array((size_t)p->n_threads, (size_t)c->head_dim * sizeof(uint16_t));
+        s->qr = alloc_array((size_t)p->n_threads, (size_t)c->head_dim * sizeof(float));
         ctx->rope_cos = alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
         ctx->rope_sin = alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
         ok = s->x && s->xn && s->q && s->k && s->v && s->att && s->gate && s->up && s->logits && s->act_q &&
-             s->scores && s->q16 && ctx->rope_cos && ctx->rope_sin;
+             s->scores && s->qr && ctx->rope_cos && ctx->rope_sin;
     }
     if (ok && swa_rope_differs(c)) {
         ctx->rope_cos_swa = alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));

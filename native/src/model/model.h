@@ -69,7 +69,7 @@ typedef struct runner_scratch {
     uint8_t *act_q; /* quantized activations: RUNNER_ACT_SLOTS x [n_batch][act_q_row_bytes] */
     size_t act_q_row_bytes;
     float *scores;  /* attention scores, one row of n_ctx per thread */
-    uint16_t *q16;  /* per thread: the query rounded to F16 (F16 cache), head_dim */
+    float *qr;      /* per thread: the query rounded to F16 (F16 cache), as floats, head_dim */
     /* MoE (NULL for dense models): router probabilities, the choice per token, expert activations. */
     float *router;       /* [n_batch][n_expert] */
     int32_t *sel;        /* [n_batch][n_expert_used] chosen experts, best first */

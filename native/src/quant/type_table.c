@@ -349,6 +349,16 @@ runner_axpy_fn runner_axpy_variant(int32_t type, runner_kernel_variant v) {
     return NULL;
 }
 
+runner_round_f16_fn runner_round_f16_variant(runner_kernel_variant v) {
+    static const runner_round_f16_fn fns[RUNNER_KERNEL_COUNT] = {runner_round_f16_scalar, X86(runner_round_f16_avx2), NULL};
+    return (int)v < 0 || v >= RUNNER_KERNEL_COUNT ? NULL : fns[v];
+}
+
+runner_round_f16_fn runner_round_f16_pick(runner_cpu_mask cpu) {
+    const runner_round_f16_fn avx2 = runner_round_f16_variant(RUNNER_KERNEL_AVX2);
+    return avx2 && (cpu & NEEDS_AVX2) == NEEDS_AVX2 ? avx2 : runner_round_f16_scalar;
+}
+
 runner_axpy_fn runner_axpy_pick(int32_t type, runner_cpu_mask cpu) {
     const runner_axpy_fn avx2 = runner_axpy_variant(type, RUNNER_KERNEL_AVX2);
     if (avx2 && (cpu & NEEDS_AVX2) == NEEDS_AVX2) return avx2;
