@@ -447,6 +447,34 @@ Napi::Value KernelAxpy(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// kernelVecDotMv(type, variant, n, x: Uint8Array (two rows), y: Uint8Array) -> [x0.y, x1.y, x0.y]: the
+// decode kernels on y packed by the variant's mv_pack: vec_dot2_mv on both rows, then vec_dot_mv on
+// the first (test hook for their bitwise contract).
+Napi::Value KernelVecDotMv(const Napi::CallbackInfo& info) {
+  RequireArgs(info, 5, "kernelVecDotMv(type, variant, n, x: Uint8Array, y: Uint8Array)");
+  Napi::Env env = info.Env();
+  const runner_type_traits* t = RequireType(env, info[0], "kernelVecDotMv");
+  const runner_kernel_variant v = RequireVariant(env, info[1], t, Slot::kVecDot, "kernelVecDotMv");
+  if (!t->mv_pack[v] || !t->vec_dot_mv[v] || !t->vec_dot2_mv[v])
+    Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", std::string("kernelVecDotMv: ") + t->name + " has no packed decode kernels in that variant");
+  const int64_t n = RequireCount(env, info[2], "kernelVecDotMv: n");
+  const runner_type_traits* yt = runner_type_traits_get(t->vec_dot_type);
+  const size_t row = RowBytes(env, t, n, "kernelVecDotMv: n");
+  const size_t y_row = RowBytes(env, yt, n, "kernelVecDotMv: n");
+  Napi::Uint8Array x = RequireBytes(env, info[3], "kernelVecDotMv: x");
+  Napi::Uint8Array y = RequireBytes(env, info[4], "kernelVecDotMv: y");
+  if (x.ByteLength() != 2 * row) Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelVecDotMv: x must hold two rows, " + std::to_string(2 * row) + " bytes");
+  if (y.ByteLength() != y_row) Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelVecDotMv: y must hold one activation row, " + std::to_string(y_row) + " bytes");
+  std::vector<uint8_t> packed(t->mv_pack[v]->bytes(n) + 1);
+  t->mv_pack[v]->pack(y.Data(), packed.data(), n);
+  float s[3] = {0.0f, 0.0f, 0.0f};
+  t->vec_dot2_mv[v](n, s, x.Data(), row, packed.data());
+  t->vec_dot_mv[v](n, &s[2], x.Data(), packed.data());
+  Napi::Array out = Napi::Array::New(env, 3);
+  for (uint32_t i = 0; i < 3; i++) out.Set(i, Napi::Number::New(env, s[i]));
+  return out;
+}
+
 // kernelRoundF16(variant, a, x: Float32Array) -> Float32Array: the float of the half nearest x[i] * a,
 // through runner_round_f16's variant (test hook for its bitwise contract).
 Napi::Value KernelRoundF16(const Napi::CallbackInfo& info) {
@@ -477,6 +505,7 @@ namespace runner_addon {
 void RegisterKernelBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("kernelAxpy", Napi::Function::New(env, KernelAxpy, "kernelAxpy"));
   exports.Set("kernelRoundF16", Napi::Function::New(env, KernelRoundF16, "kernelRoundF16"));
+  exports.Set("kernelVecDotMv", Napi::Function::New(env, KernelVecDotMv, "kernelVecDotMv"));
   exports.Set("typeTraits", Napi::Function::New(env, TypeTraits, "typeTraits"));
   exports.Set("kernelVecDot", Napi::Function::New(env, KernelVecDot, "kernelVecDot"));
   exports.Set("kernelVecDot2", Napi::Function::New(env, KernelVecDot2, "kernelVecDot2"));

@@ -343,6 +343,29 @@ describe('vec_dot_tile (a register tile of weight rows by activation rows): each
   }
 })
 
+describe('decode kernels on a packed activation (vec_dot_mv, vec_dot2_mv): each result equals the scalar vec_dot bitwise', () => {
+  const raw = loadAddon() as unknown as {kernelVecDotMv(type: string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number[]}
+  it('exist for the AVX-512 Q4_0 kernels', {skip: process.arch !== 'x64' || !T('Q4_0').variants.includes('avx512')}, () => {
+    const x = new Uint8Array(2 * 18), y = new Uint8Array(34)
+    assert.equal(raw.kernelVecDotMv('Q4_0', 'avx512', 32, x, y).length, 3)
+    assert.throws(() => raw.kernelVecDotMv('Q8_0', 'avx512', 32, new Uint8Array(68), y), /no packed decode kernels/)
+  })
+  it('Q4_0: avx512', {skip: process.arch !== 'x64' || !T('Q4_0').variants.includes('avx512')}, () => {
+    const t = T('Q4_0')
+    const rng = new SeededRandom(0x3e3e0000n)
+    let k = 0
+    for (const blocks of BLOCK_COUNTS) {
+      const n = blocks * 32
+      const a = dotInputs(rng, t, n, k)
+      const b = dotInputs(rng, t, n, k + 1)
+      const got = raw.kernelVecDotMv('Q4_0', 'avx512', n, at(concat([a.x, b.x]), (k * 7) % 64), at(a.y, (k * 3) % 64))
+      const want = [vecDot('Q4_0', n, a.x, a.y, 'scalar'), vecDot('Q4_0', n, b.x, a.y, 'scalar'), vecDot('Q4_0', n, a.x, a.y, 'scalar')]
+      for (let i = 0; i < 3; i++) if (!same(got[i]!, want[i]!)) assert.fail(`n = ${n} (case ${k}) result ${i}: ${got[i]} != scalar ${want[i]}`)
+      k++
+    }
+  })
+})
+
 function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((sum, p) => sum + p.length, 0))
   let o = 0

@@ -125,6 +125,24 @@ static const uint8_t *act_row(const matmul_group *g, int slot, int32_t t) {
     return s->act_q + ((size_t)slot * g->ctx->params.n_batch + (size_t)t) * s->act_q_row_bytes;
 }
 
+/* Where the slot's activation rows also get `pack` (the first asked for wins; NULL: nothing to do):
+ * past the slot's own bytes in its scratch row, when there is room. A weight whose kernels want
+ * another layout, or find no room, runs on the plain rows. */
+static void group_want_pack(matmul_group *g, int s, const runner_act_pack *pack) {
+    if (!pack || g->slot_pack[s]) return;
+    size_t q_bytes = 0;
+    if (runner_type_row_bytes(runner_type_traits_get(g->slot_type[s]), g->n_in, &q_bytes) != 0) return;
+    const size_t off = (q_bytes + 63) & ~(size_t)63;
+    if (off + pack->bytes(g->n_in) > g->ctx->s.act_q_row_bytes) return;
+    g->slot_pack[s] = pack;
+    g->slot_pack_off[s] = off;
+}
+
+/* The packed row of slot s for token t where the slot was packed in `pack` (NULL otherwise). */
+static const uint8_t *packed_row(const matmul_group *g, int s, int32_t t, const runner_act_pack *pack) {
+    return pack && pack == g->slot_pack[s] ? act_row(g, s, t) + g->slot_pack_off[s] : NULL;
+}
+
 /* Task 1: (optional norm) and quantize each token's input once per activation type. */
 static void group_prepare_task(void *arg, int64_t t0, int64_t t1, int ith) {
     (void)ith;
@@ -194,7 +212,8 @@ static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
                 for (int c = 0; c < tc; c++) store_rows(g, i, t + c, rt, re, vt[c]);
             }
             for (; t < g->n_tok; t++) {
-                runner_vec_dot_rows(tt, w->variant, w->ne[0], v, x, w->row_bytes, nr, act_row(g, slot, t));
+                runner_vec_dot_rows_packed(tt, w->variant, w->ne[0], v, x, w->row_bytes, nr, act_row(g, slot, t),
+                                           g->n_tok == 1 ? packed_row(g, slot, t, tt->mv_pack[w->variant]) : NULL);
                 store_rows(g, i, t, rt, re, v);
             }
         }
@@ -212,16 +231,9 @@ static void group_add_scaled(matmul_group *g, const runner_weight *w, float *out
     while (s < g->n_slots && g->slot_type[s] != type) s++;
     if (s == g->n_slots) g->slot_type[g->n_slots++] = type;
     g->slot[i] = s;
-    /* the slot's tile layout, when this weight's tile wants one and a batch can use the tile */
-    const runner_act_pack *pack = w->traits->tile_pack[w->variant];
-    if (pack && !g->slot_pack[s] && g->n_tok >= w->traits->tile_cols[w->variant]) {
-        size_t q_bytes = 0;
-        if (runner_type_row_bytes(runner_type_traits_get(type), g->n_in, &q_bytes) != 0) return;
-        const size_t off = (q_bytes + 63) & ~(size_t)63;
-        if (off + pack->bytes(g->n_in) > g->ctx->s.act_q_row_bytes) return; /* no room: the weight goes without its tile */
-        g->slot_pack[s] = pack;
-        g->slot_pack_off[s] = off;
-    }
+    /* the slot's packed layout: the decode kernels' for one token, the tile's for a batch that can use it */
+    group_want_pack(g, s, g->n_tok == 1 ? w->traits->mv_pack[w->variant]
+                                        : g->n_tok >= w->traits->tile_cols[w->variant] ? w->traits->tile_pack[w->variant] : NULL);
 }
 
 /* An activation slot of this type without a weight of the group (MoE: the experts' input). */
@@ -458,6 +470,8 @@ typedef struct moe_step {
     const runner_layer *L;
     matmul_group *in;          /* the normed input, quantized for the experts' types */
     int gate_slot, up_slot;    /* its activation slots for exp_gate / exp_up */
+    const runner_act_pack *down_pack; /* one token: the down projections' packed layout (NULL: none) */
+    size_t down_pack_off;      /* where it sits in an exp_act_q row */
     const int32_t *off;        /* items of expert e: exp_items[off[e] .. off[e+1]) */
     const int64_t *unit_off;   /* work units of expert e start at unit_off[e] (n_expert + 1 entries) */
     int64_t tile;              /* rows per work unit: long runs for one token (prefetch), short tiles for a batch */
@@ -534,11 +548,11 @@ static void moe_gate_up_task(void *arg, int64_t u0, int64_t u1, int ith) {
         for (int32_t it = ms->off[e]; it < ms->off[e + 1]; it++) {
             const int32_t item = ctx->s.exp_items[it], t = item / c->n_expert_used;
             float *g = ctx->s.exp_gate + (size_t)item * c->n_ff_exp, *up = ctx->s.exp_up + (size_t)item * c->n_ff_exp;
-            runner_vec_dot_rows(wg->traits, wg->variant, wg->ne[0], v, wg->data + (size_t)r0 * wg->row_bytes, wg->row_bytes, r1 - r0,
-                                act_row(ms->in, ms->gate_slot, t));
+            runner_vec_dot_rows_packed(wg->traits, wg->variant, wg->ne[0], v, wg->data + (size_t)r0 * wg->row_bytes, wg->row_bytes, r1 - r0,
+                                       act_row(ms->in, ms->gate_slot, t), packed_row(ms->in, ms->gate_slot, t, wg->traits->mv_pack[wg->variant]));
             for (int64_t r = r0; r < r1; r++) g[r] = v[r - r0];
-            runner_vec_dot_rows(wu->traits, wu->variant, wu->ne[0], v, wu->data + (size_t)r0 * wu->row_bytes, wu->row_bytes, r1 - r0,
-                                act_row(ms->in, ms->up_slot, t));
+            runner_vec_dot_rows_packed(wu->traits, wu->variant, wu->ne[0], v, wu->data + (size_t)r0 * wu->row_bytes, wu->row_bytes, r1 - r0,
+                                       act_row(ms->in, ms->up_slot, t), packed_row(ms->in, ms->up_slot, t, wu->traits->mv_pack[wu->variant]));
             for (int64_t r = r0; r < r1; r++) up[r] = v[r - r0];
         }
     }
@@ -556,7 +570,9 @@ static void moe_act_task(void *arg, int64_t i0, int64_t i1, int ith) {
         gated_act_row(c->ffn_act, g, ctx->s.exp_up + (size_t)item * c->n_ff_exp, c->n_ff_exp);
         const runner_weight *wd = &ms->L->exp_down[ctx->s.sel[item]];
         const int32_t type = wd->traits->vec_dot_type;
-        if (type != RUNNER_TYPE_F32) m->act_from_float[type](g, ctx->s.exp_act_q + (size_t)item * ctx->s.act_q_row_bytes, c->n_ff_exp);
+        uint8_t *q = ctx->s.exp_act_q + (size_t)item * ctx->s.act_q_row_bytes;
+        if (type != RUNNER_TYPE_F32) m->act_from_float[type](g, q, c->n_ff_exp);
+        if (ms->down_pack) ms->down_pack->pack(q, q + ms->down_pack_off, c->n_ff_exp);
     }
 }
 
@@ -576,7 +592,9 @@ static void moe_down_task(void *arg, int64_t u0, int64_t u1, int ith) {
             const int32_t item = ctx->s.exp_items[it];
             const uint8_t *y = f32 ? (const uint8_t *)(ctx->s.exp_gate + (size_t)item * c->n_ff_exp)
                                    : ctx->s.exp_act_q + (size_t)item * ctx->s.act_q_row_bytes;
-            runner_vec_dot_rows(wd->traits, wd->variant, wd->ne[0], v, wd->data + (size_t)r0 * wd->row_bytes, wd->row_bytes, r1 - r0, y);
+            const runner_act_pack *pack = wd->traits->mv_pack[wd->variant];
+            runner_vec_dot_rows_packed(wd->traits, wd->variant, wd->ne[0], v, wd->data + (size_t)r0 * wd->row_bytes, wd->row_bytes, r1 - r0, y,
+                                       pack && pack == ms->down_pack ? y + ms->down_pack_off : NULL);
             float *o = ctx->s.exp_out + (size_t)item * c->n_embd;
             for (int64_t r = r0; r < r1; r++) o[r] = v[r - r0];
         }
@@ -613,6 +631,23 @@ static void moe_block(runner_context *ctx, const runner_layer *L, step *st) {
     moe_step ms = {.st = st, .L = L, .in = &in};
     ms.gate_slot = group_slot(&in, L->exp_gate[0].traits->vec_dot_type);
     ms.up_slot = group_slot(&in, L->exp_up[0].traits->vec_dot_type);
+    if (n == 1) {
+        /* one token: the experts' activations also in their decode kernels' layout (every expert of a
+         * layer has the same type) */
+        group_want_pack(&in, ms.gate_slot, L->exp_gate[0].traits->mv_pack[L->exp_gate[0].variant]);
+        group_want_pack(&in, ms.up_slot, L->exp_up[0].traits->mv_pack[L->exp_up[0].variant]);
+        const runner_weight *wd = &L->exp_down[0];
+        const runner_act_pack *pack = wd->traits->mv_pack[wd->variant];
+        size_t q_bytes = 0;
+        if (pack && wd->traits->vec_dot_type != RUNNER_TYPE_F32 &&
+            runner_type_row_bytes(runner_type_traits_get(wd->traits->vec_dot_type), c->n_ff_exp, &q_bytes) == 0) {
+            const size_t off = (q_bytes + 63) & ~(size_t)63;
+            if (off + pack->bytes(c->n_ff_exp) <= s->act_q_row_bytes) {
+                ms.down_pack = pack;
+                ms.down_pack_off = off;
+            }
+        }
+    }
     group_run(&in);
     runner_pool_for(ctx->pool, n, token_chunk(ctx, n), moe_route_task, &ms);
     /* Group the (token, slot) items by expert, in token order: a counting sort. */

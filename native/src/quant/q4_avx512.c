@@ -71,3 +71,58 @@ void runner_vec_dot_tile_q4_0_q8_0_avx512(int64_t n, float *s, const void *vx, s
     (void)bx; /* one row */
     PACKED_TILE_AVX512(Q4_0_BYTES, q4_0_unpack)
 }
+
+/*
+ * Q4_0 decode against the activation packed by runner_q8_0_mv_pack (q8.c), one row or two rows
+ * sharing it: q4_group's integers with the activation's quants already in layout A and its
+ * 8 * sum(q) and scales already per lane, so the activation costs two loads per four blocks and two
+ * per sixteen (no shuffles, no offset VPDPBUSD, no half conversion). Bitwise vec_dot / vec_dot2.
+ */
+#define MV_GROUP_BYTES (16 * QK + 16 * 4 + 16 * 4)
+
+static ALWAYS_INLINE void q4_0_mv(int64_t n, float *s, const uint8_t *x0, const uint8_t *x1, const uint8_t *yp, int R) {
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    const int64_t nb = n / QK;
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t b0 = 0; b0 < nb; b0 += 16) {
+        const int count = nb - b0 < 16 ? (int)(nb - b0) : 16;
+        const uint8_t *const xg[2] = {x0 + b0 * Q4_0_BYTES, x1 + b0 * Q4_0_BYTES};
+        const uint8_t *const yg = yp + (b0 / 16) * MV_GROUP_BYTES;
+        for (int pf = 0; pf < 16 * Q4_0_BYTES; pf += 64) {
+            _mm_prefetch((const char *)(xg[0] + 2048 + pf), _MM_HINT_T0);
+            if (R > 1) _mm_prefetch((const char *)(xg[1] + 2048 + pf), _MM_HINT_T0);
+        }
+        __m512i z[2][4];
+        for (int k = 0; k < 4; k++) {
+            const int valid = count - 4 * k;
+            if (valid <= 0) {
+                z[0][k] = z[1][k] = _mm512_setzero_si512();
+                continue;
+            }
+            const __m512i ylo = _mm512_loadu_si512((const void *)(yg + 128 * k)), yhi = _mm512_loadu_si512((const void *)(yg + 128 * k + 64));
+            for (int r = 0; r < R; r++) {
+                const __m512i packed = load_chunks4(xg[r] + 4 * k * Q4_0_BYTES + Q4_0_QS, Q4_0_BYTES, valid);
+                const __m512i lo = _mm512_and_si512(packed, mask);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), mask);
+                z[r][k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, ylo), hi, yhi);
+            }
+        }
+        const __m512i off = _mm512_loadu_si512((const void *)(yg + 16 * QK));
+        const __m512 dy = _mm512_loadu_ps((const void *)(yg + 16 * QK + 64));
+        const __mmask16 m = count == 16 ? (__mmask16)0xffff : _mm512_cmplt_epi32_mask(_mm512_loadu_si512(perm_4x4), _mm512_set1_epi32(count));
+        for (int r = 0; r < R; r++) {
+            const __m512i isum = _mm512_sub_epi32(reduce_4x4(z[r][0], z[r][1], z[r][2], z[r][3]), off);
+            const __m512 dxy = _mm512_mul_ps(halves16(xg[r], Q4_0_BYTES, perm_4x4, count), dy);
+            acc[r] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(isum), dxy, acc[r], m);
+        }
+    }
+    for (int r = 0; r < R; r++) s[r] = reduce_block_lanes_avx512(_mm512_permutexvar_ps(_mm512_loadu_si512(inv_4x4), acc[r]));
+}
+
+void runner_vec_dot_mv_q4_0_avx512(int64_t n, float *s, const void *vx, const void *vy) {
+    q4_0_mv(n, s, vx, vx, vy, 1);
+}
+
+void runner_vec_dot2_mv_q4_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy) {
+    q4_0_mv(n, s, vx, (const uint8_t *)vx + bx, vy, 2);
+}

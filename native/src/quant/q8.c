@@ -189,3 +189,46 @@ static void q8_0_tile_pack(const void *vy, void *vout, int64_t n) {
 }
 
 const runner_act_pack runner_q8_0_tile_pack = {q8_0_tile_pack, q8_0_tile_bytes};
+
+/* ---- the decode layout of Q8_0 activations (runner_q8_0_mv_pack) -------------------------------- */
+
+#define MV_GROUP_BYTES (16 * QK + 16 * 4 + 16 * 4)
+
+static size_t q8_0_mv_bytes(int64_t n) {
+    return (size_t)((n / QK + 15) / 16) * MV_GROUP_BYTES;
+}
+
+/*
+ * Group g (16 blocks, MV_GROUP_BYTES): for k < 4, values 0..15 of blocks 16g + 4k + j (j = 0..3, 16
+ * bytes each) then their values 16..31 (64 bytes each half, the quants as they are); then 16 int32,
+ * lane L = 8 * sum(q) of block 16g + tile_perm[L]; then 16 floats, lane L that block's scale. Blocks
+ * past the row read as quants 0, sum 0, scale 0.
+ */
+static void q8_0_mv_pack(const void *vy, void *vout, int64_t n) {
+    const uint8_t *y = vy;
+    uint8_t *out = vout;
+    const int64_t nb = n / QK;
+    for (int64_t g = 0; g * 16 < nb; g++) {
+        uint8_t *o = out + g * MV_GROUP_BYTES;
+        for (int k = 0; k < 4; k++) {
+            for (int j = 0; j < 4; j++) {
+                const int64_t b = 16 * g + 4 * k + j;
+                for (int i = 0; i < 16; i++) {
+                    o[128 * k + 16 * j + i] = b < nb ? y[b * Q8_0_BYTES + Q8_0_QS + i] : 0;
+                    o[128 * k + 64 + 16 * j + i] = b < nb ? y[b * Q8_0_BYTES + Q8_0_QS + 16 + i] : 0;
+                }
+            }
+        }
+        for (int l = 0; l < 16; l++) {
+            const int64_t b = 16 * g + tile_perm[l];
+            int32_t sum = 0;
+            for (int i = 0; b < nb && i < QK; i++) sum += (int8_t)y[b * Q8_0_BYTES + Q8_0_QS + i];
+            const int32_t off = 8 * sum;
+            const float d = b < nb ? rd_half(y + b * Q8_0_BYTES) : 0.0f;
+            memcpy(o + 16 * QK + 4 * l, &off, sizeof off);
+            memcpy(o + 16 * QK + 64 + 4 * l, &d, sizeof d);
+        }
+    }
+}
+
+const runner_act_pack runner_q8_0_mv_pack = {q8_0_mv_pack, q8_0_mv_bytes};

@@ -108,6 +108,11 @@ typedef struct runner_type_traits {
     /* The layout the tile's activation rows are in: NULL for vec_dot_type rows as they are, else
      * each row packed once per token (the same bytes for every weight that shares it). */
     const runner_act_pack *tile_pack[RUNNER_KERNEL_COUNT];
+    /* Decode (one token): kernels that read the activation row packed by mv_pack, once per token,
+     * instead of the vec_dot_type row (AVX-512 Q4_0); NULL elsewhere. Bitwise vec_dot[v] and vec_dot2[v]. */
+    const runner_act_pack *mv_pack[RUNNER_KERNEL_COUNT];
+    runner_vec_dot_fn vec_dot_mv[RUNNER_KERNEL_COUNT];
+    runner_vec_dot2_fn vec_dot2_mv[RUNNER_KERNEL_COUNT];
     runner_cpu_mask needs[RUNNER_KERNEL_COUNT];          /* features each vec_dot variant requires */
     runner_cpu_mask from_float_needs[RUNNER_KERNEL_COUNT]; /* features each from_float variant requires */
 } runner_type_traits;
@@ -136,6 +141,10 @@ runner_round_f16_fn runner_round_f16_pick(runner_cpu_mask cpu);
  * quants offset to unsigned (y + 128) in the tiles' layout-A order, then the 16 scales as floats in
  * that order; a short last group is padded with zero activations. */
 extern const runner_act_pack runner_q8_0_tile_pack;
+/* Q8_0 rows regrouped for the AVX-512 Q4_0 decode kernels (q8.c): per group of 16 blocks, the quants
+ * in layout A (values 0..15 of four blocks, then 16..31), then 8 * sum(q) and the scale of each block
+ * in lane order (int32, float). */
+extern const runner_act_pack runner_q8_0_mv_pack;
 /* Q8_K rows regrouped for the AVX-512 Q4_K tile (q8k.c): per pair of super-blocks, the quants as
  * four-value words with each 32-value sub-block in its own lane, and the sub-blocks' bsum pairs as
  * int32; then every super-block's d. */
@@ -164,6 +173,10 @@ runner_kernel_variant runner_kernel_pick_from_float(const runner_type_traits *t,
  * for the rest. Bitwise equal to calling vec_dot[v] row by row. The way for a matvec to use vec_dot2. */
 void runner_vec_dot_rows(const runner_type_traits *t, runner_kernel_variant v, int64_t n, float *s, const void *x, size_t bx,
                          int64_t nrows, const void *y);
+/* runner_vec_dot_rows with the activation also packed by t->mv_pack[v] at yp (NULL: not packed), for
+ * the vec_dot_mv / vec_dot2_mv kernels where the variant has them. Bitwise the same results. */
+void runner_vec_dot_rows_packed(const runner_type_traits *t, runner_kernel_variant v, int64_t n, float *s, const void *x, size_t bx,
+                                int64_t nrows, const void *y, const void *yp);
 
 /* Bytes that n values of the type take: 0 and *bytes set on success; -1 when n is negative or not
  * a multiple of the block size, -2 when the size does not fit in size_t. */

@@ -213,6 +213,8 @@ RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q4_0_q8_0_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q4_1_q8_1_avx512);
 RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_q4_0_q8_0_avx512);
 RUNNER_DECLARE_VEC_DOT_TILE(runner_vec_dot_tile_q4_0_q8_0_avx512);
+RUNNER_DECLARE_VEC_DOT(runner_vec_dot_mv_q4_0_avx512);
+RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_mv_q4_0_avx512);
 RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_q4_1_q8_1_avx512);
 
 /* q5.c / q5_avx2.c / q5_avx512.c */

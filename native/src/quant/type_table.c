@@ -90,6 +90,9 @@ static const runner_type_traits type_q4_0 = {
     .tile_rows = {0, 0, 1},
     .tile_cols = {0, 0, 8},
     .tile_pack = {NULL, NULL, X86(&runner_q8_0_tile_pack)},
+    .mv_pack = {NULL, NULL, X86(&runner_q8_0_mv_pack)},
+    .vec_dot_mv = {NULL, NULL, X86(runner_vec_dot_mv_q4_0_avx512)},
+    .vec_dot2_mv = {NULL, NULL, X86(runner_vec_dot2_mv_q4_0_avx512)},
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512_VNNI},
     .from_float_needs = NO_NEEDS,
 };
@@ -329,6 +332,24 @@ void runner_vec_dot_rows(const runner_type_traits *t, runner_kernel_variant v, i
         r = 2 * half;
     }
     for (; r < nrows; r++) t->vec_dot[v](n, s + r, rows + (size_t)r * bx, y);
+}
+
+void runner_vec_dot_rows_packed(const runner_type_traits *t, runner_kernel_variant v, int64_t n, float *s, const void *x, size_t bx,
+                                int64_t nrows, const void *y, const void *yp) {
+    if (!yp || !t->vec_dot_mv[v] || !t->vec_dot2_mv[v]) {
+        runner_vec_dot_rows(t, v, n, s, x, bx, nrows, y);
+        return;
+    }
+    /* rows r and r + half, as runner_vec_dot_rows pairs them */
+    const uint8_t *rows = x;
+    const int64_t half = nrows / 2;
+    for (int64_t r = 0; r < half; r++) {
+        float pair[2];
+        t->vec_dot2_mv[v](n, pair, rows + (size_t)r * bx, (size_t)half * bx, yp);
+        s[r] = pair[0];
+        s[r + half] = pair[1];
+    }
+    if (nrows % 2) t->vec_dot_mv[v](n, &s[nrows - 1], rows + (size_t)(nrows - 1) * bx, yp);
 }
 
 int runner_type_row_bytes(const runner_type_traits *t, int64_t n, size_t *bytes) {
