@@ -18,11 +18,11 @@
 /* ---- Q4_K, Q5_K ------------------------------------------------------------------------------- */
 
 void runner_vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy) {
-    K_DOT(Q4_K_BYTES, 0, 1, q4k_part_avx2)
+    K_DOT(Q4_K_BYTES, 0, 1, q4k_part_avx2, 0)
 }
 
 void runner_vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy) {
-    K_DOT(Q5_K_BYTES, 0, 1, q5k_part_avx2)
+    K_DOT(Q5_K_BYTES, 0, 1, q5k_part_avx2, 0)
 }
 
 /* ---- Q6_K ------------------------------------------------------------------------------------- */
@@ -51,13 +51,13 @@ static ALWAYS_INLINE void q6k_part(const uint8_t *xb, const uint8_t *yb, __m256i
 }
 
 void runner_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy) {
-    K_DOT(Q6_K_BYTES, Q6_K_D, 0, q6k_part)
+    K_DOT(Q6_K_BYTES, Q6_K_D, 0, q6k_part, 0)
 }
 
 /* ---- Q3_K, Q2_K ------------------------------------------------------------------------------- */
 
 void runner_vec_dot_q3_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy) {
-    K_DOT(Q3_K_BYTES, Q3_K_D, 0, q3k_part_avx2)
+    K_DOT(Q3_K_BYTES, Q3_K_D, 0, q3k_part_avx2, 0)
 }
 
 static ALWAYS_INLINE void q2k_part(const uint8_t *xb, const uint8_t *yb, __m256i *pi, __m256i *pm) {
@@ -80,5 +80,5 @@ static ALWAYS_INLINE void q2k_part(const uint8_t *xb, const uint8_t *yb, __m256i
 }
 
 void runner_vec_dot_q2_K_q8_K_avx2(int64_t n, float *s, const void *vx, const void *vy) {
-    K_DOT(Q2_K_BYTES, Q2_K_D, 1, q2k_part)
+    K_DOT(Q2_K_BYTES, Q2_K_D, 1, q2k_part, 0)
 }

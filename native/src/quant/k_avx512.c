@@ -37,11 +37,11 @@ static ALWAYS_INLINE __m512i group_index(int g) {
 /* ---- Q4_K, Q5_K ------------------------------------------------------------------------------- */
 
 void runner_vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
-    K_DOT(Q4_K_BYTES, 0, 1, q4k_part_vnni256)
+    K_DOT(Q4_K_BYTES, 0, 1, q4k_part_vnni256, 2048)
 }
 
 void runner_vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
-    K_DOT(Q5_K_BYTES, 0, 1, q5k_part_vnni256)
+    K_DOT(Q5_K_BYTES, 0, 1, q5k_part_vnni256, 0)
 }
 
 /* ---- Q6_K ------------------------------------------------------------------------------------- */
@@ -70,13 +70,13 @@ static ALWAYS_INLINE void q6k_part(const uint8_t *xb, const uint8_t *yb, __m256i
 }
 
 void runner_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
-    K_DOT(Q6_K_BYTES, Q6_K_D, 0, q6k_part)
+    K_DOT(Q6_K_BYTES, Q6_K_D, 0, q6k_part, 0)
 }
 
 /* ---- Q3_K, Q2_K ------------------------------------------------------------------------------- */
 
 void runner_vec_dot_q3_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
-    K_DOT(Q3_K_BYTES, Q3_K_D, 0, q3k_part_vnni256)
+    K_DOT(Q3_K_BYTES, Q3_K_D, 0, q3k_part_vnni256, 0)
 }
 
 static ALWAYS_INLINE void q2k_part(const uint8_t *xb, const uint8_t *yb, __m256i *pi, __m256i *pm) {
@@ -98,7 +98,7 @@ static ALWAYS_INLINE void q2k_part(const uint8_t *xb, const uint8_t *yb, __m256i
 }
 
 void runner_vec_dot_q2_K_q8_K_avx512(int64_t n, float *s, const void *vx, const void *vy) {
-    K_DOT(Q2_K_BYTES, Q2_K_D, 1, q2k_part)
+    K_DOT(Q2_K_BYTES, Q2_K_D, 1, q2k_part, 0)
 }
 
 /* ---- tiles for the prompt path: KT_R weight rows by KT_C activation rows ------------------------ */

@@ -89,8 +89,10 @@ static inline float kreduce8(__m256 v8) {
 /*
  * The loop every SIMD K-quant dot shares: PART(xb, yb, pi, pm) sets the int32 vectors of one
  * super-block (pm untouched for types without a min); XBYTES is the block size, DOFF the offset of d.
+ * KPF > 0 prefetches each super-block KPF bytes ahead (0: none): measured on Zen 4 decode, 2 KiB ahead
+ * gives Q4_K +7 % on one thread and +10 % on two, and Q6_K -2 %, so it is per type.
  */
-#define K_DOT(XBYTES, DOFF, WITH_MIN, PART)                                                        \
+#define K_DOT(XBYTES, DOFF, WITH_MIN, PART, KPF)                                                   \
     const uint8_t *x = vx, *y = vy;                                                                 \
     const int64_t nb = n / QK_K;                                                                    \
     __m256 acc = _mm256_setzero_ps();                                                               \
@@ -99,7 +101,12 @@ static inline float kreduce8(__m256 v8) {
         __m256i pi[8], pm[8];                                                                       \
         for (int k = 0; k < 8; k++) {                                                               \
             pi[k] = pm[k] = _mm256_setzero_si256();                                                 \
-            if (k < count) PART(x + (b0 + k) * (XBYTES), y + (b0 + k) * Q8_K_BYTES, &pi[k], &pm[k]); \
+            if (k < count) {                                                                        \
+                const uint8_t *xk = x + (b0 + k) * (XBYTES);                                        \
+                for (int pf = 0; (KPF) && pf < (XBYTES); pf += 64)                                  \
+                    _mm_prefetch((const char *)(xk + (KPF) + pf), _MM_HINT_T0);                     \
+                PART(xk, y + (b0 + k) * Q8_K_BYTES, &pi[k], &pm[k]);                                \
+            }                                                                                       \
         }                                                                                           \
         acc = kgroup_float(acc, pi, pm, x + b0 * (XBYTES) + (DOFF), (XBYTES), y + b0 * Q8_K_BYTES, count, (WITH_MIN)); \
     }                                                                                               \
