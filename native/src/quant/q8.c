@@ -162,6 +162,15 @@ static const int tile_perm[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 
 
 #define TILE_GROUP_BYTES (16 * QK + 16 * 4)
 
+/* Quant i and the scale of block b of a row of nb blocks; zeros past the row (the packers' padding). */
+static uint8_t quant_or_zero(const uint8_t *y, int64_t nb, int64_t b, int i) {
+    return b < nb ? y[b * Q8_0_BYTES + Q8_0_QS + i] : 0;
+}
+
+static float scale_or_zero(const uint8_t *y, int64_t nb, int64_t b) {
+    return b < nb ? rd_half(y + b * Q8_0_BYTES) : 0.0f;
+}
+
 static size_t q8_0_tile_bytes(int64_t n) {
     return (size_t)((n / QK + 15) / 16) * TILE_GROUP_BYTES;
 }
@@ -180,9 +189,8 @@ static void q8_0_tile_pack(const void *vy, void *vout, int64_t n) {
         uint8_t *o = out + g * TILE_GROUP_BYTES;
         for (int l = 0; l < 16; l++) {
             const int64_t b = 16 * g + tile_perm[l];
-            for (int t = 0; t < 8; t++)
-                for (int i = 0; i < 4; i++) o[64 * t + 4 * l + i] = (uint8_t)((b < nb ? y[b * Q8_0_BYTES + Q8_0_QS + 4 * t + i] : 0) ^ 0x80);
-            const float d = b < nb ? rd_half(y + b * Q8_0_BYTES) : 0.0f;
+            for (int i = 0; i < QK; i++) o[64 * (i / 4) + 4 * l + i % 4] = (uint8_t)(quant_or_zero(y, nb, b, i) ^ 0x80);
+            const float d = scale_or_zero(y, nb, b);
             memcpy(o + 16 * QK + 4 * l, &d, sizeof d);
         }
     }
@@ -213,18 +221,15 @@ static void q8_0_mv_pack(const void *vy, void *vout, int64_t n) {
         for (int k = 0; k < 4; k++) {
             for (int j = 0; j < 4; j++) {
                 const int64_t b = 16 * g + 4 * k + j;
-                for (int i = 0; i < 16; i++) {
-                    o[128 * k + 16 * j + i] = b < nb ? y[b * Q8_0_BYTES + Q8_0_QS + i] : 0;
-                    o[128 * k + 64 + 16 * j + i] = b < nb ? y[b * Q8_0_BYTES + Q8_0_QS + 16 + i] : 0;
-                }
+                for (int i = 0; i < QK; i++) o[128 * k + 64 * (i / 16) + 16 * j + i % 16] = quant_or_zero(y, nb, b, i);
             }
         }
         for (int l = 0; l < 16; l++) {
             const int64_t b = 16 * g + tile_perm[l];
             int32_t sum = 0;
-            for (int i = 0; b < nb && i < QK; i++) sum += (int8_t)y[b * Q8_0_BYTES + Q8_0_QS + i];
+            for (int i = 0; i < QK; i++) sum += (int8_t)quant_or_zero(y, nb, b, i);
             const int32_t off = 8 * sum;
-            const float d = b < nb ? rd_half(y + b * Q8_0_BYTES) : 0.0f;
+            const float d = scale_or_zero(y, nb, b);
             memcpy(o + 16 * QK + 4 * l, &off, sizeof off);
             memcpy(o + 16 * QK + 64 + 4 * l, &d, sizeof d);
         }
