@@ -459,6 +459,7 @@ Napi::Value KernelVecDotMv(const Napi::CallbackInfo& info) {
     Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", std::string("kernelVecDotMv: ") + t->name + " has no packed decode kernels in that variant");
   const int64_t n = RequireCount(env, info[2], "kernelVecDotMv: n");
   const runner_type_traits* yt = runner_type_traits_get(t->vec_dot_type);
+  if (!yt) Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", std::string("kernelVecDotMv: ") + t->name + "'s vec_dot_type is not implemented");
   const size_t row = RowBytes(env, t, n, "kernelVecDotMv: n");
   const size_t y_row = RowBytes(env, yt, n, "kernelVecDotMv: n");
   Napi::Uint8Array x = RequireBytes(env, info[3], "kernelVecDotMv: x");

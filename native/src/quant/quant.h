@@ -68,9 +68,9 @@ typedef void (*runner_vec_dot2_fn)(int64_t n, float *s, const void *x, size_t bx
  * block loaded once for all R rows. */
 typedef void (*runner_vec_dot_tile_fn)(int64_t n, float *s, const void *x, size_t bx, const void *y, size_t by);
 #define RUNNER_TILE_MAX 16 /* R * C never exceeds this */
-/* An activation layout a tile reads instead of vec_dot_type rows (see tile_pack): pack writes bytes(n)
- * bytes for one row of n values of the vec_dot_type at y (64-byte aligned `out` lets the tile use
- * aligned loads). */
+/* An activation layout a kernel reads instead of vec_dot_type rows (see tile_pack, mv_pack): pack
+ * writes bytes(n) bytes for one row of n values of the vec_dot_type at y. The kernels load it
+ * unaligned: the engine's rows are 64-byte aligned, but the test hooks' buffers are not. */
 typedef struct runner_act_pack {
     void (*pack)(const void *y, void *out, int64_t n);
     size_t (*bytes)(int64_t n);

@@ -16,7 +16,6 @@ import {loadAddon} from './addon.js'
 export const KERNEL_VARIANTS = ['scalar', 'avx2', 'avx512'] as const
 export type KernelVariant = (typeof KERNEL_VARIANTS)[number]
 
-/** One entry of the engine's type table. */
 /** A prompt-matmul register tile: `rows` weight rows by `cols` activation rows per call. */
 export interface KernelTile {
   readonly variant: KernelVariant
@@ -24,6 +23,7 @@ export interface KernelTile {
   readonly cols: number
 }
 
+/** One entry of the engine's type table. */
 export interface KernelTypeTraits {
   /** ggml type id. */
   readonly type: number
