@@ -7,7 +7,7 @@
  * A STREAM-like probe (scripts/native-bench/membw.c) measures the read bandwidth decode is bound by.
  *
  *   npm run bench -- --model FILE [--model FILE2] [--threads 1,2] [--reps 3] [--pp 512] [--tg 128] [--json]
- *   npm run bench -- --suite [--cache-dir DIR]      (TinyLlama-shaped Q8_0 and Q4_0, and stories260K)
+ *   npm run bench -- --suite [--cache-dir DIR]      (TinyLlama-shaped Q4_0, Q8_0, Q4_K, Q6_K, F16; Qwen3-MoE and SmolLM2-135M shapes; stories260K)
  *
  * Method (docs/benchmarks.md):
  * - The parent reads each file once first, so that both engines find it in the page cache.
@@ -86,8 +86,11 @@ const QWEN3MOE: SuiteShape = {
   name: 'qwen3moe', label: 'Qwen3-MoE-shape', arch: 'qwen3moe', nEmbd: 1024, nLayer: 16, nHead: 16, nHeadKv: 4, nFf: 3072, vocab: 32000, context: 2048, seed: 1,
   experts: {count: 32, used: 4, ff: 512},
 }
+/** A small model in SmolLM2-135M's shape (30 blocks of width 576): the issue's check that small models do not get slower with threads. */
+const SMOLLM2: SuiteShape = {name: 'smollm2', label: 'SmolLM2-135M-shape', arch: 'llama', nEmbd: 576, nLayer: 30, nHead: 9, nHeadKv: 3, nFf: 1536, vocab: 49152, context: 2048, seed: 1}
 const SUITE_TYPES = ['q4_0', 'q8_0', 'q4_k', 'q6_k', 'f16'] as const
 const SUITE_MOE_TYPES = ['q4_0'] as const
+const SUITE_SMALL_TYPES = ['q8_0'] as const
 
 interface WorkerOptions {
   readonly engine: Engine
@@ -587,7 +590,7 @@ const USAGE = `usage: npm run bench -- (--model FILE ... | --suite) [--threads 1
   --model FILE      a GGUF file to measure (repeatable)
   --suite           the standard bench models: TinyLlama-1.1B-shaped random weights in Q4_0, Q8_0,
                     Q4_K, Q6_K and F16, a Qwen3-MoE-shaped mixture of experts (32 experts, 4 per
-                    token) in Q4_0
+                    token) in Q4_0, a SmolLM2-135M-shaped model in Q8_0
                     (written once by make-test-model.ts into --cache-dir, then reused) and
                     ../shared/models/stories260K.gguf
   --threads LIST    thread counts, comma-separated (default: 1 and the physical cores)
@@ -667,6 +670,7 @@ async function main(): Promise<void> {
   if (values.suite) {
     for (const type of SUITE_TYPES) models.push(await suiteModel(values['cache-dir'], TINYLLAMA, type))
     for (const type of SUITE_MOE_TYPES) models.push(await suiteModel(values['cache-dir'], QWEN3MOE, type))
+    for (const type of SUITE_SMALL_TYPES) models.push(await suiteModel(values['cache-dir'], SMOLLM2, type))
     models.push({label: 'stories260K', path: STORIES})
   }
   if (models.length === 0) {
