@@ -110,8 +110,8 @@ typedef struct matmul_group {
     int slot[GROUP_MAX];        /* which activation slot holds this weight's input */
     int32_t slot_type[RUNNER_ACT_SLOTS];
     int n_slots;
-    /* The tile layout some weight's tile reads a slot in (NULL: none), written by the prepare task
-     * into the same scratch row at slot_pack_off, past the slot's own activation bytes. */
+    /* The packed layout some weight's kernels read a slot in (NULL: none; runner_act_pack), written by
+     * the prepare task into the same scratch row at slot_pack_off, past the slot's own bytes. */
     const runner_act_pack *slot_pack[RUNNER_ACT_SLOTS];
     size_t slot_pack_off[RUNNER_ACT_SLOTS];
     /* optional pre-step per token before quantizing: RMS norm of src with weight */
@@ -125,15 +125,21 @@ static const uint8_t *act_row(const matmul_group *g, int slot, int32_t t) {
     return s->act_q + ((size_t)slot * g->ctx->params.n_batch + (size_t)t) * s->act_q_row_bytes;
 }
 
-/* Where the slot's activation rows also get `pack` (the first asked for wins; NULL: nothing to do):
- * past the slot's own bytes in its scratch row, when there is room. A weight whose kernels want
- * another layout, or find no room, runs on the plain rows. */
-static void group_want_pack(matmul_group *g, int s, const runner_act_pack *pack) {
-    if (!pack || g->slot_pack[s]) return;
+/* Where a scratch row of row_bytes holding n values of `type` can also hold them packed by `pack`:
+ * past its own bytes, 64-byte aligned; 0 when there is no room. */
+static size_t pack_offset(int32_t type, int64_t n, const runner_act_pack *pack, size_t row_bytes) {
     size_t q_bytes = 0;
-    if (runner_type_row_bytes(runner_type_traits_get(g->slot_type[s]), g->n_in, &q_bytes) != 0) return;
+    if (runner_type_row_bytes(runner_type_traits_get(type), n, &q_bytes) != 0 || q_bytes == 0) return 0;
     const size_t off = (q_bytes + 63) & ~(size_t)63;
-    if (off + pack->bytes(g->n_in) > g->ctx->s.act_q_row_bytes) return;
+    return off + pack->bytes(n) <= row_bytes ? off : 0;
+}
+
+/* Where the slot's activation rows also get `pack` (the first asked for wins; NULL: nothing to do).
+ * A weight whose kernels want another layout, or find no room, runs on the plain rows. */
+static void group_want_pack(matmul_group *g, int s, const runner_act_pack *pack) {
+    if (!pack || g->slot_pack[s] || g->slot_type[s] == RUNNER_TYPE_F32) return;
+    const size_t off = pack_offset(g->slot_type[s], g->n_in, pack, g->ctx->s.act_q_row_bytes);
+    if (!off) return;
     g->slot_pack[s] = pack;
     g->slot_pack_off[s] = off;
 }
@@ -638,14 +644,9 @@ static void moe_block(runner_context *ctx, const runner_layer *L, step *st) {
         group_want_pack(&in, ms.up_slot, L->exp_up[0].traits->mv_pack[L->exp_up[0].variant]);
         const runner_weight *wd = &L->exp_down[0];
         const runner_act_pack *pack = wd->traits->mv_pack[wd->variant];
-        size_t q_bytes = 0;
-        if (pack && wd->traits->vec_dot_type != RUNNER_TYPE_F32 &&
-            runner_type_row_bytes(runner_type_traits_get(wd->traits->vec_dot_type), c->n_ff_exp, &q_bytes) == 0) {
-            const size_t off = (q_bytes + 63) & ~(size_t)63;
-            if (off + pack->bytes(c->n_ff_exp) <= s->act_q_row_bytes) {
-                ms.down_pack = pack;
-                ms.down_pack_off = off;
-            }
+        if (pack && wd->traits->vec_dot_type != RUNNER_TYPE_F32) {
+            ms.down_pack_off = pack_offset(wd->traits->vec_dot_type, c->n_ff_exp, pack, s->act_q_row_bytes);
+            ms.down_pack = ms.down_pack_off ? pack : NULL;
         }
     }
     group_run(&in);
