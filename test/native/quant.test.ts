@@ -271,9 +271,9 @@ describe('vec_dot: every SIMD variant equals the scalar reference bitwise', () =
 })
 
 describe('vec_dot2 (two rows per call): each result equals the scalar vec_dot of its row bitwise', () => {
-  it('exists for the AVX-512 Q4_x, Q8_x and F16 kernels (where sharing the activation work pays)', {skip: process.arch !== 'x64'}, () => {
+  it('exists for the AVX-512 Q4_x and Q8_x kernels (where sharing the activation work pays)', {skip: process.arch !== 'x64'}, () => {
     for (const t of traits) {
-      const pays = ['Q4_0', 'Q4_1', 'Q8_0', 'Q8_1', 'F16'].includes(t.name)
+      const pays = ['Q4_0', 'Q4_1', 'Q8_0', 'Q8_1'].includes(t.name)
       const want = pays && t.variants.includes('avx512') ? ['avx512'] : []
       assert.deepEqual([...t.vecDot2Variants], want, t.name)
     }
@@ -285,7 +285,7 @@ describe('vec_dot2 (two rows per call): each result equals the scalar vec_dot of
       it(`${name}: ${variant}`, () => {
         const rng = new SeededRandom(0x2e0000n + BigInt(t.type))
         let k = 0
-        for (const n of t.blockSize === 1 ? FLOAT_COUNTS : BLOCK_COUNTS.map((b) => b * 32)) {
+        for (const n of BLOCK_COUNTS.map((b) => b * 32)) {
           const row = rowBytes(t, n)
           const gap = k % 3 === 0 ? 0 : (k * 5) % 41 // rows back to back, or bx > row
           const a = dotInputs(rng, t, n, k)

@@ -86,29 +86,6 @@ void runner_vec_dot_f16_avx512(int64_t n, float *s, const void *vx, const void *
     *s = reduce_lanes_8x8(a0, a1, a2, a3, a4, a5, a6, a7);
 }
 
-/* F16 weights x F32 activations for two rows sharing the activation (decode: runner_vec_dot_rows
- * pairs rows r and r + n/2, two long streams for the prefetcher); each row bitwise the one-row kernel. */
-void runner_vec_dot2_f16_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy) {
-    const uint8_t *const xr[2] = {(const uint8_t *)vx, (const uint8_t *)vx + bx}, *const y = vy;
-    __m256 acc[2][8];
-    for (int r = 0; r < 2; r++)
-        for (int k = 0; k < 8; k++) acc[r][k] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + RUNNER_FLOAT_LANES <= n; i += RUNNER_FLOAT_LANES) {
-        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) {
-            const __m256 fy = _mm256_loadu_ps((const float *)(const void *)(y + 4 * (i + 8 * k)));
-            acc[0][k] = _mm256_fmadd_ps(load_f16x8(xr[0] + 2 * (i + 8 * k)), fy, acc[0][k]);
-            acc[1][k] = _mm256_fmadd_ps(load_f16x8(xr[1] + 2 * (i + 8 * k)), fy, acc[1][k]);
-        }
-    }
-    for (int r = 0; r < 2; r++) {
-        const uint8_t *const x = xr[r];
-        __m256 a0 = acc[r][0], a1 = acc[r][1], a2 = acc[r][2], a3 = acc[r][3], a4 = acc[r][4], a5 = acc[r][5], a6 = acc[r][6], a7 = acc[r][7];
-        F16F32_TAIL(a0, 0) F16F32_TAIL(a1, 1) F16F32_TAIL(a2, 2) F16F32_TAIL(a3, 3) F16F32_TAIL(a4, 4) F16F32_TAIL(a5, 5) F16F32_TAIL(a6, 6) F16F32_TAIL(a7, 7)
-        s[r] = reduce_lanes_8x8(a0, a1, a2, a3, a4, a5, a6, a7);
-    }
-}
-
 /* ---- BF16: lane(i) = 32*(r/32) + 16*(r%2) + (r%32)/2 with r = i % 64 ----------------------------------
  * Values 16q .. 16q+15 of a 64-value chunk (q = 0..3) are 8 words; shifting each word left by 16
  * gives the even values (lanes 32*(q/2) + 8*(q%2) + k), masking its low half the odd ones (16 lanes

@@ -176,7 +176,6 @@ RUNNER_DECLARE_FROM_FLOAT(runner_from_float_f16_avx512);
 RUNNER_DECLARE_FROM_FLOAT(runner_from_float_bf16_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f32_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f16_avx512);
-RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_f16_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f16_f16_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_bf16_avx512);
 

@@ -52,7 +52,6 @@ static const runner_type_traits type_f16 = {
     .from_float_ref = runner_from_float_f16_scalar,
     .from_float = {runner_from_float_f16_scalar, X86(runner_from_float_f16_avx2), X86(runner_from_float_f16_avx512)},
     .vec_dot = {runner_vec_dot_f16_scalar, X86(runner_vec_dot_f16_avx2), X86(runner_vec_dot_f16_avx512)},
-    .vec_dot2 = {NULL, NULL, X86(runner_vec_dot2_f16_avx512)},
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512},
     .from_float_needs = {0, NEEDS_AVX2, NEEDS_AVX512},
 };
