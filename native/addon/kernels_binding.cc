@@ -408,6 +408,19 @@ Napi::Value KernelToFloat(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// The variant an element-wise hook (kernelAxpy, kernelRoundF16) names: its index, or -1 when no
+// variant has that name. The AVX2 ones need what the F16 AVX2 kernels need; refused where this CPU lacks it.
+int ElementwiseVariant(const Napi::Env& env, const Napi::Value& value, const char* fn) {
+  if (!value.IsString()) Throw(env, true, "KERNEL_BAD_ARGUMENT", std::string(fn) + ": variant must be a string");
+  const std::string vname = value.As<Napi::String>().Utf8Value();
+  int v = -1;
+  for (int i = 0; i < RUNNER_KERNEL_COUNT; i++)
+    if (vname == runner_kernel_variant_name(i)) v = i;
+  if (v == RUNNER_KERNEL_AVX2 && !runner_kernel_vec_dot_usable(runner_type_traits_get(RUNNER_TYPE_F16), RUNNER_KERNEL_AVX2, runner_cpu_features()))
+    Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", std::string(fn) + ": this CPU cannot run avx2");
+  return v;
+}
+
 // kernelAxpy(type, variant, a: number | Float32Array, x: Uint8Array, y: Float32Array) -> Float32Array:
 // a copy of y after y[i] = fmaf(a[r], x_r[i], y[i]) for each row r in turn with that variant (x holds
 // a.length rows of y.length values back to back; a number is one row). Test hook for the contract.
@@ -415,15 +428,9 @@ Napi::Value KernelAxpy(const Napi::CallbackInfo& info) {
   RequireArgs(info, 5, "kernelAxpy(type, variant, a, x: Uint8Array, y: Float32Array)");
   Napi::Env env = info.Env();
   const runner_type_traits* t = RequireType(env, info[0], "kernelAxpy");
-  if (!info[1].IsString()) Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelAxpy: variant must be a string");
-  const std::string vname = info[1].As<Napi::String>().Utf8Value();
-  int v = -1;
-  for (int i = 0; i < RUNNER_KERNEL_COUNT; i++)
-    if (vname == runner_kernel_variant_name(i)) v = i;
+  const int v = ElementwiseVariant(env, info[1], "kernelAxpy");
   const runner_axpy_fn fn = v < 0 ? nullptr : runner_axpy_variant(t->type, static_cast<runner_kernel_variant>(v));
-  if (!fn) Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelAxpy: no " + vname + " axpy for " + t->name);
-  if (v == RUNNER_KERNEL_AVX2 && !runner_kernel_vec_dot_usable(runner_type_traits_get(RUNNER_TYPE_F16), RUNNER_KERNEL_AVX2, runner_cpu_features()))
-    Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelAxpy: this CPU cannot run avx2");
+  if (!fn) Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelAxpy: no " + info[1].As<Napi::String>().Utf8Value() + " axpy for " + t->name);
   std::vector<float> a;
   if (info[2].IsNumber()) {
     a.push_back(info[2].As<Napi::Number>().FloatValue());
@@ -481,15 +488,9 @@ Napi::Value KernelVecDotMv(const Napi::CallbackInfo& info) {
 Napi::Value KernelRoundF16(const Napi::CallbackInfo& info) {
   RequireArgs(info, 3, "kernelRoundF16(variant, a, x: Float32Array)");
   Napi::Env env = info.Env();
-  if (!info[0].IsString()) Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelRoundF16: variant must be a string");
-  const std::string vname = info[0].As<Napi::String>().Utf8Value();
-  int v = -1;
-  for (int i = 0; i < RUNNER_KERNEL_COUNT; i++)
-    if (vname == runner_kernel_variant_name(i)) v = i;
+  const int v = ElementwiseVariant(env, info[0], "kernelRoundF16");
   const runner_round_f16_fn fn = v < 0 ? nullptr : runner_round_f16_variant(static_cast<runner_kernel_variant>(v));
-  if (!fn) Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelRoundF16: no " + vname + " variant");
-  if (v == RUNNER_KERNEL_AVX2 && !runner_kernel_vec_dot_usable(runner_type_traits_get(RUNNER_TYPE_F16), RUNNER_KERNEL_AVX2, runner_cpu_features()))
-    Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelRoundF16: this CPU cannot run avx2");
+  if (!fn) Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelRoundF16: no " + info[0].As<Napi::String>().Utf8Value() + " variant");
   if (!info[1].IsNumber()) Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelRoundF16: a must be a number");
   const float a = info[1].As<Napi::Number>().FloatValue();
   if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
