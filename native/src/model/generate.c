@@ -1,6 +1,7 @@
 /* Generation: prompt processing, then sample -> evaluate -> sample ..., entirely in native code. */
 #include <time.h>
 
+#include "core/status.h"
 #include "model/model.h"
 #include "sample/sample.h"
 
@@ -47,7 +48,7 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
             break;
         }
         runner_sample_result r;
-        const int32_t token = runner_sampler_sample(sampler, ctx->s.logits, &r);
+        const int32_t token = runner_sampler_sample(sampler, runner_context_logits(ctx), &r);
         if (token < 0) {
             st = runner_fail(err, err_len, RUNNER_ERR_MODEL, "every logit is banned or not finite at position %d", pos);
             break;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "core/threadpool.h"
+#include "kv/kv_cache.h"
 #include "quant/quant.h"
 #include "runner.h"
 
@@ -85,12 +86,7 @@ struct runner_context {
     runner_model *model;
     runner_context_params params;
     runner_pool *pool;
-    int32_t n_past;
-    /* KV cache: per layer [n_ctx][n_head_kv][head_dim] of F16 or F32. */
-    void **k_cache;
-    void **v_cache;
-    size_t kv_elem_bytes;
-    uint64_t kv_bytes; /* bytes of K and V cache over every layer that has attention */
+    runner_kv_cache kv;
     runner_scratch s;
     /* Rope angles: [n_ctx][n_rot/2] cos and sin, computed once per context as ggml does. */
     float *rope_cos;
@@ -98,22 +94,17 @@ struct runner_context {
     /* The same for sliding-window layers when their rope base or scale differs (else NULL). */
     float *rope_cos_swa;
     float *rope_sin_swa;
-    int32_t has_logits;
+    /* The last logits row computed (runner_context_logits), or NULL. */
+    const float *last_logits;
 };
 
-/* Error message helper: formats into err (if any) and returns the status. */
-runner_status runner_fail(char *err, int32_t err_len, runner_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-
-/* Fill ggml's F16 GELU table once per process (thread-safe); models with RUNNER_FFN_GELU call it at load. */
-void runner_gelu_table_init(void);
-
-/* One forward step over n <= n_batch tokens at positions [pos, pos + n). Writes logits rows for
- * the tokens selected by logits_mode into ctx->s.logits (row i for token i, or row 0 for LAST). */
-runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
-                             const volatile int32_t *abort_flag, char *err, int32_t err_len);
+/* One forward step's tokens and where they go; the argument of its per-token and per-head tasks. */
+typedef struct runner_step {
+    runner_context *ctx;
+    const int32_t *tokens;
+    int32_t n_tok;
+    int32_t pos;
+    int32_t layer;
+} runner_step;
 
 #endif

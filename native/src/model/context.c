@@ -1,0 +1,194 @@
+/*
+ * Contexts: the KV cache, the scratch of one forward step (sized once for n_batch tokens), the rope
+ * angle caches and the thread pool; and decoding, which cuts a call's tokens into n_batch chunks.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/status.h"
+#include "kv/kv_cache.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "ops/rope.h"
+
+void runner_context_free(runner_context *ctx) {
+    if (!ctx) return;
+    if (ctx->pool) runner_pool_free(ctx->pool);
+    runner_kv_cache_free(&ctx->kv);
+    runner_scratch *s = &ctx->s;
+    void *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits, s->act_q, s->scores, s->qr,
+                    s->router, s->sel, s->sel_w, s->exp_gate, s->exp_up, s->exp_out, s->exp_act_q, s->exp_items};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(ctx->rope_cos);
+    free(ctx->rope_sin);
+    free(ctx->rope_cos_swa);
+    free(ctx->rope_sin_swa);
+    free(ctx);
+}
+
+/* The rope angles of a context, as ggml_rope_cache_init forms them. longrope: theta / factor and cos,
+ * sin times attn_factor; llama.cpp picks the long factors when its context (padded to 256) exceeds
+ * n_ctx_orig. */
+static void fill_rope_cache(const runner_context *ctx, float base, float freq_scale, float *cos_out, float *sin_out) {
+    const runner_model *m = ctx->model;
+    const runner_model_config *c = &m->cfg;
+    const int64_t padded = ((int64_t)ctx->params.n_ctx + 255) / 256 * 256;
+    const int32_t orig = c->n_ctx_orig > 0 ? c->n_ctx_orig : c->n_ctx_train;
+    const runner_weight *fw = padded > orig && m->rope_long.data ? &m->rope_long : m->rope_short.data ? &m->rope_short : m->rope_long.data ? &m->rope_long : NULL;
+    const float *ff = fw ? (const float *)fw->data : NULL;
+    const float mscale = c->rope_attn_factor > 0.0f ? c->rope_attn_factor : 1.0f;
+    runner_rope_cache_fill(cos_out, sin_out, ctx->params.n_ctx, c->n_rot, base, freq_scale, ff, mscale);
+}
+
+/* Sliding-window layers need their own rope cache when their base or scale differs. */
+static int swa_rope_differs(const runner_model_config *c) {
+    const float base = c->rope_freq_base_swa > 0 ? c->rope_freq_base_swa : c->rope_freq_base;
+    const float scale = c->rope_freq_scale_swa > 0 ? c->rope_freq_scale_swa : c->rope_freq_scale;
+    return c->n_swa > 0 && (base != c->rope_freq_base || scale != c->rope_freq_scale);
+}
+
+/* Every scratch buffer of one step over n_batch tokens; 0 when one could not be had. */
+static int alloc_scratch(runner_context *ctx) {
+    const runner_model_config *c = &ctx->model->cfg;
+    const runner_context_params *p = &ctx->params;
+    runner_scratch *s = &ctx->s;
+    const size_t nb = (size_t)p->n_batch, n_q = (size_t)c->n_head * c->head_dim, n_kv = (size_t)c->n_head_kv * c->head_dim;
+    size_t widest = (size_t)c->n_embd;
+    if (n_q > widest) widest = n_q;
+    if ((size_t)c->n_ff > widest) widest = (size_t)c->n_ff;
+    if ((size_t)c->n_ff_exp > widest) widest = (size_t)c->n_ff_exp;
+    /* Quantized activation rows take at most 4 bytes per value (F32) plus block headers; 5 covers every type. */
+    s->act_q_row_bytes = (widest * 5 + 63) & ~(size_t)63;
+    s->x = runner_alloc_array(nb, (size_t)c->n_embd * sizeof(float));
+    s->xn = runner_alloc_array(nb, widest * sizeof(float));
+    s->q = runner_alloc_array(nb, n_q * sizeof(float));
+    s->k = runner_alloc_array(nb, n_kv * sizeof(float));
+    s->v = runner_alloc_array(nb, n_kv * sizeof(float));
+    s->att = runner_alloc_array(nb, n_q * sizeof(float));
+    s->gate = runner_alloc_array(nb, (size_t)c->n_ff * sizeof(float));
+    s->up = runner_alloc_array(nb, (size_t)c->n_ff * sizeof(float));
+    s->logits = runner_alloc_array(nb, (size_t)c->n_vocab * sizeof(float));
+    s->act_q = runner_alloc_array(nb * RUNNER_ACT_SLOTS, s->act_q_row_bytes);
+    s->scores = runner_alloc_array((size_t)p->n_threads, (size_t)p->n_ctx * sizeof(float));
+    s->qr = runner_alloc_array((size_t)p->n_threads, (size_t)c->head_dim * sizeof(float));
+    ctx->rope_cos = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
+    ctx->rope_sin = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
+    int ok = s->x && s->xn && s->q && s->k && s->v && s->att && s->gate && s->up && s->logits && s->act_q && s->scores && s->qr &&
+             ctx->rope_cos && ctx->rope_sin;
+    if (ok && swa_rope_differs(c)) {
+        ctx->rope_cos_swa = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
+        ctx->rope_sin_swa = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
+        ok = ctx->rope_cos_swa && ctx->rope_sin_swa;
+    }
+    if (ok && c->n_expert > 0) {
+        const size_t nk = nb * (size_t)c->n_expert_used;
+        s->router = runner_alloc_array(nb, (size_t)c->n_expert * sizeof(float));
+        s->sel = runner_alloc_array(nk, sizeof(int32_t));
+        s->sel_w = runner_alloc_array(nk, sizeof(float));
+        s->exp_gate = runner_alloc_array(nk, (size_t)c->n_ff_exp * sizeof(float));
+        s->exp_up = runner_alloc_array(nk, (size_t)c->n_ff_exp * sizeof(float));
+        s->exp_out = runner_alloc_array(nk, (size_t)c->n_embd * sizeof(float));
+        s->exp_act_q = runner_alloc_array(nk, s->act_q_row_bytes);
+        s->exp_items = runner_alloc_array(nk, sizeof(int32_t));
+        ok = s->router && s->sel && s->sel_w && s->exp_gate && s->exp_up && s->exp_out && s->exp_act_q && s->exp_items;
+    }
+    return ok;
+}
+
+runner_status runner_context_create(runner_model *model, const runner_context_params *p, runner_context **out,
+                                    char *err, int32_t err_len) {
+    *out = NULL;
+    const runner_model_config *c = &model->cfg;
+    if (p->n_ctx < 1 || p->n_ctx > (1 << 24))
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "n_ctx %d out of range [1, 16777216]", p->n_ctx);
+    if (p->n_batch < 1 || p->n_batch > 65536)
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "n_batch %d out of range [1, 65536]", p->n_batch);
+    if (p->n_threads < 1 || p->n_threads > 256)
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "n_threads %d out of range [1, 256]", p->n_threads);
+    if (p->kv_type != RUNNER_KV_F16 && p->kv_type != RUNNER_KV_F32)
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "kv_type %d is not f16 (1) or f32 (0)", p->kv_type);
+    runner_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "out of memory");
+    ctx->model = model;
+    ctx->params = *p;
+    uint8_t attn_removed[RUNNER_MAX_LAYERS];
+    for (int32_t l = 0; l < c->n_layer; l++) attn_removed[l] = model->layers[l].attn_removed;
+    /* The KV cache first: it refuses, before anything is allocated, a size this machine could never hold. */
+    runner_status st = runner_kv_cache_create(&ctx->kv, c->n_layer, attn_removed, c->n_head_kv, c->head_dim, p->n_ctx, p->kv_type, err, err_len);
+    if (st != RUNNER_OK) {
+        free(ctx);
+        return st;
+    }
+    if (!alloc_scratch(ctx)) {
+        runner_context_free(ctx);
+        return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "cannot allocate the scratch of a context of %d positions and batch %d",
+                           p->n_ctx, p->n_batch);
+    }
+    fill_rope_cache(ctx, c->rope_freq_base, c->rope_freq_scale, ctx->rope_cos, ctx->rope_sin);
+    if (ctx->rope_cos_swa)
+        fill_rope_cache(ctx, c->rope_freq_base_swa > 0 ? c->rope_freq_base_swa : c->rope_freq_base,
+                        c->rope_freq_scale_swa > 0 ? c->rope_freq_scale_swa : c->rope_freq_scale, ctx->rope_cos_swa, ctx->rope_sin_swa);
+    ctx->pool = runner_pool_create(p->n_threads);
+    if (!ctx->pool) {
+        runner_context_free(ctx);
+        return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "cannot start %d threads", p->n_threads);
+    }
+    *out = ctx;
+    return RUNNER_OK;
+}
+
+uint64_t runner_context_kv_bytes(const runner_context *ctx) {
+    return ctx->kv.bytes;
+}
+
+int32_t runner_context_n_past(const runner_context *ctx) {
+    return ctx->kv.n_past;
+}
+
+runner_status runner_kv_truncate(runner_context *ctx, int32_t n_keep) {
+    runner_status st = runner_kv_cache_truncate(&ctx->kv, n_keep, NULL, 0);
+    if (st == RUNNER_OK) ctx->last_logits = NULL;
+    return st;
+}
+
+const float *runner_context_logits(const runner_context *ctx) {
+    return ctx->last_logits;
+}
+
+runner_status runner_decode(runner_context *ctx, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
+                            float *logits, const volatile int32_t *abort_flag, char *err, int32_t err_len) {
+    const runner_model_config *c = &ctx->model->cfg;
+    if (n < 1 || !tokens) return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "decode: no tokens");
+    if (pos < 0 || pos > ctx->kv.n_past)
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "decode: position %d is past the %d cached positions",
+                           pos, ctx->kv.n_past);
+    if ((int64_t)pos + n > ctx->params.n_ctx)
+        return runner_fail(err, err_len, RUNNER_ERR_CONTEXT_FULL,
+                           "%d tokens at position %d do not fit in the context of %d positions", n, pos, ctx->params.n_ctx);
+    if (logits_mode < RUNNER_LOGITS_NONE || logits_mode > RUNNER_LOGITS_ALL)
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "decode: logits mode %d", logits_mode);
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
+            return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "token %d at index %d is outside the vocabulary of %d",
+                               tokens[i], i, c->n_vocab);
+    ctx->kv.n_past = pos;
+    ctx->last_logits = NULL;
+    for (int32_t done = 0; done < n;) {
+        const int32_t chunk = n - done < ctx->params.n_batch ? n - done : ctx->params.n_batch;
+        const int last_chunk = done + chunk == n;
+        int32_t mode = logits_mode == RUNNER_LOGITS_ALL ? RUNNER_LOGITS_ALL
+                       : (logits_mode == RUNNER_LOGITS_LAST && last_chunk) ? RUNNER_LOGITS_LAST
+                                                                            : RUNNER_LOGITS_NONE;
+        runner_status st = runner_forward(ctx, tokens + done, chunk, pos + done, mode, abort_flag, err, err_len);
+        if (st != RUNNER_OK) return st;
+        ctx->kv.n_past = pos + done + chunk;
+        if (logits && mode == RUNNER_LOGITS_ALL)
+            memcpy(logits + (size_t)done * c->n_vocab, ctx->s.logits, (size_t)chunk * c->n_vocab * sizeof(float));
+        else if (logits && mode == RUNNER_LOGITS_LAST)
+            memcpy(logits, ctx->s.logits, (size_t)c->n_vocab * sizeof(float));
+        done += chunk;
+    }
+    ctx->last_logits = logits_mode != RUNNER_LOGITS_NONE ? ctx->s.logits : NULL;
+    return RUNNER_OK;
+}

@@ -1,0 +1,156 @@
+/*
+ * Matmul groups: weights that share one input. A group normalises (optionally) and quantizes each
+ * token's input once per activation type, then computes ranges of output rows of all its weights in
+ * one pool loop: every output element is one vec_dot (or a register tile bitwise equal to it), so
+ * results do not depend on how rows or tokens were grouped.
+ */
+#include "ops/matmul.h"
+
+#include "ops/norm.h"
+
+const uint8_t *runner_act_row(const runner_matmul_group *g, int slot, int32_t t) {
+    const runner_scratch *s = &g->ctx->s;
+    if (g->slot_type[slot] == RUNNER_TYPE_F32) return (const uint8_t *)(g->in + (size_t)t * g->n_in);
+    return s->act_q + ((size_t)slot * g->ctx->params.n_batch + (size_t)t) * s->act_q_row_bytes;
+}
+
+/* Where a scratch row of row_bytes holding n values of `type` can also hold them packed by `pack`:
+ * past its own bytes, 64-byte aligned; 0 when there is no room. */
+size_t runner_pack_offset(int32_t type, int64_t n, const runner_act_pack *pack, size_t row_bytes) {
+    size_t q_bytes = 0;
+    if (runner_type_row_bytes(runner_type_traits_get(type), n, &q_bytes) != 0 || q_bytes == 0) return 0;
+    const size_t off = (q_bytes + 63) & ~(size_t)63;
+    return off + pack->bytes(n) <= row_bytes ? off : 0;
+}
+
+/* Where the slot's activation rows also get `pack` (the first asked for wins; NULL: nothing to do).
+ * A weight whose kernels want another layout, or find no room, runs on the plain rows. */
+void runner_group_want_pack(runner_matmul_group *g, int s, const runner_act_pack *pack) {
+    if (!pack || g->slot_pack[s] || g->slot_type[s] == RUNNER_TYPE_F32) return;
+    const size_t off = runner_pack_offset(g->slot_type[s], g->n_in, pack, g->ctx->s.act_q_row_bytes);
+    if (!off) return;
+    g->slot_pack[s] = pack;
+    g->slot_pack_off[s] = off;
+}
+
+/* The packed row of slot s for token t where the slot was packed in `pack` (NULL otherwise). */
+const uint8_t *runner_packed_row(const runner_matmul_group *g, int s, int32_t t, const runner_act_pack *pack) {
+    return pack && pack == g->slot_pack[s] ? runner_act_row(g, s, t) + g->slot_pack_off[s] : NULL;
+}
+
+/* Task 1: (optional norm) and quantize each token's input once per activation type. */
+static void group_prepare_task(void *arg, int64_t t0, int64_t t1, int ith) {
+    (void)ith;
+    runner_matmul_group *g = arg;
+    const runner_model *m = g->ctx->model;
+    for (int64_t t = t0; t < t1; t++) {
+        float *row = (float *)g->in + (size_t)t * g->n_in;
+        if (g->norm_src) runner_rmsnorm_row(g->norm_src + (size_t)t * g->n_in, g->norm_w, row, g->n_in, m->cfg.norm_eps);
+        for (int s = 0; s < g->n_slots; s++) {
+            if (g->slot_type[s] == RUNNER_TYPE_F32) continue;
+            uint8_t *q = (uint8_t *)runner_act_row(g, s, (int32_t)t);
+            m->act_from_float[g->slot_type[s]](row, q, g->n_in);
+            if (g->slot_pack[s]) g->slot_pack[s]->pack(q, q + g->slot_pack_off[s], g->n_in);
+        }
+    }
+}
+
+/* Rows [rt, re) of weight i for token t, from v: scaled, then stored or added to the output. */
+static void store_rows(const runner_matmul_group *g, int i, int32_t t, int64_t rt, int64_t re, float *v) {
+    float *o = g->out[i] + (size_t)t * g->w[i]->ne[1];
+    const float sc = g->scale[i];
+    if (sc != 1.0f)
+        for (int64_t r = rt; r < re; r++) v[r - rt] = v[r - rt] * sc;
+    for (int64_t r = rt; r < re; r++) o[r] = g->accumulate[i] ? o[r] + v[r - rt] : v[r - rt];
+}
+
+/* Task 2: a range of output rows of the group's weights, concatenated. */
+static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
+    (void)ith;
+    runner_matmul_group *g = arg;
+    int64_t base = 0;
+    for (int i = 0; i < g->n_w && r0 < r1; i++) {
+        const runner_weight *w = g->w[i];
+        const int64_t rows = w->ne[1];
+        int64_t a = r0 - base, b = r1 - base;
+        base += rows;
+        if (b <= 0 || a >= rows) continue;
+        if (a < 0) a = 0;
+        if (b > rows) b = rows;
+        const int64_t chunk = g->n_tok == 1 ? RUNNER_ROW_CHUNK_DECODE : RUNNER_ROW_TILE;
+        const runner_type_traits *tt = w->traits;
+        const int slot = g->slot[i];
+        const runner_act_pack *pack = tt->tile_pack[w->variant];
+        /* a tile whose activation layout the slot was not packed in (another weight's took it) is skipped */
+        const runner_vec_dot_tile_fn tile = pack && pack != g->slot_pack[slot] ? NULL : tt->vec_dot_tile[w->variant];
+        const size_t tile_off = pack ? g->slot_pack_off[slot] : 0;
+        const int tr = tile ? tt->tile_rows[w->variant] : 0, tc = tile ? tt->tile_cols[w->variant] : 0;
+        float v[RUNNER_ROW_CHUNK_DECODE], vt[RUNNER_TILE_MAX][RUNNER_ROW_TILE];
+        for (int64_t rt = a; rt < b; rt += chunk) {
+            const int64_t re = rt + chunk < b ? rt + chunk : b, nr = re - rt, nr_tiled = tile ? nr - nr % tr : 0;
+            const uint8_t *x = w->data + (size_t)rt * w->row_bytes;
+            int32_t t = 0;
+            /* Tokens tc at a time through the register tile, rows tr at a time (the rows past the
+             * last whole tile per token through vec_dot). Every value is still bitwise one vec_dot
+             * (the kernel table's contract). */
+            for (; tile && g->n_tok > 1 && t + tc <= g->n_tok; t += tc) {
+                const uint8_t *y0 = runner_act_row(g, slot, t);
+                const size_t by = (size_t)(runner_act_row(g, slot, t + 1) - y0);
+                for (int64_t r = 0; r < nr_tiled; r += tr) {
+                    float q[RUNNER_TILE_MAX];
+                    tile(w->ne[0], q, x + (size_t)r * w->row_bytes, w->row_bytes, y0 + tile_off, by);
+                    for (int c = 0; c < tc; c++)
+                        for (int k = 0; k < tr; k++) vt[c][r + k] = q[tr * c + k];
+                }
+                for (int64_t r = nr_tiled; r < nr; r++)
+                    for (int c = 0; c < tc; c++) tt->vec_dot[w->variant](w->ne[0], &vt[c][r], x + (size_t)r * w->row_bytes, runner_act_row(g, slot, t + c));
+                for (int c = 0; c < tc; c++) store_rows(g, i, t + c, rt, re, vt[c]);
+            }
+            for (; t < g->n_tok; t++) {
+                runner_vec_dot_rows_packed(tt, w->variant, w->ne[0], v, x, w->row_bytes, nr, runner_act_row(g, slot, t),
+                                           g->n_tok == 1 ? runner_packed_row(g, slot, t, tt->mv_pack[w->variant]) : NULL);
+                store_rows(g, i, t, rt, re, v);
+            }
+        }
+    }
+}
+
+void runner_group_add_scaled(runner_matmul_group *g, const runner_weight *w, float *out, int accumulate, float scale) {
+    const int i = g->n_w++;
+    g->w[i] = w;
+    g->out[i] = out;
+    g->accumulate[i] = accumulate;
+    g->scale[i] = scale;
+    const int32_t type = w->traits->vec_dot_type;
+    int s = 0;
+    while (s < g->n_slots && g->slot_type[s] != type) s++;
+    if (s == g->n_slots) g->slot_type[g->n_slots++] = type;
+    g->slot[i] = s;
+    /* the slot's packed layout: the decode kernels' for one token, the tile's for a batch that can use it */
+    runner_group_want_pack(g, s, g->n_tok == 1 ? w->traits->mv_pack[w->variant]
+                                        : g->n_tok >= w->traits->tile_cols[w->variant] ? w->traits->tile_pack[w->variant] : NULL);
+}
+
+/* An activation slot of this type without a weight of the group (MoE: the experts' input). */
+int runner_group_slot(runner_matmul_group *g, int32_t type) {
+    int s = 0;
+    while (s < g->n_slots && g->slot_type[s] != type) s++;
+    if (s == g->n_slots) g->slot_type[g->n_slots++] = type;
+    return s;
+}
+
+int64_t runner_token_chunk(const runner_context *ctx, int64_t n) {
+    const int64_t parts = 4 * (int64_t)ctx->params.n_threads;
+    return n < parts ? 1 : (n + parts - 1) / parts;
+}
+
+void runner_group_add(runner_matmul_group *g, const runner_weight *w, float *out, int accumulate) {
+    runner_group_add_scaled(g, w, out, accumulate, 1.0f);
+}
+
+void runner_group_run(runner_matmul_group *g) {
+    int64_t rows = 0;
+    for (int i = 0; i < g->n_w; i++) rows += g->w[i]->ne[1];
+    runner_pool_for(g->ctx->pool, g->n_tok, runner_token_chunk(g->ctx, g->n_tok), group_prepare_task, g);
+    runner_pool_for(g->ctx->pool, rows, g->n_tok == 1 ? RUNNER_ROW_CHUNK_DECODE : RUNNER_ROW_TILE, group_dot_task, g);
+}

@@ -1,0 +1,17 @@
+/* Rotary position embeddings (ops/rope.c). */
+#ifndef RUNNER_OPS_ROPE_H
+#define RUNNER_OPS_ROPE_H
+
+#include <stdint.h>
+
+/* Rotate the first n_rot values of each of n_heads heads of x by the angles of one position
+ * (cs, sn: n_rot / 2 each); neox pairs i with i + n_rot/2, else 2i with 2i + 1. */
+void runner_rope_row(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot, int neox, const float *cs, const float *sn);
+
+/* ggml's rope angles for positions [0, n_pos): theta_i = p * base^(-2i/n_rot), formed by repeated
+ * multiplication in float (ggml_rope_cache_init), divided by factors[i] (longrope; NULL: none), times
+ * freq_scale; cos and sin times mscale. cos_out and sin_out: [n_pos][n_rot / 2]. */
+void runner_rope_cache_fill(float *cos_out, float *sin_out, int32_t n_pos, int32_t n_rot, float base, float freq_scale,
+                            const float *factors, float mscale);
+
+#endif
