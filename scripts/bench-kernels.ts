@@ -15,7 +15,8 @@
  */
 import {parseArgs} from 'node:util'
 
-import {benchVecDot, fromFloat, quantizeRef, rowBytes, typeTraits} from '../src/lib/engine/kernels.js'
+import {quantizeRef, rowBytes, typeTraits} from '../src/lib/engine/index.js'
+import {benchVecDot, fromFloat} from '../src/lib/engine/test-addon.js'
 import {SeededRandom} from '../src/lib/util/random.js'
 
 interface Row {

@@ -170,8 +170,7 @@ function cpuMeter(): () => number {
 }
 
 async function workerRunner(o: WorkerOptions): Promise<WorkerResult> {
-  const {Model} = await import('../src/lib/engine/model.js')
-  const {loadAddon} = await import('../src/lib/engine/addon.js')
+  const {Model, loadAddon} = await import('../src/lib/engine/index.js')
   const {resolveSamplingOptions} = await import('../src/lib/sampling/index.js')
   loadAddon()
   const baseRssMiB = rssMiB()

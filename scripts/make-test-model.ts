@@ -20,7 +20,7 @@ import {resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 
-import {quantizeRef} from '../src/lib/engine/kernels.js'
+import {quantizeRef} from '../src/lib/engine/index.js'
 import {GgmlType, type GgmlTypeInfo, ggmlTypeById, type GgufKv, GgufValueType, readGgufModel, writeGguf} from '../src/lib/gguf/index.js'
 import {f32ToF16Bits} from '../src/lib/util/half.js'
 import {deriveSeed, SeededRandom} from '../src/lib/util/random.js'

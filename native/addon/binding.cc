@@ -1,12 +1,14 @@
 // The Node-API face of the engine: converts between JavaScript values and the C API in
-// include/runner.h. No arithmetic lives here. C++ exceptions (Napi::Error and, with
-// NODE_ADDON_API_CPP_EXCEPTIONS_ALL, anything else such as std::bad_alloc) are caught by
-// node-addon-api at each callback and rethrown as JavaScript errors, so none can unwind
-// into Node and end the process. Nothing here writes to stdout.
+// include/runner.h, the only engine header it includes. No arithmetic lives here. C++ exceptions on
+// the main thread (Napi::Error and, with NODE_ADDON_API_CPP_EXCEPTIONS_ALL, anything else such as
+// std::bad_alloc) are caught by node-addon-api at each callback and rethrown as JavaScript errors;
+// workers catch their own (args.h GuardExecute). None can unwind into Node and end the process.
+// Nothing here writes to stdout. Test hooks are in a separate addon (native/addon-test).
 
 
 #include <string>
 
+#include "args.h"
 #include "bindings.h"
 #include "runner.h"
 
@@ -21,7 +23,7 @@ Napi::Value CpuFeatures(const Napi::CallbackInfo& info) {
   for (int f = 0; f < RUNNER_CPU_FEATURE_COUNT; ++f) {
     const char* name = runner_cpu_feature_name(f);
     if (name == nullptr) {
-      throw Napi::Error::New(env, "engine feature table has no name for feature index " + std::to_string(f));
+      throw runner_addon::StatusError(env, RUNNER_ERR_INTERNAL, "engine feature table has no name for feature index " + std::to_string(f));
     }
     out.Set(name, Napi::Boolean::New(env, runner_cpu_has(mask, static_cast<runner_cpu_feature>(f)) != 0));
   }
@@ -38,13 +40,22 @@ Napi::Value AbiVersion(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), runner_abi_version());
 }
 
+// statusCodes() -> the code name of every runner_status, in value order (src/lib/errors.ts maps
+// each to an exit code; a test checks the two lists agree).
+Napi::Value StatusCodes(const Napi::CallbackInfo& info) {
+  Napi::Array out = Napi::Array::New(info.Env());
+  for (int32_t s = 0; runner_status_code(s) != nullptr; s++) out.Set(static_cast<uint32_t>(s), runner_status_code(s));
+  return out;
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  runner_addon::RegisterKernelBindings(env, exports);
+  runner_addon::RegisterTypeBindings(env, exports);
   runner_addon::RegisterSamplerBindings(env, exports);
   runner_addon::RegisterEngineBindings(env, exports);
   exports.Set("cpuFeatures", Napi::Function::New(env, CpuFeatures, "cpuFeatures"));
   exports.Set("version", Napi::Function::New(env, Version, "version"));
   exports.Set("abiVersion", Napi::Function::New(env, AbiVersion, "abiVersion"));
+  exports.Set("statusCodes", Napi::Function::New(env, StatusCodes, "statusCodes"));
   return exports;
 }
 

@@ -1,18 +1,17 @@
-// Each area of the engine registers its JavaScript functions from its own file, so that areas can be
+// Each area of the addon registers its JavaScript functions from its own file, so that areas can be
 // added without editing one shared binding file. binding.cc's Init calls every Register* below.
+// The addon reaches the engine through runner.h only.
 #pragma once
 #include <napi.h>
 
 #include <vector>
 
-extern "C" {
-#include "sample/sample.h"
-}
+#include "runner.h"
 
 namespace runner_addon {
-// kernels_binding.cc: typeTraits() and the test hooks that run one kernel variant on given bytes.
-void RegisterKernelBindings(Napi::Env env, Napi::Object exports);
-// sampler_binding.cc: test hooks for the native sampler over a logits array.
+// types_binding.cc: typeTraits(), quantizeRef(), toFloat().
+void RegisterTypeBindings(Napi::Env env, Napi::Object exports);
+// sampler_binding.cc: the native sampler over a logits array.
 void RegisterSamplerBindings(Napi::Env env, Napi::Object exports);
 // Sampler parameters read from a JavaScript object ({temperature, topK, topP, minP, repeatPenalty,
 // presencePenalty, frequencyPenalty, penaltyLastN, seed, nTopLogprobs, logprobs?, logitBias?,
@@ -26,6 +25,6 @@ struct SamplerParams {
   const runner_sampler_params &Bind();
 };
 SamplerParams ReadSamplerParams(const Napi::Env &env, const Napi::Object &obj);
-// engine_binding.cc: models, contexts, decode, generate.
+// engine_binding.cc: models, contexts, decode, generate, and the config/role/status tables.
 void RegisterEngineBindings(Napi::Env env, Napi::Object exports);
 }  // namespace runner_addon

@@ -1,46 +1,30 @@
 // The engine's JavaScript face: models, contexts, decode and generate. Long calls run on libuv
 // worker threads (Napi::AsyncWorker) and resolve Promises; generated tokens stream to JavaScript
 // through a ThreadSafeFunction, never blocking the generating thread. No arithmetic here.
+//
+// Errors: every rejection and every thrown error carries a `code` from runner.h's status table
+// (runner_status_code): the engine's own statuses, ENGINE_INVALID_ARGUMENT for an argument this file
+// refuses (naming it), ENGINE_BUSY and ENGINE_DISPOSED for handles. A C++ exception inside a worker
+// is caught there (GuardExecute): out of memory rejects as ENGINE_NO_MEMORY, anything else as
+// ENGINE_INTERNAL.
 #include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "bindings.h"
-#include "runner.h"
-
 
 namespace runner_addon {
 namespace {
 
 constexpr int kErrLen = 512;
 
-const char *StatusCode(runner_status st) {
-  switch (st) {
-    case RUNNER_OK: return "ENGINE_OK";
-    case RUNNER_ERR_INVALID_ARGUMENT: return "ENGINE_INVALID_ARGUMENT";
-    case RUNNER_ERR_IO: return "ENGINE_IO";
-    case RUNNER_ERR_MODEL: return "ENGINE_BAD_MODEL";
-    case RUNNER_ERR_NO_MEMORY: return "ENGINE_NO_MEMORY";
-    case RUNNER_ERR_UNSUPPORTED: return "ENGINE_UNSUPPORTED";
-    case RUNNER_ERR_CONTEXT_FULL: return "ENGINE_CONTEXT_FULL";
-    case RUNNER_ERR_ABORTED: return "ENGINE_ABORTED";
-  }
-  return "ENGINE_ERROR";
-}
-
-Napi::Error EngineError(Napi::Env env, runner_status st, const std::string &msg) {
-  Napi::Error e = Napi::Error::New(env, msg);
-  e.Set("code", Napi::String::New(env, StatusCode(st)));
-  return e;
-}
-
 // Handles own their native object; `busy` refuses a second call while a worker uses it, and a
 // dispose during a call is deferred to the call's end.
 struct ModelHandle {
   runner_model *model = nullptr;
-  std::atomic<int> users{0};
   bool disposed = false;
   ~ModelHandle() { runner_model_free(model); }
 };
@@ -74,53 +58,141 @@ Napi::External<std::shared_ptr<T>> Wrap(Napi::Env env, std::shared_ptr<T> p) {
 template <typename T>
 std::shared_ptr<T> &Slot(const Napi::Value &v, const char *what) {
   if (!v.IsExternal() || !v.As<Napi::External<std::shared_ptr<T>>>().CheckTypeTag(&HandleTag<T>::tag))
-    throw Napi::TypeError::New(v.Env(), std::string(what) + " must be a " + what + " handle from the engine");
+    ThrowInvalid(v.Env(), Kind::kTypeError, std::string(what) + " must be a " + what + " handle from the engine");
   return *v.As<Napi::External<std::shared_ptr<T>>>().Data();
 }
 
 template <typename T>
 std::shared_ptr<T> Unwrap(const Napi::Value &v, const char *what) {
   auto sp = Slot<T>(v, what);
-  if (!sp || sp->disposed) throw Napi::Error::New(v.Env(), std::string(what) + " has been disposed");
+  if (!sp || sp->disposed) Throw(v.Env(), Kind::kError, runner_status_code(RUNNER_ERR_DISPOSED), std::string(what) + " has been disposed");
   return sp;
 }
 
-// An exact 32-bit integer argument, or a RangeError naming it (no silent NaN -> 0 or 1.5 -> 1).
-int32_t IntArg(const Napi::Value &v, const char *what) {
-  if (!v.IsNumber()) throw Napi::TypeError::New(v.Env(), std::string(what) + " must be a number");
-  const double d = v.As<Napi::Number>().DoubleValue();
-  if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != static_cast<double>(static_cast<int32_t>(d)))
-    throw Napi::RangeError::New(v.Env(), std::string(what) + " must be a 32-bit integer");
-  return static_cast<int32_t>(d);
+[[noreturn]] void ThrowBusy(const Napi::Env &env) {
+  Throw(env, Kind::kError, runner_status_code(RUNNER_ERR_BUSY), "context is busy with another decode or generate call");
 }
 
-int32_t GetInt(const Napi::Object &o, const char *key) {
-  Napi::Value v = o.Get(key);
-  if (!v.IsNumber()) throw Napi::TypeError::New(o.Env(), std::string(key) + " must be a number");
-  double d = v.As<Napi::Number>().DoubleValue();
-  if (d != static_cast<double>(static_cast<int32_t>(d)))
-    throw Napi::RangeError::New(o.Env(), std::string(key) + " must be a 32-bit integer");
-  return static_cast<int32_t>(d);
+// A property of an argument object, named in errors as `where.key`.
+int32_t IntProp(const Napi::Object &o, const char *key, const std::string &where) {
+  return Int32Arg(o.Get(key), where + "." + key);
 }
 
-double GetDouble(const Napi::Object &o, const char *key) {
+uint64_t U64Prop(const Napi::Object &o, const char *key, const std::string &where) {
   Napi::Value v = o.Get(key);
-  if (!v.IsNumber()) throw Napi::TypeError::New(o.Env(), std::string(key) + " must be a number");
-  return v.As<Napi::Number>().DoubleValue();
-}
-
-uint64_t GetU64(const Napi::Object &o, const char *key) {
-  Napi::Value v = o.Get(key);
+  const std::string what = where + "." + key;
   if (v.IsBigInt()) {
     bool lossless = false;
     uint64_t x = v.As<Napi::BigInt>().Uint64Value(&lossless);
-    if (!lossless) throw Napi::RangeError::New(o.Env(), std::string(key) + " does not fit 64 bits");
+    if (!lossless) ThrowInvalid(o.Env(), Kind::kRangeError, what + " does not fit 64 bits");
     return x;
   }
-  double d = GetDouble(o, key);
-  if (d < 0 || d > 9007199254740991.0 || d != static_cast<double>(static_cast<uint64_t>(d)))
-    throw Napi::RangeError::New(o.Env(), std::string(key) + " must be a non-negative integer");
+  const double d = NumberArg(v, what);
+  if (!(d >= 0 && d <= 9007199254740991.0) || d != static_cast<double>(static_cast<uint64_t>(d)))
+    ThrowInvalid(o.Env(), Kind::kRangeError, what + " must be a non-negative integer, got " + NumberText(d));
   return static_cast<uint64_t>(d);
+}
+
+// ---- the model config, read by walking runner.h's field table -----------------------------------
+
+// A runner_model_config and the storage its LAYER_FLAGS pointers point into. Bind() sets the
+// pointers (call it again after moving the object).
+struct ConfigArg {
+  runner_model_config cfg{};
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> flags;  // (offset, n_layer flags)
+  const runner_model_config &Bind() {
+    for (auto &f : flags) {
+      const uint8_t *p = f.second.data();
+      std::memcpy(reinterpret_cast<char *>(&cfg) + f.first, &p, sizeof p);
+    }
+    return cfg;
+  }
+};
+
+// config: an object whose keys are runner_model_config's field names (snake_case, as in runner.h).
+// An unknown key or a missing REQUIRED field is refused by name; LAYER_FLAGS are a Uint8Array of
+// n_layer flags or absent.
+ConfigArg ReadConfig(const Napi::Env &env, const Napi::Object &c) {
+  int32_t count = 0;
+  const runner_config_field *fields = runner_model_config_fields(&count);
+  auto find = [&](const std::string &name) -> const runner_config_field * {
+    for (int32_t i = 0; i < count; i++)
+      if (name == fields[i].name) return &fields[i];
+    return nullptr;
+  };
+  Napi::Array keys = c.GetPropertyNames();
+  for (uint32_t i = 0; i < keys.Length(); i++) {
+    const std::string key = keys.Get(i).ToString().Utf8Value();
+    if (!find(key)) ThrowInvalid(env, Kind::kTypeError, "config." + key + " is not a model config field (runner.h RUNNER_MODEL_CONFIG_FIELDS)");
+  }
+  ConfigArg out;
+  char *base = reinterpret_cast<char *>(&out.cfg);
+  // Scalars first: the flag arrays are checked against n_layer.
+  for (int pass = 0; pass < 2; pass++) {
+    for (int32_t i = 0; i < count; i++) {
+      const runner_config_field &f = fields[i];
+      if ((f.kind == RUNNER_CFG_LAYER_FLAGS) != (pass == 1)) continue;
+      const std::string what = std::string("config.") + f.name;
+      Napi::Value v = c.Get(f.name);
+      if (v.IsUndefined()) {
+        if (f.required) ThrowInvalid(env, Kind::kTypeError, what + " is missing (a required field)");
+        continue;  // OPTIONAL: 0 or NULL, "not set"
+      }
+      if (f.kind == RUNNER_CFG_I32) {
+        const int32_t x = Int32Arg(v, what);
+        std::memcpy(base + f.offset, &x, sizeof x);
+      } else if (f.kind == RUNNER_CFG_F32) {
+        const float x = static_cast<float>(NumberArg(v, what));  // the engine refuses non-finite values by name
+        std::memcpy(base + f.offset, &x, sizeof x);
+      } else {
+        if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+          ThrowInvalid(env, Kind::kTypeError, what + " must be a Uint8Array");
+        Napi::Uint8Array a = v.As<Napi::Uint8Array>();
+        // An n_layer out of range is the engine's to refuse by name; the flags then stay NULL.
+        if (out.cfg.n_layer < 1 || out.cfg.n_layer > RUNNER_MAX_LAYERS) continue;
+        if (a.ElementLength() != static_cast<size_t>(out.cfg.n_layer))
+          ThrowInvalid(env, Kind::kRangeError, what + " must hold one flag per layer (" + std::to_string(out.cfg.n_layer) + "), got " +
+                                                   std::to_string(a.ElementLength()));
+        out.flags.emplace_back(f.offset, std::vector<uint8_t>(a.Data(), a.Data() + a.ElementLength()));
+      }
+    }
+  }
+  return out;
+}
+
+// modelConfigFields() -> [{name, kind, presence, offset, doc}] in runner.h's order.
+Napi::Value ModelConfigFields(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  int32_t count = 0;
+  const runner_config_field *fields = runner_model_config_fields(&count);
+  Napi::Array out = Napi::Array::New(env, static_cast<size_t>(count));
+  for (int32_t i = 0; i < count; i++) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("name", fields[i].name);
+    o.Set("kind", fields[i].kind_name);
+    o.Set("presence", fields[i].required ? "REQUIRED" : "OPTIONAL");
+    o.Set("offset", fields[i].offset);
+    o.Set("doc", fields[i].doc);
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+// modelConfigEnums() -> [{field, name, value, doc}] in runner.h's order.
+Napi::Value ModelConfigEnums(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  int32_t count = 0;
+  const runner_config_enum_value *values = runner_model_config_enum_values(&count);
+  Napi::Array out = Napi::Array::New(env, static_cast<size_t>(count));
+  for (int32_t i = 0; i < count; i++) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("field", values[i].field);
+    o.Set("name", values[i].name);
+    o.Set("value", values[i].value);
+    o.Set("doc", values[i].doc);
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
 }
 
 // ---- model load --------------------------------------------------------------------------------
@@ -140,7 +212,7 @@ struct LoadState {
   explicit LoadState(Napi::Env env) : deferred(Napi::Promise::Deferred::New(env)) {}
   void Settle(Napi::Env env) {
     if (status != RUNNER_OK) {
-      deferred.Reject(EngineError(env, status, message).Value());
+      deferred.Reject(StatusError(env, status, message).Value());
       return;
     }
     auto h = std::make_shared<ModelHandle>();
@@ -153,14 +225,9 @@ struct LoadState {
 
 class LoadWorker : public Napi::AsyncWorker {
  public:
-  LoadWorker(Napi::Env env, runner_model_config cfg, std::vector<uint8_t> attn_removed, std::vector<uint8_t> ffn_removed,
-             std::vector<uint8_t> swa_layers, std::vector<std::string> paths, std::vector<runner_tensor_desc> tensors,
-             Napi::Function progress)
-      : Napi::AsyncWorker(env), state_(std::make_shared<LoadState>(env)), cfg_(cfg), attn_removed_(std::move(attn_removed)),
-        ffn_removed_(std::move(ffn_removed)), swa_layers_(std::move(swa_layers)), paths_(std::move(paths)), tensors_(std::move(tensors)) {
-    cfg_.attn_removed = attn_removed_.empty() ? nullptr : attn_removed_.data();
-    cfg_.ffn_removed = ffn_removed_.empty() ? nullptr : ffn_removed_.data();
-    cfg_.swa_layers = swa_layers_.empty() ? nullptr : swa_layers_.data();
+  LoadWorker(Napi::Env env, ConfigArg cfg, std::vector<std::string> paths, std::vector<runner_tensor_desc> tensors, Napi::Function progress)
+      : Napi::AsyncWorker(env), state_(std::make_shared<LoadState>(env)), cfg_(std::move(cfg)), paths_(std::move(paths)),
+        tensors_(std::move(tensors)) {
     if (!progress.IsEmpty()) {
       std::shared_ptr<LoadState> state = state_;
       tsfn_ = Napi::ThreadSafeFunction::New(env, progress, "runner.modelLoad.progress", 0, 1,
@@ -170,20 +237,24 @@ class LoadWorker : public Napi::AsyncWorker {
   Napi::Promise Promise() { return state_->deferred.Promise(); }
 
   void Execute() override {
-    std::vector<const char *> cpaths;
-    for (auto &p : paths_) cpaths.push_back(p.c_str());
-    char err[kErrLen] = {0};
-    state_->status = runner_model_load(&cfg_, cpaths.data(), static_cast<int32_t>(cpaths.size()), tensors_.data(),
-                                       static_cast<int32_t>(tensors_.size()), tsfn_ ? &LoadWorker::OnProgress : nullptr,
-                                       this, &state_->model, err, kErrLen);
-    state_->message = err;
+    state_->status = GuardExecute(state_->message, [&] {
+      std::vector<const char *> cpaths;
+      for (auto &p : paths_) cpaths.push_back(p.c_str());
+      char err[kErrLen] = {0};
+      const runner_status st = runner_model_load(&cfg_.Bind(), cpaths.data(), static_cast<int32_t>(cpaths.size()), tensors_.data(),
+                                                 static_cast<int32_t>(tensors_.size()), tsfn_ ? &LoadWorker::OnProgress : nullptr, this,
+                                                 &state_->model, err, kErrLen);
+      state_->message = err;
+      return st;
+    });
   }
   void OnOK() override {
     if (tsfn_) tsfn_.Release();
     else state_->Settle(Env());
   }
+  // Only reached if node-addon-api itself reports an error: Execute catches everything.
   void OnError(const Napi::Error &e) override {
-    state_->status = RUNNER_ERR_INVALID_ARGUMENT;
+    state_->status = RUNNER_ERR_INTERNAL;
     state_->message = e.Message();
     if (tsfn_) tsfn_.Release();
     else state_->Settle(Env());
@@ -192,7 +263,8 @@ class LoadWorker : public Napi::AsyncWorker {
  private:
   static int OnProgress(void *user, uint64_t done, uint64_t total) {
     auto *self = static_cast<LoadWorker *>(user);
-    auto *data = new ProgressData{done, total};
+    auto *data = new (std::nothrow) ProgressData{done, total};
+    if (!data) return 0;  // a report is dropped, the load goes on
     napi_status s = self->tsfn_.NonBlockingCall(data, [](Napi::Env env, Napi::Function fn, ProgressData *d) {
       // A throwing progress callback must not reach native code: swallow it here.
       try {
@@ -206,8 +278,7 @@ class LoadWorker : public Napi::AsyncWorker {
   }
 
   std::shared_ptr<LoadState> state_;
-  runner_model_config cfg_;
-  std::vector<uint8_t> attn_removed_, ffn_removed_, swa_layers_;
+  ConfigArg cfg_;
   std::vector<std::string> paths_;
   std::vector<runner_tensor_desc> tensors_;
   Napi::ThreadSafeFunction tsfn_;
@@ -217,84 +288,39 @@ class LoadWorker : public Napi::AsyncWorker {
 Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   if (!info[0].IsObject() || !info[1].IsArray() || !info[2].IsArray())
-    throw Napi::TypeError::New(env, "modelLoad(config, paths, tensors, onProgress?)");
-  Napi::Object c = info[0].As<Napi::Object>();
-  runner_model_config cfg{};
-  cfg.n_vocab = GetInt(c, "nVocab");
-  cfg.n_embd = GetInt(c, "nEmbd");
-  cfg.n_layer = GetInt(c, "nLayer");
-  cfg.n_head = GetInt(c, "nHead");
-  cfg.n_head_kv = GetInt(c, "nHeadKv");
-  cfg.head_dim = GetInt(c, "headDim");
-  cfg.n_ff = GetInt(c, "nFf");
-  cfg.n_ctx_train = GetInt(c, "nCtxTrain");
-  cfg.n_rot = GetInt(c, "nRot");
-  cfg.rope_type = GetInt(c, "ropeType");
-  cfg.rope_freq_base = static_cast<float>(GetDouble(c, "ropeFreqBase"));
-  cfg.rope_freq_scale = static_cast<float>(GetDouble(c, "ropeFreqScale"));
-  cfg.norm_eps = static_cast<float>(GetDouble(c, "normEps"));
-  auto optional = [&](const char *key) { return c.Get(key).IsUndefined() ? 0.0f : static_cast<float>(GetDouble(c, key)); };
-  cfg.embedding_scale = optional("embeddingScale");
-  cfg.residual_scale = optional("residualScale");
-  cfg.attention_scale = optional("attentionScale");
-  cfg.logit_scale = optional("logitScale");
-  cfg.query_scale = optional("queryScale");
-  cfg.attn_softcap = optional("attnSoftcap");
-  cfg.final_softcap = optional("finalSoftcap");
-  cfg.rope_freq_base_swa = optional("ropeFreqBaseSwa");
-  cfg.rope_freq_scale_swa = optional("ropeFreqScaleSwa");
-  cfg.rope_attn_factor = optional("ropeAttnFactor");
-  auto optionalInt = [&](const char *key) { return c.Get(key).IsUndefined() ? 0 : GetInt(c, key); };
-  cfg.ffn_act = optionalInt("ffnAct");
-  cfg.n_swa = optionalInt("nSwa");
-  cfg.n_expert = optionalInt("nExpert");
-  cfg.n_expert_used = optionalInt("nExpertUsed");
-  cfg.n_ff_exp = optionalInt("nFfExp");
-  cfg.n_ctx_orig = optionalInt("nCtxOrig");
-  // Per-block removal flags, copied (the config's pointers must outlive only the load call).
-  auto flags = [&](const char *key) {
-    std::vector<uint8_t> out;
-    Napi::Value v = c.Get(key);
-    if (v.IsUndefined()) return out;
-    if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
-      throw Napi::TypeError::New(env, std::string(key) + " must be a Uint8Array");
-    Napi::Uint8Array a = v.As<Napi::Uint8Array>();
-    if (a.ElementLength() != static_cast<size_t>(cfg.n_layer > 0 ? cfg.n_layer : 0))
-      throw Napi::RangeError::New(env, std::string(key) + " must hold one flag per layer (" + std::to_string(cfg.n_layer) + ")");
-    out.assign(a.Data(), a.Data() + a.ElementLength());
-    return out;
-  };
-  std::vector<uint8_t> attn_removed = flags("attnRemoved"), ffn_removed = flags("ffnRemoved"), swa_layers = flags("swaLayers");
+    ThrowInvalid(env, Kind::kTypeError, "modelLoad(config, paths, tensors, onProgress?)");
+  ConfigArg cfg = ReadConfig(env, info[0].As<Napi::Object>());
 
   std::vector<std::string> paths;
   Napi::Array pa = info[1].As<Napi::Array>();
   for (uint32_t i = 0; i < pa.Length(); i++) {
     Napi::Value v = pa.Get(i);
-    if (!v.IsString()) throw Napi::TypeError::New(env, "paths[" + std::to_string(i) + "] must be a string");
+    if (!v.IsString()) ThrowInvalid(env, Kind::kTypeError, "paths[" + std::to_string(i) + "] must be a string");
     paths.push_back(v.As<Napi::String>().Utf8Value());
   }
   std::vector<runner_tensor_desc> tensors;
   Napi::Array ta = info[2].As<Napi::Array>();
   for (uint32_t i = 0; i < ta.Length(); i++) {
+    const std::string where = "tensors[" + std::to_string(i) + "]";
     Napi::Value v = ta.Get(i);
-    if (!v.IsObject()) throw Napi::TypeError::New(env, "tensors[" + std::to_string(i) + "] must be an object");
+    if (!v.IsObject()) ThrowInvalid(env, Kind::kTypeError, where + " must be an object");
     Napi::Object o = v.As<Napi::Object>();
     runner_tensor_desc d{};
-    d.role = GetInt(o, "role");
-    d.layer = GetInt(o, "layer");
-    d.type = GetInt(o, "type");
-    d.file = GetInt(o, "file");
-    d.offset = GetU64(o, "offset");
-    d.size = GetU64(o, "size");
-    d.expert = o.Get("expert").IsUndefined() ? -1 : GetInt(o, "expert");
+    d.role = IntProp(o, "role", where);
+    d.layer = IntProp(o, "layer", where);
+    d.type = IntProp(o, "type", where);
+    d.file = IntProp(o, "file", where);
+    d.offset = U64Prop(o, "offset", where);
+    d.size = U64Prop(o, "size", where);
+    d.expert = o.Get("expert").IsUndefined() ? -1 : IntProp(o, "expert", where);
     Napi::Value ne = o.Get("ne");
-    if (!ne.IsArray()) throw Napi::TypeError::New(env, "tensors[" + std::to_string(i) + "].ne must be an array");
+    if (!ne.IsArray()) ThrowInvalid(env, Kind::kTypeError, where + ".ne must be an array");
     Napi::Array nea = ne.As<Napi::Array>();
-    if (nea.Length() < 1 || nea.Length() > 4) throw Napi::RangeError::New(env, "tensors[" + std::to_string(i) + "].ne must have 1 to 4 dimensions");
+    if (nea.Length() < 1 || nea.Length() > 4) ThrowInvalid(env, Kind::kRangeError, where + ".ne must have 1 to 4 dimensions");
     d.n_dims = static_cast<int32_t>(nea.Length());
     for (uint32_t k = 0; k < nea.Length(); k++) {
       Napi::Value x = nea.Get(k);
-      if (!x.IsNumber()) throw Napi::TypeError::New(env, "tensors[" + std::to_string(i) + "].ne must hold numbers");
+      if (!x.IsNumber()) ThrowInvalid(env, Kind::kTypeError, where + ".ne must hold numbers");
       d.ne[k] = static_cast<int64_t>(x.As<Napi::Number>().Int64Value());
     }
     for (uint32_t k = nea.Length(); k < 4; k++) d.ne[k] = 1;
@@ -302,8 +328,7 @@ Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
   }
   Napi::Function progress;
   if (info.Length() > 3 && info[3].IsFunction()) progress = info[3].As<Napi::Function>();
-  auto *w = new LoadWorker(env, cfg, std::move(attn_removed), std::move(ffn_removed), std::move(swa_layers), std::move(paths),
-                           std::move(tensors), progress);
+  auto *w = new LoadWorker(env, std::move(cfg), std::move(paths), std::move(tensors), progress);
   Napi::Promise p = w->Promise();
   w->Queue();
   return p;
@@ -324,13 +349,16 @@ class ContextWorker : public Napi::AsyncWorker {
       : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), model_(std::move(model)), params_(params) {}
   Napi::Promise Promise() { return deferred_.Promise(); }
   void Execute() override {
-    char err[kErrLen] = {0};
-    status_ = runner_context_create(model_->model, &params_, &ctx_, err, kErrLen);
-    message_ = err;
+    status_ = GuardExecute(message_, [&] {
+      char err[kErrLen] = {0};
+      const runner_status st = runner_context_create(model_->model, &params_, &ctx_, err, kErrLen);
+      message_ = err;
+      return st;
+    });
   }
   void OnOK() override {
     if (status_ != RUNNER_OK) {
-      deferred_.Reject(EngineError(Env(), status_, message_).Value());
+      deferred_.Reject(StatusError(Env(), status_, message_).Value());
       return;
     }
     auto h = std::make_shared<ContextHandle>();
@@ -338,7 +366,7 @@ class ContextWorker : public Napi::AsyncWorker {
     h->model = model_;
     deferred_.Resolve(Wrap(Env(), h));
   }
-  void OnError(const Napi::Error &e) override { deferred_.Reject(e.Value()); }
+  void OnError(const Napi::Error &e) override { deferred_.Reject(StatusError(Env(), RUNNER_ERR_INTERNAL, e.Message()).Value()); }
 
  private:
   Napi::Promise::Deferred deferred_;
@@ -353,13 +381,13 @@ class ContextWorker : public Napi::AsyncWorker {
 Napi::Value ContextCreate(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   ModelRef m = Unwrap<ModelHandle>(info[0], "model");
-  if (!info[1].IsObject()) throw Napi::TypeError::New(env, "contextCreate(model, params)");
+  if (!info[1].IsObject()) ThrowInvalid(env, Kind::kTypeError, "contextCreate(model, params): params must be an object");
   Napi::Object o = info[1].As<Napi::Object>();
   runner_context_params p{};
-  p.n_ctx = GetInt(o, "nCtx");
-  p.n_batch = GetInt(o, "nBatch");
-  p.n_threads = GetInt(o, "threads");
-  p.kv_type = GetInt(o, "kvType");
+  p.n_ctx = IntProp(o, "nCtx", "params");
+  p.n_batch = IntProp(o, "nBatch", "params");
+  p.n_threads = IntProp(o, "threads", "params");
+  p.kv_type = IntProp(o, "kvType", "params");
   auto *w = new ContextWorker(env, m, p);
   Napi::Promise pr = w->Promise();
   w->Queue();
@@ -376,8 +404,14 @@ Napi::Value ContextFree(const Napi::CallbackInfo &info) {
 ContextRef Acquire(const Napi::Value &v) {
   ContextRef c = Unwrap<ContextHandle>(v, "context");
   bool expected = false;
-  if (!c->busy.compare_exchange_strong(expected, true))
-    throw Napi::Error::New(v.Env(), "context is busy with another decode or generate call");
+  if (!c->busy.compare_exchange_strong(expected, true)) ThrowBusy(v.Env());
+  return c;
+}
+
+// A context no worker is using (reads would race with one that is).
+ContextRef Idle(const Napi::Value &v) {
+  ContextRef c = Unwrap<ContextHandle>(v, "context");
+  if (c->busy) ThrowBusy(v.Env());
   return c;
 }
 
@@ -400,18 +434,22 @@ class DecodeWorker : public Napi::AsyncWorker {
   }
   Napi::Promise Promise() { return deferred_.Promise(); }
   void Execute() override {
-    char err[kErrLen] = {0};
-    status_ = runner_decode(ctx_->ctx, tokens_.data(), static_cast<int32_t>(tokens_.size()), pos_, mode_, logits_, abort_, err, kErrLen);
-    message_ = err;
+    status_ = GuardExecute(message_, [&] {
+      char err[kErrLen] = {0};
+      const runner_status st =
+          runner_decode(ctx_->ctx, tokens_.data(), static_cast<int32_t>(tokens_.size()), pos_, mode_, logits_, abort_, err, kErrLen);
+      message_ = err;
+      return st;
+    });
   }
   void OnOK() override {
     ctx_->busy = false;
-    if (status_ != RUNNER_OK) deferred_.Reject(EngineError(Env(), status_, message_).Value());
+    if (status_ != RUNNER_OK) deferred_.Reject(StatusError(Env(), status_, message_).Value());
     else deferred_.Resolve(Env().Undefined());
   }
   void OnError(const Napi::Error &e) override {
     ctx_->busy = false;
-    deferred_.Reject(e.Value());
+    deferred_.Reject(StatusError(Env(), RUNNER_ERR_INTERNAL, e.Message()).Value());
   }
 
  private:
@@ -429,7 +467,7 @@ class DecodeWorker : public Napi::AsyncWorker {
 
 std::vector<int32_t> TokensFrom(const Napi::Value &v, const char *what) {
   if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-    throw Napi::TypeError::New(v.Env(), std::string(what) + " must be an Int32Array");
+    ThrowInvalid(v.Env(), Kind::kTypeError, std::string(what) + " must be an Int32Array");
   Napi::Int32Array a = v.As<Napi::Int32Array>();
   return std::vector<int32_t>(a.Data(), a.Data() + a.ElementLength());
 }
@@ -437,7 +475,7 @@ std::vector<int32_t> TokensFrom(const Napi::Value &v, const char *what) {
 Napi::Int32Array FlagsFrom(const Napi::Value &v) {
   if (v.IsUndefined() || v.IsNull()) return Napi::Int32Array();
   if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array || v.As<Napi::Int32Array>().ElementLength() < 2)
-    throw Napi::TypeError::New(v.Env(), "flags must be an Int32Array of length 2 ([abort, stop])");
+    ThrowInvalid(v.Env(), Kind::kTypeError, "flags must be an Int32Array of length 2 ([abort, stop])");
   return v.As<Napi::Int32Array>();
 }
 
@@ -445,10 +483,10 @@ Napi::Int32Array FlagsFrom(const Napi::Value &v) {
 Napi::Value Decode(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   std::vector<int32_t> tokens = TokensFrom(info[1], "tokens");
-  const int32_t pos = IntArg(info[2], "pos"), mode = IntArg(info[3], "logitsMode");
+  const int32_t pos = Int32Arg(info[2], "pos"), mode = Int32Arg(info[3], "logitsMode");
   Napi::Float32Array logits;
   if (info.Length() > 4 && info[4].IsTypedArray()) {
-    if (info[4].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) throw Napi::TypeError::New(env, "logits must be a Float32Array");
+    if (info[4].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) ThrowInvalid(env, Kind::kTypeError, "logits must be a Float32Array");
     logits = info[4].As<Napi::Float32Array>();
   }
   Napi::Int32Array flags = info.Length() > 5 ? FlagsFrom(info[5]) : Napi::Int32Array();
@@ -457,20 +495,27 @@ Napi::Value Decode(const Napi::CallbackInfo &info) {
   const size_t need = mode == RUNNER_LOGITS_ALL ? n_vocab * tokens.size() : mode == RUNNER_LOGITS_LAST ? n_vocab : 0;
   if (!logits.IsEmpty() && logits.ElementLength() < need) {
     c->busy = false;
-    throw Napi::RangeError::New(env, "logits holds " + std::to_string(logits.ElementLength()) + " floats, " + std::to_string(need) + " needed");
+    ThrowInvalid(env, Kind::kRangeError, "logits holds " + std::to_string(logits.ElementLength()) + " floats, " + std::to_string(need) + " needed");
   }
-  auto *w = new DecodeWorker(env, c, std::move(tokens), pos, mode, logits, flags);
-  Napi::Promise p = w->Promise();
-  w->Queue();
-  return p;
+  try {
+    auto *w = new DecodeWorker(env, c, std::move(tokens), pos, mode, logits, flags);
+    Napi::Promise p = w->Promise();
+    w->Queue();
+    return p;
+  } catch (...) {
+    c->busy = false;  // never leave the context stuck "busy" when starting failed
+    throw;
+  }
 }
 
+// kvTruncate(context, nKeep): forget every position >= nKeep.
 Napi::Value KvTruncate(const Napi::CallbackInfo &info) {
-  const int32_t n = IntArg(info[1], "nKeep");
+  const int32_t n = Int32Arg(info[1], "nKeep");
   ContextRef c = Acquire(info[0]);
-  runner_status st = runner_kv_truncate(c->ctx, n);
+  char err[kErrLen] = {0};
+  const runner_status st = runner_kv_truncate(c->ctx, n, err, kErrLen);
   c->busy = false;
-  if (st != RUNNER_OK) throw EngineError(info.Env(), st, "kvTruncate: " + std::to_string(n) + " is outside [0, n_past]");
+  if (st != RUNNER_OK) throw StatusError(info.Env(), st, err);
   return info.Env().Undefined();
 }
 
@@ -480,10 +525,20 @@ Napi::Value KvBytes(const Napi::CallbackInfo &info) {
 }
 
 Napi::Value NPast(const Napi::CallbackInfo &info) {
-  ContextRef c = Unwrap<ContextHandle>(info[0], "context");
   // A running worker writes n_past: reading it then would race, and the answer would be stale.
-  if (c->busy) throw Napi::Error::New(info.Env(), "context is busy with another decode or generate call");
+  ContextRef c = Idle(info[0]);
   return Napi::Number::New(info.Env(), runner_context_n_past(c->ctx));
+}
+
+// contextLogits(context) -> Float32Array (a copy of the last logits row computed) | null
+Napi::Value ContextLogits(const Napi::CallbackInfo &info) {
+  ContextRef c = Idle(info[0]);
+  const float *row = runner_context_logits(c->ctx);
+  if (!row) return info.Env().Null();
+  const size_t n_vocab = static_cast<size_t>(runner_model_n_vocab(c->model->model));
+  Napi::Float32Array out = Napi::Float32Array::New(info.Env(), n_vocab);
+  std::memcpy(out.Data(), row, n_vocab * sizeof(float));
+  return out;
 }
 
 // ---- generate ----------------------------------------------------------------------------------
@@ -514,21 +569,24 @@ class GenerateWorker : public Napi::AsyncWorker {
   }
 
   void Execute() override {
-    sp_.exempt = eog_;  // penalties never touch end-of-generation tokens
-    const runner_sampler_params &sampling = sp_.Bind();
-    runner_generate_params p{};
-    p.prompt = prompt_.data();
-    p.n_prompt = static_cast<int32_t>(prompt_.size());
-    p.pos = pos_;
-    p.history = history_.data();
-    p.n_history = static_cast<int32_t>(history_.size());
-    p.max_tokens = max_tokens_;
-    p.eog_tokens = eog_.data();
-    p.n_eog = static_cast<int32_t>(eog_.size());
-    p.sampling = &sampling;
-    char err[kErrLen] = {0};
-    state_->status = runner_generate(ctx_->ctx, &p, &GenerateWorker::OnToken, this, flags_, &state_->stats, err, kErrLen);
-    state_->message = err;
+    state_->status = GuardExecute(state_->message, [&] {
+      sp_.exempt = eog_;  // penalties never touch end-of-generation tokens
+      const runner_sampler_params &sampling = sp_.Bind();
+      runner_generate_params p{};
+      p.prompt = prompt_.data();
+      p.n_prompt = static_cast<int32_t>(prompt_.size());
+      p.pos = pos_;
+      p.history = history_.data();
+      p.n_history = static_cast<int32_t>(history_.size());
+      p.max_tokens = max_tokens_;
+      p.eog_tokens = eog_.data();
+      p.n_eog = static_cast<int32_t>(eog_.size());
+      p.sampling = &sampling;
+      char err[kErrLen] = {0};
+      const runner_status st = runner_generate(ctx_->ctx, &p, &GenerateWorker::OnToken, this, flags_, &state_->stats, err, kErrLen);
+      state_->message = err;
+      return st;
+    });
   }
   void OnOK() override {
     ctx_->busy = false;
@@ -536,7 +594,7 @@ class GenerateWorker : public Napi::AsyncWorker {
   }
   void OnError(const Napi::Error &e) override {
     ctx_->busy = false;
-    state_->status = RUNNER_ERR_INVALID_ARGUMENT;
+    state_->status = RUNNER_ERR_INTERNAL;
     state_->message = e.Message();
     tsfn_.Release();
   }
@@ -544,7 +602,8 @@ class GenerateWorker : public Napi::AsyncWorker {
  private:
   static int OnToken(void *user, const runner_sample_result *r) {
     auto *self = static_cast<GenerateWorker *>(user);
-    auto *ev = new TokenEvent{*r};
+    auto *ev = new (std::nothrow) TokenEvent{*r};
+    if (!ev) return 1;  // out of memory: stop rather than lose a token silently
     napi_status s = self->tsfn_.NonBlockingCall(ev, [](Napi::Env env, Napi::Function fn, TokenEvent *e) {
       Napi::Value top_ids = env.Null(), top_lp = env.Null();
       if (e->r.n_top > 0) {
@@ -592,13 +651,13 @@ Napi::Object StatsToJs(Napi::Env env, const runner_generate_stats &s) {
 // generate(context, {prompt, pos, history, maxTokens, eogTokens, sampling: {...}}, onToken, flags) -> Promise<stats>
 Napi::Value Generate(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  if (!info[1].IsObject() || !info[2].IsFunction()) throw Napi::TypeError::New(env, "generate(context, params, onToken, flags?)");
+  if (!info[1].IsObject() || !info[2].IsFunction()) ThrowInvalid(env, Kind::kTypeError, "generate(context, params, onToken, flags?)");
   Napi::Object o = info[1].As<Napi::Object>();
   std::vector<int32_t> prompt = TokensFrom(o.Get("prompt"), "prompt");
   std::vector<int32_t> history = o.Has("history") && !o.Get("history").IsUndefined() ? TokensFrom(o.Get("history"), "history") : std::vector<int32_t>();
   std::vector<int32_t> eog = TokensFrom(o.Get("eogTokens"), "eogTokens");
-  int32_t pos = GetInt(o, "pos"), max_tokens = GetInt(o, "maxTokens");
-  if (!o.Get("sampling").IsObject()) throw Napi::TypeError::New(env, "sampling must be an object");
+  int32_t pos = IntProp(o, "pos", "params"), max_tokens = IntProp(o, "maxTokens", "params");
+  if (!o.Get("sampling").IsObject()) ThrowInvalid(env, Kind::kTypeError, "params.sampling must be an object");
   SamplerParams sp = ReadSamplerParams(env, o.Get("sampling").As<Napi::Object>());
   Napi::Int32Array flags = info.Length() > 3 ? FlagsFrom(info[3]) : Napi::Int32Array();
   ContextRef c = Acquire(info[0]);
@@ -606,7 +665,7 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
     auto state = std::make_shared<GenerateState>(env);
     Napi::ThreadSafeFunction tsfn = Napi::ThreadSafeFunction::New(
         env, info[2].As<Napi::Function>(), "runner.generate.tokens", 0, 1, [state](Napi::Env env) {
-          if (state->status != RUNNER_OK) state->deferred.Reject(EngineError(env, state->status, state->message).Value());
+          if (state->status != RUNNER_OK) state->deferred.Reject(StatusError(env, state->status, state->message).Value());
           else state->deferred.Resolve(StatsToJs(env, state->stats));
         });
     auto *w = new GenerateWorker(env, c, state, tsfn, std::move(prompt), std::move(history), std::move(eog), pos, max_tokens,
@@ -629,6 +688,8 @@ Napi::Value TensorRoles(const Napi::CallbackInfo &info) {
 }  // namespace
 
 void RegisterEngineBindings(Napi::Env env, Napi::Object exports) {
+  exports.Set("modelConfigFields", Napi::Function::New(env, ModelConfigFields, "modelConfigFields"));
+  exports.Set("modelConfigEnums", Napi::Function::New(env, ModelConfigEnums, "modelConfigEnums"));
   exports.Set("modelLoad", Napi::Function::New(env, ModelLoad, "modelLoad"));
   exports.Set("modelFree", Napi::Function::New(env, ModelFree, "modelFree"));
   exports.Set("contextCreate", Napi::Function::New(env, ContextCreate, "contextCreate"));
@@ -637,6 +698,7 @@ void RegisterEngineBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("kvTruncate", Napi::Function::New(env, KvTruncate, "kvTruncate"));
   exports.Set("nPast", Napi::Function::New(env, NPast, "nPast"));
   exports.Set("kvBytes", Napi::Function::New(env, KvBytes, "kvBytes"));
+  exports.Set("contextLogits", Napi::Function::New(env, ContextLogits, "contextLogits"));
   exports.Set("generate", Napi::Function::New(env, Generate, "generate"));
   exports.Set("tensorRoles", Napi::Function::New(env, TensorRoles, "tensorRoles"));
 }

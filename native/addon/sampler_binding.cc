@@ -1,8 +1,9 @@
-// The sampler's Node-API face (native/src/sample/sample.h): create a sampler from a parameter
-// object, feed it tokens, sample from a Float32Array of logits. The engine's generate loop calls the
-// C API directly; these functions serve src/lib/sampling/native.ts and the tests. No arithmetic
-// here: only conversion and argument checks. Every bad argument throws a JavaScript error with a
-// `code` and a message naming the argument; nothing here can end the process.
+// The sampler's Node-API face (runner.h, "sampling"): create a sampler from a parameter object, feed
+// it tokens, sample from a Float32Array of logits. The engine's generate loop calls the C API
+// directly; these functions serve src/lib/engine/sampler.ts and the tests. No arithmetic here: only
+// conversion and argument checks. Every bad argument throws a JavaScript error with a `code` and a
+// message naming the argument; nothing here can end the process. The generator's test hooks live in
+// the test addon (native/addon-test).
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -11,9 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "bindings.h"
-#include "sample/rng.h"
-#include "sample/sample.h"
 
 namespace {
 
@@ -25,27 +25,9 @@ struct SamplerBox {
   int32_t n_vocab = 0;
 };
 
-enum class Kind { kError, kTypeError, kRangeError };
-
-[[noreturn]] void Throw(const Napi::Env& env, Kind kind, const char* code, const std::string& message) {
-  Napi::Error error = kind == Kind::kTypeError    ? Napi::Error(Napi::TypeError::New(env, message))
-                      : kind == Kind::kRangeError ? Napi::Error(Napi::RangeError::New(env, message))
-                                                  : Napi::Error::New(env, message);
-  error.Value().Set("code", Napi::String::New(env, code));
-  throw error;
-}
-
-std::string NumberText(double x) {
-  if (std::isnan(x)) return "NaN";
-  if (std::isinf(x)) return x > 0 ? "Infinity" : "-Infinity";
-  // The shortest of %.15g..%.17g that reads back as x, so 1e300 prints as 1e+300.
-  char buf[64];
-  for (int digits = 15; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, x);
-    if (std::strtod(buf, nullptr) == x) break;
-  }
-  return buf;
-}
+using runner_addon::Kind;
+using runner_addon::NumberText;
+using runner_addon::Throw;
 
 double RequireNumber(const Napi::Env& env, const Napi::Object& obj, const char* name) {
   Napi::Value v = obj.Get(name);
@@ -282,59 +264,6 @@ Napi::Value SamplerSample(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// ---- test hooks: the generator, so tests can check it against the documented algorithm ----------
-
-uint32_t RequireCount(const Napi::Env& env, const Napi::Value& v, const char* fn) {
-  const double n = v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : -1;
-  if (!(std::trunc(n) == n && n >= 0 && n <= (1 << 20))) {
-    Throw(env, Kind::kRangeError, "SAMPLER_BAD_ARGUMENT", std::string(fn) + ": n must be an integer in [0, 2^20]");
-  }
-  return static_cast<uint32_t>(n);
-}
-
-Napi::Value U64Array(const Napi::Env& env, const std::vector<uint64_t>& xs) {
-  Napi::BigUint64Array out = Napi::BigUint64Array::New(env, xs.size());
-  for (size_t i = 0; i < xs.size(); ++i) out[i] = xs[i];
-  return out;
-}
-
-// samplerTestSplitMix64(seed: bigint, n) -> BigUint64Array: SplitMix64 outputs from state `seed`.
-Napi::Value SamplerTestSplitMix64(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  uint64_t state = RequireU64(env, info[0], "samplerTestSplitMix64: seed");
-  const uint32_t n = RequireCount(env, info[1], "samplerTestSplitMix64");
-  std::vector<uint64_t> xs(n);
-  for (uint32_t i = 0; i < n; ++i) xs[i] = runner_splitmix64_next(&state);
-  return U64Array(env, xs);
-}
-
-// samplerTestXoshiro256ss(state: bigint[4], n) -> BigUint64Array: xoshiro256** from a raw state.
-Napi::Value SamplerTestXoshiro256ss(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!info[0].IsArray() || info[0].As<Napi::Array>().Length() != 4) {
-    Throw(env, Kind::kTypeError, "SAMPLER_BAD_ARGUMENT", "samplerTestXoshiro256ss: state must be an array of 4 bigints");
-  }
-  Napi::Array st = info[0].As<Napi::Array>();
-  runner_rng rng;
-  for (uint32_t i = 0; i < 4; ++i) rng.s[i] = RequireU64(env, st.Get(i), "samplerTestXoshiro256ss: state[" + std::to_string(i) + "]");
-  const uint32_t n = RequireCount(env, info[1], "samplerTestXoshiro256ss");
-  std::vector<uint64_t> xs(n);
-  for (uint32_t i = 0; i < n; ++i) xs[i] = runner_rng_next(&rng);
-  return U64Array(env, xs);
-}
-
-// samplerTestGenerator(seed: bigint, n) -> BigUint64Array: the sampler's own stream for `seed`.
-Napi::Value SamplerTestGenerator(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const uint64_t seed = RequireU64(env, info[0], "samplerTestGenerator: seed");
-  const uint32_t n = RequireCount(env, info[1], "samplerTestGenerator");
-  runner_rng rng;
-  runner_rng_seed(&rng, seed);
-  std::vector<uint64_t> xs(n);
-  for (uint32_t i = 0; i < n; ++i) xs[i] = runner_rng_next(&rng);
-  return U64Array(env, xs);
-}
-
 }  // namespace
 
 namespace runner_addon {
@@ -343,8 +272,5 @@ void RegisterSamplerBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("samplerFree", Napi::Function::New(env, SamplerFree, "samplerFree"));
   exports.Set("samplerAccept", Napi::Function::New(env, SamplerAccept, "samplerAccept"));
   exports.Set("samplerSample", Napi::Function::New(env, SamplerSample, "samplerSample"));
-  exports.Set("samplerTestSplitMix64", Napi::Function::New(env, SamplerTestSplitMix64, "samplerTestSplitMix64"));
-  exports.Set("samplerTestXoshiro256ss", Napi::Function::New(env, SamplerTestXoshiro256ss, "samplerTestXoshiro256ss"));
-  exports.Set("samplerTestGenerator", Napi::Function::New(env, SamplerTestGenerator, "samplerTestGenerator"));
 }
 }  // namespace runner_addon

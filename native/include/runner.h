@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 8
+#define RUNNER_ABI_VERSION 9
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -74,16 +74,34 @@ static inline int runner_cpu_has(runner_cpu_mask mask, runner_cpu_feature featur
 
 /* ---- status ---------------------------------------------------------------- */
 
+/*
+ * Every status a call can return, with the stable code name the seam reports it under (the
+ * TypeScript side maps each name to an exit code: src/lib/errors.ts; a test checks the two lists
+ * agree). X(constant, value, code name, meaning). The last two are reported by the Node binding
+ * about its handles; the engine itself never returns them. Append; never renumber.
+ */
+#define RUNNER_STATUS_LIST(X) \
+    X(RUNNER_OK, 0, "ENGINE_OK", "success") \
+    X(RUNNER_ERR_INVALID_ARGUMENT, 1, "ENGINE_INVALID_ARGUMENT", "a parameter out of range; the message names it") \
+    X(RUNNER_ERR_IO, 2, "ENGINE_IO", "a model file could not be opened or mapped") \
+    X(RUNNER_ERR_MODEL, 3, "ENGINE_BAD_MODEL", "the model's config or tensors are inconsistent or out of the file") \
+    X(RUNNER_ERR_NO_MEMORY, 4, "ENGINE_NO_MEMORY", "an allocation failed, or a size would not fit in memory") \
+    X(RUNNER_ERR_UNSUPPORTED, 5, "ENGINE_UNSUPPORTED", "a tensor type or feature this engine does not implement") \
+    X(RUNNER_ERR_CONTEXT_FULL, 6, "ENGINE_CONTEXT_FULL", "the tokens do not fit in the context") \
+    X(RUNNER_ERR_ABORTED, 7, "ENGINE_ABORTED", "the abort flag was raised") \
+    X(RUNNER_ERR_INTERNAL, 8, "ENGINE_INTERNAL", "an unexpected failure (a bug); the message says where") \
+    X(RUNNER_ERR_BUSY, 9, "ENGINE_BUSY", "a context is in use by another call") \
+    X(RUNNER_ERR_DISPOSED, 10, "ENGINE_DISPOSED", "a model or context was used after it was disposed")
+
 typedef enum runner_status {
-    RUNNER_OK = 0,
-    RUNNER_ERR_INVALID_ARGUMENT = 1, /* a parameter out of range; the message names it */
-    RUNNER_ERR_IO = 2,               /* a model file could not be opened or mapped */
-    RUNNER_ERR_MODEL = 3,            /* the model's config or tensors are inconsistent or out of the file */
-    RUNNER_ERR_NO_MEMORY = 4,        /* an allocation (sized with overflow checks) failed */
-    RUNNER_ERR_UNSUPPORTED = 5,      /* a tensor type or feature this engine does not implement */
-    RUNNER_ERR_CONTEXT_FULL = 6,     /* the tokens do not fit in the context */
-    RUNNER_ERR_ABORTED = 7           /* the abort flag was raised */
+#define RUNNER_STATUS_ENUM_(constant, value, code, doc) constant = value,
+    RUNNER_STATUS_LIST(RUNNER_STATUS_ENUM_)
+#undef RUNNER_STATUS_ENUM_
+    RUNNER_STATUS_COUNT
 } runner_status;
+
+/* The stable code name of a status ("ENGINE_NO_MEMORY"), or NULL when out of range. */
+const char *runner_status_code(int32_t status);
 
 /* ---- models ------------------------------------------------------------------ */
 
@@ -142,56 +160,98 @@ typedef struct runner_tensor_desc {
     int32_t expert;   /* expert index of a split expert tensor (ffn_*_exps roles), else -1 */
 } runner_tensor_desc;
 
-typedef enum runner_rope_type { RUNNER_ROPE_NORM = 0, RUNNER_ROPE_NEOX = 2 } runner_rope_type;
-
-/* The gated FFN's activation: silu(gate) * up, or gelu(gate) * up with ggml's tanh GELU evaluated
- * through its F16 table (the input rounded to F16; x <= -10 gives 0, x >= 10 gives x). */
-typedef enum runner_ffn_act { RUNNER_FFN_SILU = 0, RUNNER_FFN_GELU = 1 } runner_ffn_act;
-
 #define RUNNER_MAX_EXPERTS 1024
 
-/* The transformer's shape and numerics, built by src/lib/arch from metadata. */
+/*
+ * The model config: the transformer's shape and numerics, built by src/lib/arch from metadata. Each
+ * field is declared once, here: X(kind, name, presence, doc). This list generates the struct, the
+ * engine's field table (runner_model_config_fields, which the addon walks to read a config from
+ * JavaScript under these names), and the TypeScript description (scripts/gen-native-tables.mjs
+ * parses these lines). Kinds: I32 (int32_t), F32 (float), LAYER_FLAGS (const uint8_t *: n_layer
+ * flags, NULL = all 0). REQUIRED fields must be given; an OPTIONAL one absent is 0 (or NULL), which
+ * means "not set". One field per line; the doc is one string literal without quotes inside.
+ */
+#define RUNNER_MODEL_CONFIG_FIELDS(X) \
+    X(I32, n_vocab, REQUIRED, "tokens in the vocabulary") \
+    X(I32, n_embd, REQUIRED, "width of the residual stream") \
+    X(I32, n_layer, REQUIRED, "blocks") \
+    X(I32, n_head, REQUIRED, "query heads") \
+    X(I32, n_head_kv, REQUIRED, "key and value heads; n_head is a multiple of it") \
+    X(I32, head_dim, REQUIRED, "values per head") \
+    X(I32, n_ff, REQUIRED, "width of the dense FFN") \
+    X(I32, n_ctx_train, REQUIRED, "context length the model was trained for") \
+    X(I32, n_rot, REQUIRED, "rope dimensions, even and at most head_dim") \
+    X(I32, rope_type, REQUIRED, "rope pairing (RUNNER_MODEL_CONFIG_ENUMS)") \
+    X(F32, rope_freq_base, REQUIRED, "rope base frequency") \
+    X(F32, rope_freq_scale, REQUIRED, "1 / linear rope scaling factor") \
+    X(F32, norm_eps, REQUIRED, "epsilon of the RMS norms") \
+    X(LAYER_FLAGS, attn_removed, REQUIRED, "blocks whose attention is removed: no weights but the pre-norm, no KV cache, adds nothing") \
+    X(LAYER_FLAGS, ffn_removed, REQUIRED, "blocks whose FFN is removed (as attn_removed)") \
+    X(F32, embedding_scale, OPTIONAL, "the token embedding is multiplied by it (granite, gemma)") \
+    X(F32, residual_scale, OPTIONAL, "each sublayer output is multiplied by it before the residual add (granite)") \
+    X(F32, attention_scale, OPTIONAL, "replaces 1/sqrt(head_dim) on the attention scores (granite)") \
+    X(F32, logit_scale, OPTIONAL, "logits are divided by it (granite)") \
+    X(I32, ffn_act, OPTIONAL, "the gated FFN activation (RUNNER_MODEL_CONFIG_ENUMS)") \
+    X(F32, query_scale, OPTIONAL, "the query is multiplied by it after rope; the scores are then not scaled again (gemma, phi3)") \
+    X(F32, attn_softcap, OPTIONAL, "scores = cap * tanh(scores / cap) before the softmax (gemma2)") \
+    X(F32, final_softcap, OPTIONAL, "logits = cap * tanh(logits / cap) (gemma2, gemma3)") \
+    X(I32, n_swa, OPTIONAL, "sliding window: on a flagged layer query p sees key k only if p - k < n_swa") \
+    X(LAYER_FLAGS, swa_layers, OPTIONAL, "sliding-window layers; needs n_swa > 0") \
+    X(F32, rope_freq_base_swa, OPTIONAL, "rope base on sliding-window layers (0: as the others)") \
+    X(F32, rope_freq_scale_swa, OPTIONAL, "rope scale on sliding-window layers (0: as the others)") \
+    X(I32, n_expert, OPTIONAL, "experts per MoE layer (0: dense FFN)") \
+    X(I32, n_expert_used, OPTIONAL, "experts chosen per token: softmax over the router, top k, renormalised") \
+    X(I32, n_ff_exp, OPTIONAL, "width of one expert FFN") \
+    X(F32, rope_attn_factor, OPTIONAL, "longrope: cos and sin are multiplied by it (0: 1) (phi3)") \
+    X(I32, n_ctx_orig, OPTIONAL, "longrope: the long factors apply when the context padded to 256 exceeds it (0: n_ctx_train)")
+
+/* The values of the config's enumerated int fields: X(field, constant, name, value, doc). */
+#define RUNNER_MODEL_CONFIG_ENUMS(X) \
+    X(rope_type, RUNNER_ROPE_NORM, norm, 0, "rotate adjacent pairs (2i, 2i + 1)") \
+    X(rope_type, RUNNER_ROPE_NEOX, neox, 2, "rotate i with i + n_rot / 2") \
+    X(ffn_act, RUNNER_FFN_SILU, silu, 0, "silu(gate) * up") \
+    X(ffn_act, RUNNER_FFN_GELU, gelu, 1, "gelu(gate) * up: ggml's tanh form through its F16 table (x <= -10 gives 0, x >= 10 gives x)")
+
+enum {
+#define RUNNER_CFG_ENUM_(field, constant, name, value, doc) constant = value,
+    RUNNER_MODEL_CONFIG_ENUMS(RUNNER_CFG_ENUM_)
+#undef RUNNER_CFG_ENUM_
+};
+
+#define RUNNER_CFG_CTYPE_I32 int32_t
+#define RUNNER_CFG_CTYPE_F32 float
+#define RUNNER_CFG_CTYPE_LAYER_FLAGS const uint8_t *
+
 typedef struct runner_model_config {
-    int32_t n_vocab;
-    int32_t n_embd;
-    int32_t n_layer;
-    int32_t n_head;
-    int32_t n_head_kv;
-    int32_t head_dim;
-    int32_t n_ff;
-    int32_t n_ctx_train;
-    int32_t n_rot;           /* rope dimensions, <= head_dim */
-    int32_t rope_type;       /* runner_rope_type */
-    float rope_freq_base;
-    float rope_freq_scale;   /* 1 / linear scaling factor */
-    float norm_eps;
-    /* Sublayers removed from blocks (llama.cpp's "deci" declaration: head_count 0 / feed_forward_length
-     * 0 at that block). NULL: none; else n_layer flags. A removed sublayer's weights must be absent
-     * (its pre-norm may stay), it gets no KV cache, and its branch adds nothing to the residual. */
-    const uint8_t *attn_removed;
-    const uint8_t *ffn_removed;
-    /* Multipliers (granite); 0 means "not set": embedding 1, residual 1, attention 1/sqrt(head_dim), logits 1. */
-    float embedding_scale; /* the token embedding is multiplied by it */
-    float residual_scale;  /* each sublayer's output is multiplied by it before it joins the residual */
-    float attention_scale; /* replaces 1/sqrt(head_dim) on the attention scores */
-    float logit_scale;     /* logits are divided by it */
-    /* gemma2/3 and mixtures of experts; 0 (or NULL) means "not used". */
-    int32_t ffn_act;            /* runner_ffn_act */
-    float query_scale;          /* the query is multiplied by it after rope (then the scores are not scaled again) */
-    float attn_softcap;         /* scores = cap * tanh(scores / cap) before the softmax */
-    float final_softcap;        /* logits = cap * tanh(logits / cap) */
-    int32_t n_swa;              /* sliding window: on a flagged layer, query p sees key k only if p - k < n_swa */
-    const uint8_t *swa_layers;  /* n_layer flags (NULL: none); needs n_swa > 0 */
-    float rope_freq_base_swa;   /* rope on sliding-window layers (0: as the others) */
-    float rope_freq_scale_swa;
-    int32_t n_expert;           /* experts per MoE layer (0: dense FFN) */
-    int32_t n_expert_used;      /* experts chosen per token: softmax over the router, top k, renormalised */
-    int32_t n_ff_exp;           /* an expert's FFN width */
-    /* phi3 longrope: cos and sin are multiplied by rope_attn_factor (0: 1); the long factors apply when
-     * the context, padded to a multiple of 256 as llama.cpp pads it, exceeds n_ctx_orig (0: n_ctx_train). */
-    float rope_attn_factor;
-    int32_t n_ctx_orig;
+#define RUNNER_CFG_MEMBER_(kind, name, presence, doc) RUNNER_CFG_CTYPE_##kind name;
+    RUNNER_MODEL_CONFIG_FIELDS(RUNNER_CFG_MEMBER_)
+#undef RUNNER_CFG_MEMBER_
 } runner_model_config;
+
+typedef enum runner_config_kind { RUNNER_CFG_I32 = 0, RUNNER_CFG_F32 = 1, RUNNER_CFG_LAYER_FLAGS = 2 } runner_config_kind;
+
+/* One config field as data. */
+typedef struct runner_config_field {
+    const char *name;     /* the C member name, which is also the JavaScript key ("n_ctx_train") */
+    int32_t kind;         /* runner_config_kind */
+    const char *kind_name; /* as written in the list: "I32", "F32", "LAYER_FLAGS" */
+    int32_t required;     /* 1: REQUIRED, 0: OPTIONAL */
+    uint32_t offset;      /* offsetof(runner_model_config, name) */
+    const char *doc;
+} runner_config_field;
+
+/* One value of an enumerated field. */
+typedef struct runner_config_enum_value {
+    const char *field; /* "rope_type" */
+    const char *name;  /* "neox" */
+    int32_t value;
+    const char *doc;
+} runner_config_enum_value;
+
+/* The fields in declaration order (static storage); *count receives how many. */
+const runner_config_field *runner_model_config_fields(int32_t *count);
+/* The enum values in declaration order (static storage); *count receives how many. */
+const runner_config_enum_value *runner_model_config_enum_values(int32_t *count);
 
 typedef struct runner_model runner_model;
 
@@ -231,8 +291,8 @@ uint64_t runner_context_kv_bytes(const runner_context *ctx);
 /* Positions [0, n) of the KV cache hold valid entries. */
 int32_t runner_context_n_past(const runner_context *ctx);
 
-/* Forget every position >= n_keep. */
-runner_status runner_kv_truncate(runner_context *ctx, int32_t n_keep);
+/* Forget every position >= n_keep; n_keep outside [0, n_past] is refused, the message naming both. */
+runner_status runner_kv_truncate(runner_context *ctx, int32_t n_keep, char *err, int32_t err_len);
 
 typedef enum runner_logits_mode { RUNNER_LOGITS_NONE = 0, RUNNER_LOGITS_LAST = 1, RUNNER_LOGITS_ALL = 2 } runner_logits_mode;
 
@@ -245,14 +305,93 @@ typedef enum runner_logits_mode { RUNNER_LOGITS_NONE = 0, RUNNER_LOGITS_LAST = 1
 runner_status runner_decode(runner_context *ctx, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
                             float *logits, const volatile int32_t *abort_flag, char *err, int32_t err_len);
 
-/* Read access to the last logits row computed (n_vocab floats), or NULL. */
+/* The logits row of the last token the last decode evaluated with logits (n_vocab floats; after an
+ * ALL decode, the row of its last token), or NULL (none yet, or after a truncate). Valid until the
+ * next decode or generate on the context. */
 const float *runner_context_logits(const runner_context *ctx);
 int32_t runner_model_n_vocab(const runner_model *model);
 
-/* ---- generation ----------------------------------------------------------------- */
+/* ---- sampling --------------------------------------------------------------------- */
 
-struct runner_sampler_params; /* src/sample/sample.h */
-struct runner_sample_result;
+/*
+ * Choosing the next token from a row of logits, in native code (it touches every vocabulary entry on
+ * every token). One sampler per generation; not thread-safe. Every buffer is allocated at create
+ * (sized by n_vocab, overflow-checked): accept and sample never allocate.
+ *
+ * Order of the chain (docs/sampling.md has the formulas; the order is fixed, so the same seed and
+ * inputs give the same tokens on every machine):
+ *   1. logit bias (added), 2. repeat / presence / frequency penalties over the last
+ *   `penalty_last_n` accepted tokens (exempt tokens untouched), then every logit that is not finite
+ *   (NaN, +inf, -inf) is excluded: it is never chosen and has probability 0.
+ *   3. if temperature == 0: greedy argmax (ties: lowest id), else 4. top-k, 5. top-p, 6. min-p,
+ *   7. temperature, 8. softmax over the survivors in double and one draw from the generator
+ *   (src/sample/rng.h, SplitMix64-seeded xoshiro256**): the first survivor, in ascending id order,
+ *   where the running sum of weights exceeds u * (sum of all survivor weights).
+ * Steps 4-6 each keep a prefix of the survivors ranked by (logit desc, id asc), so ties at a cut
+ * keep the lower ids. top-p and min-p use probabilities before temperature, as llama.cpp's default
+ * chain (top-k, top-p, min-p, then temperature) does.
+ * Reported log-probabilities (on request) are log-softmax over the whole vocabulary of the logits
+ * after steps 1-2 (before truncation and temperature): what the model assigned, as OpenAI's
+ * `logprobs` means. Excluded tokens have logprob -inf and never appear in the top list.
+ */
+
+#define RUNNER_MAX_TOP_LOGPROBS 20
+/* Upper bound of penalty_last_n: the window is a ring of int32 allocated at create. */
+#define RUNNER_MAX_PENALTY_LAST_N (1 << 24)
+
+/* Return values of runner_sampler_sample besides a token id. */
+#define RUNNER_SAMPLE_NONE (-1)    /* every logit excluded (banned or not finite) */
+#define RUNNER_SAMPLE_INVALID (-2) /* s or logits is NULL */
+
+typedef struct runner_sampler_params {
+    float temperature;        /* finite, >= 0; 0: greedy */
+    int32_t top_k;            /* >= 0; 0: off */
+    float top_p;              /* (0, 1]; 1: off */
+    float min_p;              /* [0, 1]; 0: off */
+    float repeat_penalty;     /* finite, > 0; 1: off (llama.cpp's rule: positive logits divided, others multiplied) */
+    float presence_penalty;   /* finite; 0: off */
+    float frequency_penalty;  /* finite; 0: off */
+    int32_t penalty_last_n;   /* 0..RUNNER_MAX_PENALTY_LAST_N accepted tokens the penalties look at; 0: off */
+    uint64_t seed;            /* every value is valid, 0 included */
+    int32_t logprobs;         /* nonzero: fill out->logprob and the top list (costs one exp per vocab entry) */
+    int32_t n_top_logprobs;   /* 0..RUNNER_MAX_TOP_LOGPROBS; > 0 needs logprobs */
+    const int32_t *bias_tokens; /* n_bias distinct token ids in [0, n_vocab) ... */
+    const float *bias_values;   /* ... and what to add to their logits: finite, or -INFINITY (bans) */
+    int32_t n_bias;
+    const int32_t *exempt_tokens; /* tokens penalties never touch (end-of-generation), in [0, n_vocab) */
+    int32_t n_exempt;
+} runner_sampler_params;
+
+typedef struct runner_sample_result {
+    int32_t token;                                   /* as returned */
+    float logprob;                                   /* of `token` (see above); NaN unless params.logprobs */
+    int32_t n_top;                                   /* entries filled below, sorted by logprob desc, ties by id */
+    int32_t top_tokens[RUNNER_MAX_TOP_LOGPROBS];
+    float top_logprobs[RUNNER_MAX_TOP_LOGPROBS];
+} runner_sample_result;
+
+typedef struct runner_sampler runner_sampler;
+
+/* Copies what it needs from params (arrays included). NULL on bad params or allocation failure;
+ * `err` (if not NULL and err_len > 0) then holds a NUL-terminated message naming the parameter
+ * and its value. */
+runner_sampler *runner_sampler_create(const runner_sampler_params *params, int32_t n_vocab, char *err, int32_t err_len);
+void runner_sampler_free(runner_sampler *s);
+
+int32_t runner_sampler_n_vocab(const runner_sampler *s);
+
+/* Record a token in the penalty history (prompt tokens and generated ones). Returns 0, or -1 when
+ * s is NULL or token is outside [0, n_vocab) (the history is then unchanged). */
+int runner_sampler_accept(runner_sampler *s, int32_t token);
+
+/* Pick a token from logits[0..n_vocab) (not modified). Returns the token, RUNNER_SAMPLE_NONE if
+ * every logit is excluded, RUNNER_SAMPLE_INVALID if s or logits is NULL; out (may be NULL) gets
+ * the same token. Does not record the token: call runner_sampler_accept with it. With
+ * temperature > 0 every call that returns a token consumes exactly one draw of the generator;
+ * greedy consumes none. */
+int32_t runner_sampler_sample(runner_sampler *s, const float *logits, runner_sample_result *out);
+
+/* ---- generation ----------------------------------------------------------------- */
 
 typedef enum runner_finish_reason {
     RUNNER_FINISH_LENGTH = 0,  /* max_tokens reached */
@@ -271,7 +410,7 @@ typedef struct runner_generate_params {
     int32_t max_tokens;    /* >= 0 */
     const int32_t *eog_tokens;
     int32_t n_eog;
-    const struct runner_sampler_params *sampling;
+    const runner_sampler_params *sampling;
 } runner_generate_params;
 
 typedef struct runner_generate_stats {
@@ -284,7 +423,7 @@ typedef struct runner_generate_stats {
 } runner_generate_stats;
 
 /* Called once per generated token, on the generating thread; return nonzero to stop. */
-typedef int (*runner_token_fn)(void *user, const struct runner_sample_result *result);
+typedef int (*runner_token_fn)(void *user, const runner_sample_result *result);
 
 /*
  * Prompt processing, then sample / evaluate / sample ... entirely in native code: the per-token
@@ -293,6 +432,59 @@ typedef int (*runner_token_fn)(void *user, const struct runner_sample_result *re
 runner_status runner_generate(runner_context *ctx, const runner_generate_params *params, runner_token_fn on_token,
                               void *user, const volatile int32_t *abort_flag, runner_generate_stats *stats, char *err,
                               int32_t err_len);
+
+/* ---- weight types ----------------------------------------------------------------- */
+
+/* Kernel variants, slowest first; each type's SIMD variants are bitwise its scalar reference, and
+ * the engine picks one at run time from runner_cpu_features(). Append; never renumber. */
+typedef enum runner_kernel_variant {
+    RUNNER_KERNEL_SCALAR = 0,
+    RUNNER_KERNEL_AVX2 = 1,   /* AVX2 + FMA + F16C */
+    RUNNER_KERNEL_AVX512 = 2, /* AVX-512 F/BW/VL(/DQ), and VNNI where the kernel uses it */
+    RUNNER_KERNEL_COUNT
+} runner_kernel_variant;
+
+/* Stable lower-case name of a variant ("scalar", "avx2", "avx512"), or NULL when out of range. */
+const char *runner_kernel_variant_name(int variant);
+
+/* One entry of the engine's weight-type table as data, for this CPU (runner_cpu_features(), not
+ * capped by RUNNER_CPU_MAX). Variant sets are bit masks: bit v set <=> this build has variant v of
+ * that kernel and this CPU can run it. */
+typedef struct runner_type_info {
+    int32_t type;              /* ggml type id */
+    const char *name;          /* ggml's name, "Q4_0" (static storage) */
+    int64_t block_size;        /* values per block */
+    uint64_t type_size;        /* bytes per block */
+    int32_t vec_dot_type;      /* the type activations are quantized to before a dot with this type */
+    int32_t has_quantize_ref;  /* runner_quantize_row_ref can write it */
+    uint32_t vec_dot_variants;      /* one weight row against one activation row */
+    uint32_t vec_dot2_variants;     /* two weight rows sharing the activation's work */
+    uint32_t vec_dot_tile_variants; /* register tiles of prompt matmuls, of tile_rows x tile_cols */
+    uint32_t from_float_variants;   /* activation quantizers */
+    uint8_t tile_rows[RUNNER_KERNEL_COUNT];
+    uint8_t tile_cols[RUNNER_KERNEL_COUNT];
+    int32_t picked_vec_dot;    /* the variant the engine uses on this CPU, or -1 when the type has none */
+    int32_t picked_from_float; /* likewise for the activation quantizer */
+} runner_type_info;
+
+/* Entries of the table, in type-id order. */
+int32_t runner_type_count(void);
+/* Entry `index` (0 .. runner_type_count() - 1): RUNNER_OK, or RUNNER_ERR_INVALID_ARGUMENT. */
+runner_status runner_type_info_at(int32_t index, runner_type_info *out);
+/* The entry of a ggml type id: RUNNER_OK, or RUNNER_ERR_UNSUPPORTED when the engine lacks it. */
+runner_status runner_type_info_of(int32_t type, runner_type_info *out);
+
+/* Bytes n values of the type take: 0 and *bytes set; -1 when n is negative or not a multiple of
+ * the block size, -2 when the size overflows, -3 when the engine does not implement the type. */
+int runner_type_row_size(int32_t type, int64_t n, uint64_t *bytes);
+
+/* Quantize n floats as WEIGHTS of the type (llama.cpp's quantize_row_*_ref bytes, F16/BF16 ggml's
+ * row conversion, F32 a copy) into out (out_bytes = runner_type_row_size). */
+runner_status runner_quantize_row_ref(int32_t type, const float *x, int64_t n, void *out, uint64_t out_bytes, char *err,
+                                      int32_t err_len);
+/* Dequantize n values of the type (x_bytes = runner_type_row_size) into out[0..n). */
+runner_status runner_dequantize_row(int32_t type, const void *x, uint64_t x_bytes, int64_t n, float *out, char *err,
+                                    int32_t err_len);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,3 +1,5 @@
+import type {NativeStatusCode} from './native-status.generated.js'
+
 /**
  * The one table of exit codes (ARCHITECTURE.md) and the base error every module throws.
  * Commands map a RunnerError to its exit code; anything else is a bug and exits 1.
@@ -14,6 +16,51 @@ export const ExitCode = {
 } as const
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode]
+
+/**
+ * The exit code of every `code` the native addons put on the errors they throw or reject with:
+ * every engine status (runner.h RUNNER_STATUS_LIST, through ./native-status.generated.ts, so a status
+ * added there fails to compile until it has an exit code here), and the sampler's and the kernel
+ * API's argument codes. src/lib/engine/errors.ts engineError() is the one conversion that uses it.
+ */
+export const NATIVE_EXIT_CODES: Readonly<Record<NativeStatusCode | NativeArgumentCode, ExitCodeValue>> = {
+  ENGINE_OK: ExitCode.failure, // never an error: seen on one, it is a bug
+  ENGINE_INVALID_ARGUMENT: ExitCode.usage,
+  ENGINE_IO: ExitCode.failure,
+  ENGINE_BAD_MODEL: ExitCode.invalidModel,
+  ENGINE_NO_MEMORY: ExitCode.failure,
+  ENGINE_UNSUPPORTED: ExitCode.unsupported,
+  ENGINE_CONTEXT_FULL: ExitCode.usage,
+  ENGINE_ABORTED: ExitCode.interrupted,
+  ENGINE_INTERNAL: ExitCode.failure,
+  ENGINE_BUSY: ExitCode.failure,
+  ENGINE_DISPOSED: ExitCode.failure,
+  SAMPLER_BAD_PARAM: ExitCode.usage,
+  SAMPLER_BAD_ARGUMENT: ExitCode.failure,
+  SAMPLER_FREED: ExitCode.failure,
+  SAMPLER_INTERNAL: ExitCode.failure,
+  KERNEL_BAD_ARGUMENT: ExitCode.failure,
+  KERNEL_UNSUPPORTED_TYPE: ExitCode.unsupported,
+  KERNEL_VARIANT_UNAVAILABLE: ExitCode.unsupported,
+  KERNEL_UNSUPPORTED_VARIANT: ExitCode.unsupported,
+}
+
+/** Codes the addons' argument checks use besides the engine's statuses (native/addon/args.h, sampler_binding.cc). */
+type NativeArgumentCode =
+  | 'SAMPLER_BAD_PARAM'
+  | 'SAMPLER_BAD_ARGUMENT'
+  | 'SAMPLER_FREED'
+  | 'SAMPLER_INTERNAL'
+  | 'KERNEL_BAD_ARGUMENT'
+  | 'KERNEL_UNSUPPORTED_TYPE'
+  | 'KERNEL_VARIANT_UNAVAILABLE'
+  | 'KERNEL_UNSUPPORTED_VARIANT'
+
+export type NativeErrorCode = keyof typeof NATIVE_EXIT_CODES
+
+export function isNativeErrorCode(code: unknown): code is NativeErrorCode {
+  return typeof code === 'string' && Object.hasOwn(NATIVE_EXIT_CODES, code)
+}
 
 export class RunnerError extends Error {
   /** Stable, machine-readable code such as `GGUF_BAD_MAGIC`; scripts and tests match on it. */

@@ -31,7 +31,7 @@ export async function compareWithLlamaCpp(llama: Llama, c: Comparison): Promise<
   const nCtx = c.nCtx ?? 256
   const ours = await Model.load(c.path)
   const ids = ours.tokenizer.encode(c.text, {addSpecial: true})
-  const window = ours.config.slidingWindow ?? 0
+  const window = ours.config.nSwa ?? 0
   assert.ok(ids.length > 3 * window, `the prompt (${ids.length} tokens) reaches well past the window (${window})`)
   const nVocab = ours.config.nVocab
   const theirsModel = await llama.loadModel({modelPath: c.path})

@@ -20,15 +20,8 @@ import {dirname, join} from 'node:path'
 import {after, describe, it} from 'node:test'
 import {fileURLToPath} from 'node:url'
 
-import {
-  fromFloat,
-  type KernelTypeTraits,
-  quantizeRef,
-  rowBytes,
-  toFloat,
-  typeTraits,
-  vecDot,
-} from '../../src/lib/engine/kernels.js'
+import {type KernelTypeTraits, quantizeRef, rowBytes, toFloat, typeTraits} from '../../src/lib/engine/kernels.js'
+import {fromFloat, vecDot} from '../../src/lib/engine/test-addon.js'
 import {f32ToF16Bits} from '../../src/lib/util/half.js'
 import {SeededRandom} from '../../src/lib/util/random.js'
 

@@ -14,20 +14,9 @@
 import assert from 'node:assert/strict'
 import {describe, it} from 'node:test'
 
-import {cpuFeatures, loadAddon} from '../../src/lib/engine/addon.js'
-import {
-  fromFloat,
-  KERNEL_VARIANTS,
-  type KernelTypeTraits,
-  type KernelVariant,
-  quantizeRef,
-  rowBytes,
-  toFloat,
-  typeTraits,
-  vecDot,
-  vecDot2,
-  vecDotTile,
-} from '../../src/lib/engine/kernels.js'
+import {cpuFeatures} from '../../src/lib/engine/addon.js'
+import {KERNEL_VARIANTS, type KernelTypeTraits, type KernelVariant, quantizeRef, rowBytes, toFloat, typeTraits} from '../../src/lib/engine/kernels.js'
+import {fromFloat, loadTestAddon, vecDot, vecDot2, vecDotTile} from '../../src/lib/engine/test-addon.js'
 import {GGML_TYPES} from '../../src/lib/gguf/index.js'
 import {bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits} from '../../src/lib/util/half.js'
 import {SeededRandom} from '../../src/lib/util/random.js'
@@ -344,7 +333,7 @@ describe('vec_dot_tile (a register tile of weight rows by activation rows): each
 })
 
 describe('decode kernels on a packed activation (vec_dot_mv, vec_dot2_mv): each result equals the scalar vec_dot bitwise', () => {
-  const raw = loadAddon() as unknown as {kernelVecDotMv(type: string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number[]}
+  const raw = loadTestAddon()
   it('exist for the AVX-512 Q4_0 kernels', {skip: process.arch !== 'x64' || !T('Q4_0').variants.includes('avx512')}, () => {
     const x = new Uint8Array(2 * 18), y = new Uint8Array(34)
     assert.equal(raw.kernelVecDotMv('Q4_0', 'avx512', 32, x, y).length, 3)
@@ -492,7 +481,7 @@ describe('vec_dot scalar reference vs a float64 dot of the dequantized rows', ()
 })
 
 describe('F16 x F16 (attention against an F16 KV cache): every SIMD variant equals the scalar reference bitwise', () => {
-  const raw = loadAddon() as unknown as {kernelVecDot(type: string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number}
+  const raw = loadTestAddon()
   for (const variant of simd(T('F16').variants)) {
     it(variant, () => {
       const rng = new SeededRandom(0xf16f16n)
@@ -508,7 +497,7 @@ describe('F16 x F16 (attention against an F16 KV cache): every SIMD variant equa
 })
 
 describe('axpy (the attention value sum): every SIMD variant equals the scalar reference bitwise, rows at once equal rows one by one', () => {
-  const raw = loadAddon() as unknown as {kernelAxpy(type: string, variant: string, a: number | Float32Array, x: Uint8Array, y: Float32Array): Float32Array}
+  const raw = loadTestAddon()
   const bitsEqual = (got: Float32Array, want: Float32Array, what: string) => {
     for (let i = 0; i < want.length; i++) if (!same(got[i]!, want[i]!)) assert.fail(`${what}, i = ${i}: ${got[i]} != ${want[i]}`)
   }
@@ -535,7 +524,7 @@ describe('axpy (the attention value sum): every SIMD variant equals the scalar r
 })
 
 describe('round_f16 (the attention query and weights for an F16 cache)', () => {
-  const raw = loadAddon() as unknown as {kernelRoundF16(variant: string, a: number, x: Float32Array): Float32Array}
+  const raw = loadTestAddon()
   it('scalar: the float of the half nearest x * a, by the TypeScript conversions', () => {
     const rng = new SeededRandom(0xf16f16n)
     const x = edgyFloats(rng, 4096)
@@ -562,7 +551,7 @@ describe('round_f16 (the attention query and weights for an F16 cache)', () => {
 })
 
 describe('F16 x F32 of a rounded query equals F16 x F16 (what the attention relies on)', () => {
-  const raw = loadAddon() as unknown as {kernelVecDot(type: string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number}
+  const raw = loadTestAddon()
   for (const variant of T('F16').variants) {
     it(variant, () => {
       const rng = new SeededRandom(0xf1632n)

@@ -13,3 +13,13 @@ runner_status runner_fail(char *err, int32_t err_len, runner_status status, cons
     }
     return status;
 }
+
+static const char *const status_codes[RUNNER_STATUS_COUNT] = {
+#define RUNNER_STATUS_CODE_(constant, value, code, doc) [constant] = code,
+    RUNNER_STATUS_LIST(RUNNER_STATUS_CODE_)
+#undef RUNNER_STATUS_CODE_
+};
+
+const char *runner_status_code(int32_t status) {
+    return status >= 0 && status < RUNNER_STATUS_COUNT ? status_codes[status] : NULL;
+}

@@ -5,8 +5,38 @@
 #include "model/config.h"
 
 #include <math.h>
+#include <stddef.h>
 
 #include "core/status.h"
+
+#define RUNNER_CFG_KIND_I32 RUNNER_CFG_I32
+#define RUNNER_CFG_KIND_F32 RUNNER_CFG_F32
+#define RUNNER_CFG_KIND_LAYER_FLAGS RUNNER_CFG_LAYER_FLAGS
+#define RUNNER_CFG_PRESENCE_REQUIRED 1
+#define RUNNER_CFG_PRESENCE_OPTIONAL 0
+
+static const runner_config_field config_fields[] = {
+#define RUNNER_CFG_FIELD_(kind, name, presence, doc) \
+    {#name, RUNNER_CFG_KIND_##kind, #kind, RUNNER_CFG_PRESENCE_##presence, (uint32_t)offsetof(runner_model_config, name), doc},
+    RUNNER_MODEL_CONFIG_FIELDS(RUNNER_CFG_FIELD_)
+#undef RUNNER_CFG_FIELD_
+};
+
+static const runner_config_enum_value config_enums[] = {
+#define RUNNER_CFG_ENUM_VALUE_(field, constant, name, value, doc) {#field, #name, value, doc},
+    RUNNER_MODEL_CONFIG_ENUMS(RUNNER_CFG_ENUM_VALUE_)
+#undef RUNNER_CFG_ENUM_VALUE_
+};
+
+const runner_config_field *runner_model_config_fields(int32_t *count) {
+    *count = (int32_t)(sizeof config_fields / sizeof config_fields[0]);
+    return config_fields;
+}
+
+const runner_config_enum_value *runner_model_config_enum_values(int32_t *count) {
+    *count = (int32_t)(sizeof config_enums / sizeof config_enums[0]);
+    return config_enums;
+}
 
 runner_status runner_model_config_check(const runner_model_config *c, char *err, int32_t err_len) {
 #define NEED(cond, ...) \

@@ -146,8 +146,8 @@ int32_t runner_context_n_past(const runner_context *ctx) {
     return ctx->kv.n_past;
 }
 
-runner_status runner_kv_truncate(runner_context *ctx, int32_t n_keep) {
-    runner_status st = runner_kv_cache_truncate(&ctx->kv, n_keep, NULL, 0);
+runner_status runner_kv_truncate(runner_context *ctx, int32_t n_keep, char *err, int32_t err_len) {
+    runner_status st = runner_kv_cache_truncate(&ctx->kv, n_keep, err, err_len);
     if (st == RUNNER_OK) ctx->last_logits = NULL;
     return st;
 }
@@ -187,8 +187,11 @@ runner_status runner_decode(runner_context *ctx, const int32_t *tokens, int32_t 
             memcpy(logits + (size_t)done * c->n_vocab, ctx->s.logits, (size_t)chunk * c->n_vocab * sizeof(float));
         else if (logits && mode == RUNNER_LOGITS_LAST)
             memcpy(logits, ctx->s.logits, (size_t)c->n_vocab * sizeof(float));
+        /* The scratch holds this chunk's rows: ALL, one per token (the last is the call's last
+         * token's); LAST, row 0. */
+        if (last_chunk && mode != RUNNER_LOGITS_NONE)
+            ctx->last_logits = ctx->s.logits + (mode == RUNNER_LOGITS_ALL ? (size_t)(chunk - 1) * c->n_vocab : 0);
         done += chunk;
     }
-    ctx->last_logits = logits_mode != RUNNER_LOGITS_NONE ? ctx->s.logits : NULL;
     return RUNNER_OK;
 }

@@ -3,7 +3,7 @@
 
 #include "core/status.h"
 #include "model/model.h"
-#include "sample/sample.h"
+#include "runner.h"
 
 static double now_ms(void) {
     struct timespec ts;

@@ -47,13 +47,7 @@ enum {
     RUNNER_TYPE_MXFP4 = 39,
 };
 
-/* Kernel variants, picked once from runner_cpu_features(); a NULL slot means "not implemented". */
-typedef enum runner_kernel_variant {
-    RUNNER_KERNEL_SCALAR = 0,
-    RUNNER_KERNEL_AVX2 = 1,   /* AVX2 + FMA + F16C */
-    RUNNER_KERNEL_AVX512 = 2, /* AVX-512 F/BW/VL(/DQ), and VNNI where the kernel uses it (see `needs`) */
-    RUNNER_KERNEL_COUNT
-} runner_kernel_variant;
+/* Kernel variants (runner_kernel_variant) are declared in runner.h; a NULL slot means "not implemented". */
 
 /* *s = dot(x, y) over n values: x is n values of the weight type, y n values of its vec_dot_type.
  * n is a multiple of the block size (n = 0 gives +0). */
@@ -155,9 +149,6 @@ const runner_type_traits *runner_type_traits_get(int32_t type);
 
 /* Every implemented entry, in type-id order; *count receives how many. */
 const runner_type_traits *const *runner_type_traits_all(int32_t *count);
-
-/* Stable lower-case name of a variant ("scalar", "avx2", "avx512"), or NULL when out of range. */
-const char *runner_kernel_variant_name(int variant);
 
 /* Whether variant v of the slot exists in this build and `cpu` has everything it needs. */
 int runner_kernel_vec_dot_usable(const runner_type_traits *t, runner_kernel_variant v, runner_cpu_mask cpu);

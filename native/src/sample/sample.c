@@ -11,7 +11,7 @@
  *    entries are collected in id order and radix-sorted by logit (stable, so ties stay in id order).
  * Measured at n_vocab 150000 on the build machine: see docs/sampling.md.
  */
-#include "sample/sample.h"
+#include "runner.h"
 
 #include <math.h>
 #include <stddef.h>

@@ -202,7 +202,7 @@ function gemmaConfig(
     }
   }
   const swaLayers = swaPattern(meta, model, `${a}.attention.sliding_window_pattern`, c.nLayer, gen === 2 ? 2 : 6)
-  out.slidingWindow = window
+  out.nSwa = window
   out.swaLayers = swaLayers
   // gemma2: the sliding layers' rope base is rope.freq_base_swa or the model's base; gemma3: that key
   // or llama.cpp's default 10000. The scale: gemma2 the model's, gemma3 1.

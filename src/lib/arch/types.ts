@@ -1,54 +1,17 @@
 import type {GgmlTypeInfo} from '../gguf/index.js'
+import type {NativeBackedConfig} from './config-fields.js'
 import type {TensorRole} from './roles.js'
 
-/** The transformer's shape and numerics, everything the engine needs and nothing it must parse. */
-export interface ModelConfig {
+/**
+ * The transformer's shape and numerics, everything the engine needs and nothing it must parse: one
+ * camelCase key per field of runner.h's RUNNER_MODEL_CONFIG_FIELDS (NativeBackedConfig: nVocab,
+ * nEmbd, ..., ropeType 'norm' | 'neox', attnRemoved per block, optional multipliers, soft-caps,
+ * sliding window nSwa / swaLayers, experts, longrope; docs there), plus what only TypeScript uses.
+ */
+export type ModelConfig = NativeBackedConfig & {
   readonly architecture: string
-  readonly nVocab: number
-  readonly nEmbd: number
-  readonly nLayer: number
-  readonly nHead: number
-  readonly nHeadKv: number
-  readonly headDim: number
-  readonly nFf: number
-  readonly nCtxTrain: number
-  /** Rope dimensions (≤ headDim). */
-  readonly nRot: number
-  readonly ropeType: 'norm' | 'neox'
-  readonly ropeFreqBase: number
-  /** 1 / linear scaling factor. */
-  readonly ropeFreqScale: number
-  readonly normEps: number
+  /** The head is token_embd (no output.weight, or a family that never reads one). */
   readonly tiedEmbeddings: boolean
-  /** Per block: the attention sublayer was removed (head_count 0 there). */
-  readonly attnRemoved: readonly boolean[]
-  /** Per block: the FFN sublayer was removed (feed_forward_length 0 there). */
-  readonly ffnRemoved: readonly boolean[]
-  /** granite's multipliers (absent elsewhere). */
-  readonly embeddingScale?: number
-  readonly residualScale?: number
-  readonly attentionScale?: number
-  readonly logitScale?: number
-  /** The gated FFN's activation (absent: silu). gelu is ggml's tanh form through its F16 table. */
-  readonly ffnAct?: 'silu' | 'gelu'
-  /** gemma: the query is multiplied by this after rope (instead of scaling the scores). */
-  readonly queryScale?: number
-  /** gemma2: soft-capping of attention scores and of the final logits. */
-  readonly attnSoftcap?: number
-  readonly finalSoftcap?: number
-  /** Sliding-window attention: the window, and per block whether it applies there. */
-  readonly slidingWindow?: number
-  readonly swaLayers?: readonly boolean[]
-  /** Rope base and scale on sliding-window blocks. */
-  readonly ropeFreqBaseSwa?: number
-  readonly ropeFreqScaleSwa?: number
-  /** Mixture of experts: experts per block, chosen per token (softmax, top k, renormalised), expert FFN width. */
-  readonly nExpert?: number
-  readonly nExpertUsed?: number
-  readonly nFfExp?: number
-  /** phi3 longrope: cos and sin are multiplied by this; the long factors apply past nCtxOrig. */
-  readonly ropeAttnFactor?: number
-  readonly nCtxOrig?: number
 }
 
 /** One weight bound to its role, with where its bytes are. */

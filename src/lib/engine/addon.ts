@@ -1,13 +1,17 @@
 /**
  * The one typed seam between TypeScript and the native engine: the only file that loads
- * native/build/Release/runner_native.node (built by cmake-js from native/CMakeLists.txt).
- * Everything else reaches native code through the functions exported here.
+ * native/build/Release/runner_native.node (built by cmake-js from native/CMakeLists.txt), and the one
+ * description of everything it exports (NativeAddon). The loader checks the ABI version and that every
+ * declared function is there (ADDON_FUNCTIONS, kept complete by the compiler), so a stale build is
+ * refused by name. Everything else reaches native code through the functions of this area
+ * (./index.ts); the test hooks are a separate addon (./test-addon.ts).
  */
 import {existsSync, readFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {dirname, join, parse} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
+import type {NativeModelConfig} from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {cpuCap} from './cpu-level.js'
 
@@ -15,7 +19,7 @@ import {cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 8
+export const ADDON_ABI_VERSION = 9
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -47,51 +51,8 @@ export type CpuFeatures = Readonly<Record<CpuFeatureName, boolean>>
 export type NativeModelHandle = {readonly __brand: 'NativeModel'}
 export type NativeContextHandle = {readonly __brand: 'NativeContext'}
 
-/** runner_model_config, field for field. */
-export interface NativeModelConfig {
-  nVocab: number
-  nEmbd: number
-  nLayer: number
-  nHead: number
-  nHeadKv: number
-  headDim: number
-  nFf: number
-  nCtxTrain: number
-  nRot: number
-  /** 0 norm (adjacent pairs), 2 neox (i with i + n/2). */
-  ropeType: number
-  ropeFreqBase: number
-  ropeFreqScale: number
-  normEps: number
-  /** Per block: 1 where the attention sublayer was removed (omitted: none). */
-  attnRemoved?: Uint8Array
-  /** Per block: 1 where the FFN sublayer was removed (omitted: none). */
-  ffnRemoved?: Uint8Array
-  /** Multipliers (granite); 0 or absent: not set. */
-  embeddingScale?: number
-  residualScale?: number
-  attentionScale?: number
-  logitScale?: number
-  /** Gated FFN activation: 0 SiLU, 1 GELU (ggml's tanh form through its F16 table). Absent: 0. */
-  ffnAct?: number
-  /** Multiplies the query after rope (gemma); the scores are then not scaled again. */
-  queryScale?: number
-  /** Soft-capping of attention scores and of the final logits (gemma2); 0 or absent: none. */
-  attnSoftcap?: number
-  finalSoftcap?: number
-  /** Sliding window: flagged layers attend to the last nSwa positions, with their own rope base/scale. */
-  nSwa?: number
-  swaLayers?: Uint8Array
-  ropeFreqBaseSwa?: number
-  ropeFreqScaleSwa?: number
-  /** Mixture of experts: experts per layer, chosen per token, an expert's FFN width. */
-  nExpert?: number
-  nExpertUsed?: number
-  nFfExp?: number
-  /** phi3 longrope: cos and sin times this; long factors when the context (padded to 256) exceeds nCtxOrig. */
-  ropeAttnFactor?: number
-  nCtxOrig?: number
-}
+/** runner_model_config as modelLoad reads it: runner.h's field names and C values (src/lib/arch/config-fields.ts). */
+export type {NativeModelConfig} from '../arch/index.js'
 
 /** runner_tensor_desc: role id, layer (-1 model-wide), ggml type id, ne (ggml order), file index, byte range. */
 export interface NativeTensorDesc {
@@ -146,15 +107,91 @@ export interface NativeGenerateStats {
   decodeMs: number
 }
 
-/** What runner_native.node exports (native/addon/*.cc). */
+/** One entry of the engine's weight-type table (runner.h runner_type_info; native/addon/types_binding.cc). */
+export interface NativeTypeTraits {
+  /** ggml type id. */
+  readonly type: number
+  /** ggml's name, e.g. "Q4_0". */
+  readonly name: string
+  /** Values per block. */
+  readonly blockSize: number
+  /** Bytes per block. */
+  readonly typeSize: number
+  /** ggml type id the activations are quantized to before a dot product with this type. */
+  readonly vecDotType: number
+  /** vec_dot variants this build has and this CPU can run, slowest first. */
+  readonly variants: readonly KernelVariant[]
+  /** vec_dot2 (two weight rows per call, sharing the activation work) variants this build has and this CPU can run. */
+  readonly vecDot2Variants: readonly KernelVariant[]
+  /** The register tiles of prompt matmuls (rows weight rows by cols activation rows) this build has and this CPU can run. */
+  readonly vecDotTiles: readonly KernelTile[]
+  /** Activation quantizer (from_float) variants this build has and this CPU can run. */
+  readonly fromFloatVariants: readonly KernelVariant[]
+  /** Whether the type has a weight quantizer (llama.cpp's quantize_row_*_ref). */
+  readonly hasQuantizeRef: boolean
+  /** The vec_dot variant the engine picks on this CPU, or null when the type has none. */
+  readonly pickedVecDot: KernelVariant | null
+  /** The from_float variant the engine picks on this CPU, or null when the type has none. */
+  readonly pickedFromFloat: KernelVariant | null
+}
+
+/** Kernel variants, slowest first (runner.h runner_kernel_variant). */
+export const KERNEL_VARIANTS = ['scalar', 'avx2', 'avx512'] as const
+export type KernelVariant = (typeof KERNEL_VARIANTS)[number]
+
+/** A prompt-matmul register tile: `rows` weight rows by `cols` activation rows per call. */
+export interface KernelTile {
+  readonly variant: KernelVariant
+  readonly rows: number
+  readonly cols: number
+}
+
+/** A model config field as the engine describes it (runner.h runner_config_field). */
+export interface NativeConfigField {
+  readonly name: string
+  readonly kind: string
+  readonly presence: string
+  /** offsetof(runner_model_config, name) */
+  readonly offset: number
+  readonly doc: string
+}
+
+/** A value of an enumerated config field (runner.h runner_config_enum_value). */
+export interface NativeConfigEnumValue {
+  readonly field: string
+  readonly name: string
+  readonly value: number
+  readonly doc: string
+}
+
+/** Opaque sampler handle (a Node-API External) owned by the addon. */
+export type NativeSamplerHandle = {readonly __brand: 'NativeSampler'}
+
+/** One sampled token as samplerSample returns it. */
+export interface NativeSampleResult {
+  /** The token, or -1 when every logit was banned or not finite. */
+  readonly token: number
+  /** log-softmax of the token over the whole vocabulary after bias and penalties; null unless logprobs. */
+  readonly logprob: number | null
+  /** The most likely tokens and their log-probabilities, best first (ties: lower id first). */
+  readonly top: ReadonlyArray<readonly [number, number]>
+}
+
+/** Everything runner_native.node exports (native/addon/*.cc), and nothing else. */
 export interface NativeAddon {
   /** RUNNER_ABI_VERSION the addon was compiled with. */
   abiVersion(): number
   /** package.json version the engine was built as. */
   version(): string
   cpuFeatures(): CpuFeatures
+  /** The code name of every runner_status, in value order (runner.h RUNNER_STATUS_LIST). */
+  statusCodes(): string[]
   /** Role names in runner_tensor_role order. */
   tensorRoles(): string[]
+  /** runner.h RUNNER_MODEL_CONFIG_FIELDS as the engine compiled it. */
+  modelConfigFields(): NativeConfigField[]
+  /** runner.h RUNNER_MODEL_CONFIG_ENUMS as the engine compiled it. */
+  modelConfigEnums(): NativeConfigEnumValue[]
   modelLoad(
     config: NativeModelConfig,
     paths: string[],
@@ -170,12 +207,65 @@ export interface NativeAddon {
   nPast(ctx: NativeContextHandle): number
   /** Bytes of K and V cache over the layers that have attention. */
   kvBytes(ctx: NativeContextHandle): number
+  /** A copy of the logits row of the last token the last decode or generate evaluated (null: none yet, or truncated since). */
+  contextLogits(ctx: NativeContextHandle): Float32Array | null
   generate(
     ctx: NativeContextHandle,
     params: NativeGenerateParams,
     onToken: (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null) => void,
     flags?: Int32Array,
   ): Promise<NativeGenerateStats>
+  /** The weight-type table, in type-id order. */
+  typeTraits(): NativeTypeTraits[]
+  /** Weight quantizer: llama.cpp's quantize_row_*_ref bytes. */
+  quantizeRef(type: number, x: Float32Array): Uint8Array
+  /** Dequantize n values. */
+  toFloat(type: number, bytes: Uint8Array, n: number): Float32Array
+  samplerCreate(params: NativeSamplingParams, nVocab: number): NativeSamplerHandle
+  samplerFree(handle: NativeSamplerHandle): void
+  samplerAccept(handle: NativeSamplerHandle, token: number): void
+  samplerSample(handle: NativeSamplerHandle, logits: Float32Array): NativeSampleResult
+}
+
+/** Every function NativeAddon declares: the loader checks each is there. */
+export const ADDON_FUNCTIONS = [
+  'abiVersion',
+  'version',
+  'cpuFeatures',
+  'statusCodes',
+  'tensorRoles',
+  'modelConfigFields',
+  'modelConfigEnums',
+  'modelLoad',
+  'modelFree',
+  'contextCreate',
+  'contextFree',
+  'decode',
+  'kvTruncate',
+  'nPast',
+  'kvBytes',
+  'contextLogits',
+  'generate',
+  'typeTraits',
+  'quantizeRef',
+  'toFloat',
+  'samplerCreate',
+  'samplerFree',
+  'samplerAccept',
+  'samplerSample',
+] as const satisfies ReadonlyArray<keyof NativeAddon>
+
+// The list is complete: a function declared above but missing from ADDON_FUNCTIONS fails to compile.
+const addonFunctionsComplete: Exclude<keyof NativeAddon, (typeof ADDON_FUNCTIONS)[number]> extends never ? true : never = true
+void addonFunctionsComplete
+
+/** The functions of `names` that `module` lacks. */
+export function missingFunctions(module: unknown, names: readonly string[]): string[] {
+  return names.filter((name) => typeof module !== 'object' || module === null || typeof Reflect.get(module, name) !== 'function')
+}
+
+function isNativeAddon(module: unknown): module is NativeAddon {
+  return missingFunctions(module, ADDON_FUNCTIONS).length === 0
 }
 
 const ADDON_RELATIVE_PATH = join('native', 'build', 'Release', 'runner_native.node')
@@ -223,10 +313,10 @@ export function addonPath(): string {
 }
 
 /**
- * Load and check the addon at `path`. Internal: loadAddon() is the public way in; tests use
- * this to exercise the failure paths.
+ * Require a native module and check its ABI version and functions; the one way either addon is
+ * loaded (this one, and ./test-addon.ts). `what` names it in errors.
  */
-export function loadAddonFrom(path: string): NativeAddon {
+export function requireAddon<T>(path: string, names: readonly string[], guard: (m: unknown) => m is T, what: string): T {
   let loaded: unknown
   try {
     loaded = requireNative(path)
@@ -235,25 +325,32 @@ export function loadAddonFrom(path: string): NativeAddon {
     const reason = (error instanceof Error ? error.message : String(error)).split('\nRequire stack:')[0]
     throw new RunnerError(
       'ADDON_NOT_BUILT',
-      `The native engine addon could not be loaded from ${path}: ${reason}. ${BUILD_HINT}`,
+      `The ${what} could not be loaded from ${path}: ${reason}. ${BUILD_HINT}`,
       ExitCode.backendUnavailable,
       {cause: error},
     )
   }
 
-  const addon = loaded as Partial<Record<keyof NativeAddon, unknown>> | null
-  const abi = typeof addon?.abiVersion === 'function' ? (addon.abiVersion as () => unknown)() : undefined
-  const missing = (['abiVersion', 'version', 'cpuFeatures'] as const).filter((name) => typeof addon?.[name] !== 'function')
-  if (abi !== ADDON_ABI_VERSION || missing.length > 0) {
+  const abiVersion = typeof loaded === 'object' && loaded !== null ? Reflect.get(loaded, 'abiVersion') : undefined
+  const abi: unknown = typeof abiVersion === 'function' ? Reflect.apply(abiVersion, loaded, []) : undefined
+  const missing = missingFunctions(loaded, names)
+  if (abi !== ADDON_ABI_VERSION || missing.length > 0 || !guard(loaded)) {
     const found = missing.length > 0 ? `lacks ${missing.join(', ')}` : `has ABI version ${String(abi)}`
     throw new RunnerError(
       'ADDON_STALE',
-      `The native engine addon at ${path} ${found}, but this runner expects ABI version ${ADDON_ABI_VERSION}: it was built from other sources. Rebuild it with \`npm run build:native\`.`,
+      `The ${what} at ${path} ${found}, but this runner expects ABI version ${ADDON_ABI_VERSION}: it was built from other sources. Rebuild it with \`npm run build:native\`.`,
       ExitCode.backendUnavailable,
     )
   }
+  return loaded
+}
 
-  return loaded as NativeAddon
+/**
+ * Load and check the addon at `path`. Internal: loadAddon() is the public way in; tests use
+ * this to exercise the failure paths.
+ */
+export function loadAddonFrom(path: string): NativeAddon {
+  return requireAddon(path, ADDON_FUNCTIONS, isNativeAddon, 'native engine addon')
 }
 
 let cached: NativeAddon | undefined

@@ -1,3 +1,14 @@
-/** Public face of the engine seam. Only ./addon.ts touches the native addon itself. */
-export {ADDON_ABI_VERSION, CPU_FEATURE_NAMES, cpuFeatures, loadAddon} from './addon.js'
-export type {CpuFeatureName, CpuFeatures, NativeAddon} from './addon.js'
+/**
+ * Public face of the engine area: what every other area uses. Only ./addon.ts loads the native
+ * addon (./test-addon.ts the test one); the rest of this folder wraps it.
+ */
+export {ADDON_ABI_VERSION, addonPath, CPU_FEATURE_NAMES, cpuFeatures, findPackageRoot, KERNEL_VARIANTS, loadAddon} from './addon.js'
+export type {CpuFeatureName, CpuFeatures, KernelTile, KernelVariant, NativeAddon} from './addon.js'
+export {CPU_CAP_ENV, CPU_LEVELS, cpuCap, type CpuLevel, effectiveCpuLevel} from './cpu-level.js'
+export {engineError} from './errors.js'
+export {kernelTraits, kernelTypeId, type KernelTypeRef, type KernelTypeTraits, quantizeRef, rowBytes, toFloat, typeTraits} from './kernels.js'
+export {type LoadOptions, Model, nativeConfig, nativeTensor} from './model.js'
+// Everything context.ts and session.ts export (the generation loop's owner reshapes them).
+export * from './context.js'
+export * from './session.js'
+export {createNativeSampler, type NativeSampler, type NativeSamplerExtras, type SampleResult} from './sampler.js'

@@ -1,10 +1,9 @@
-import {roleId} from '../arch/index.js'
-import {type ModelConfig, type ModelPlan, planModel} from '../arch/index.js'
+import {camelCase, enumValue, isEnumField, MODEL_CONFIG_FIELDS, type ModelConfig, type ModelPlan, type NativeModelConfig, planModel, roleId} from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {createTokenizer, type Tokenizer} from '../tokenizer/index.js'
 import {defaultThreads} from '../util/cpu.js'
-import {loadAddon, type NativeModelConfig, type NativeModelHandle, type NativeTensorDesc} from './addon.js'
+import {loadAddon, type NativeModelHandle, type NativeTensorDesc} from './addon.js'
 import {Context, type ContextOptions} from './context.js'
 import {engineError} from './errors.js'
 
@@ -82,41 +81,32 @@ export class Model {
   }
 }
 
-/** runner_model_config from a ModelConfig (also used by tests that call the native loader directly). */
+/**
+ * runner_model_config from a ModelConfig (also used by tests that call the native loader directly):
+ * one pass over runner.h's field table. Enum fields go as their C value, per-block flags as a
+ * Uint8Array; an optional field that is absent stays absent (0 / NULL: not set).
+ */
 export function nativeConfig(c: ModelConfig): NativeModelConfig {
-  return {
-    nVocab: c.nVocab,
-    nEmbd: c.nEmbd,
-    nLayer: c.nLayer,
-    nHead: c.nHead,
-    nHeadKv: c.nHeadKv,
-    headDim: c.headDim,
-    nFf: c.nFf,
-    nCtxTrain: c.nCtxTrain,
-    nRot: c.nRot,
-    ropeType: c.ropeType === 'neox' ? 2 : 0,
-    ropeFreqBase: c.ropeFreqBase,
-    ropeFreqScale: c.ropeFreqScale,
-    normEps: c.normEps,
-    ...(c.attnRemoved.some(Boolean) ? {attnRemoved: Uint8Array.from(c.attnRemoved, Number)} : {}),
-    ...(c.ffnRemoved.some(Boolean) ? {ffnRemoved: Uint8Array.from(c.ffnRemoved, Number)} : {}),
-    ...(c.embeddingScale !== undefined ? {embeddingScale: c.embeddingScale} : {}),
-    ...(c.residualScale !== undefined ? {residualScale: c.residualScale} : {}),
-    ...(c.attentionScale !== undefined ? {attentionScale: c.attentionScale} : {}),
-    ...(c.logitScale !== undefined ? {logitScale: c.logitScale} : {}),
-    ...(c.ffnAct === 'gelu' ? {ffnAct: 1} : {}),
-    ...(c.queryScale !== undefined ? {queryScale: c.queryScale} : {}),
-    ...(c.attnSoftcap !== undefined ? {attnSoftcap: c.attnSoftcap} : {}),
-    ...(c.finalSoftcap !== undefined ? {finalSoftcap: c.finalSoftcap} : {}),
-    ...(c.slidingWindow !== undefined && c.swaLayers?.some(Boolean)
-      ? {nSwa: c.slidingWindow, swaLayers: Uint8Array.from(c.swaLayers, Number)}
-      : {}),
-    ...(c.ropeFreqBaseSwa !== undefined ? {ropeFreqBaseSwa: c.ropeFreqBaseSwa} : {}),
-    ...(c.ropeFreqScaleSwa !== undefined ? {ropeFreqScaleSwa: c.ropeFreqScaleSwa} : {}),
-    ...(c.nExpert ? {nExpert: c.nExpert, nExpertUsed: c.nExpertUsed!, nFfExp: c.nFfExp!} : {}),
-    ...(c.ropeAttnFactor !== undefined ? {ropeAttnFactor: c.ropeAttnFactor} : {}),
-    ...(c.nCtxOrig !== undefined ? {nCtxOrig: c.nCtxOrig} : {}),
+  const out: Record<string, number | Uint8Array | undefined> = {}
+  for (const f of MODEL_CONFIG_FIELDS) {
+    const v = c[camelCase(f.name)]
+    if (v === undefined) continue
+    if (typeof v === 'string') {
+      if (!isEnumField(f.name)) throw new RunnerError('ARCH_BAD_CONFIG', `config field ${f.name} has the name ${v} but is not an enum field`)
+      out[f.name] = enumValue(f.name, v)
+    } else {
+      out[f.name] = typeof v === 'number' ? v : Uint8Array.from(v, Number)
+    }
   }
+  if (!isNativeModelConfig(out)) {
+    const missing = MODEL_CONFIG_FIELDS.filter((f) => f.presence === 'REQUIRED' && out[f.name] === undefined).map((f) => camelCase(f.name))
+    throw new RunnerError('ARCH_BAD_CONFIG', `the model config lacks ${missing.join(', ')}`)
+  }
+  return out
+}
+
+function isNativeModelConfig(o: Record<string, number | Uint8Array | undefined>): o is NativeModelConfig {
+  return MODEL_CONFIG_FIELDS.every((f) => f.presence === 'OPTIONAL' || o[f.name] !== undefined)
 }
 
 /** runner_tensor_desc from a tensor binding. */

@@ -168,8 +168,8 @@ function encodeValue(b: ByteBuilder, type: GgufValueType, value: GgufValue, fiel
       b.u64(BigInt(arr.items.length))
       const fixed = FIXED_VALUE_TYPES.get(arr.itemType)
       if (fixed?.arrayCtor) {
-        if (!(arr.items instanceof fixed.arrayCtor)) bad(`array of ${fixed.name} must be held in a ${fixed.arrayCtor.name}`)
-        const view = arr.items as unknown as ArrayBufferView
+        const view = arr.items
+        if (!(view instanceof fixed.arrayCtor) || !ArrayBuffer.isView(view)) return bad(`array of ${fixed.name} must be held in a ${fixed.arrayCtor.name}`)
         b.raw(new Uint8Array(view.buffer, view.byteOffset, view.byteLength))
         return
       }

@@ -5,7 +5,7 @@
  */
 import {parentPort} from 'node:worker_threads'
 
-import {quantizeRef, toFloat} from '../engine/kernels.js'
+import {quantizeRef, toFloat} from '../engine/index.js'
 
 export interface ChunkJob {
   readonly id: number

@@ -1,4 +1,4 @@
-import AjvModule from 'ajv'
+import {Ajv} from 'ajv'
 
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgmlTypeInfo, ggmlTypeByName, type GgufModelFiles, type GgufTensorInfo} from '../gguf/index.js'
@@ -67,7 +67,6 @@ export interface TensorDecision {
   readonly reason: string
 }
 
-const Ajv = AjvModule as unknown as typeof AjvModule.default
 const validatePlan = new Ajv({allErrors: true}).compile({
   type: 'object',
   additionalProperties: false,

@@ -1,7 +1,7 @@
 import {closeSync, openSync, readSync} from 'node:fs'
 import {basename} from 'node:path'
 
-import {loadAddon} from '../engine/addon.js'
+import {loadAddon} from '../engine/index.js'
 import {type GgufKv, type GgufModelFiles, GgufValueType, writeGguf} from '../gguf/index.js'
 import {FILE_TYPE, type QuantizeOptions, type TensorDecision} from './plan.js'
 import {ChunkPool} from './pool.js'

@@ -380,7 +380,7 @@ describe('hostile family models (gemma2, gemma3, qwen3moe, llama with experts): 
   })
   test('phi3: a sliding_window key is read and ignored, as llama.cpp does (it disables Phi\'s window)', async () => {
     const model = await Model.load(await familyVariant('phi3', {kvs: u32('phi3.attention.sliding_window', 2047)}))
-    assert.equal(model.config.slidingWindow, undefined)
+    assert.equal(model.config.nSwa, undefined)
     model.dispose()
   })
   for (const c of FAMILY_CASES) {
@@ -512,25 +512,25 @@ describe('the native loader re-checks what it is given (defence in depth)', {ski
   })
 
   test('a config that disagrees with the tensors (n_ff 173)', async () => {
-    await rejects({...config, nFf: 173}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'ffn_gate', '[64, 172]', '[64, 173]')
+    await rejects({...config, n_ff: 173}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'ffn_gate', '[64, 172]', '[64, 173]')
   })
 
   test('n_layer 0, n_layer beyond the limit, n_head_kv 0, n_vocab 0', async () => {
-    await rejects({...config, nLayer: 0}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'n_layer 0')
-    await rejects({...config, nLayer: 1 << 30}, [STORIES], honest, 'ENGINE_BAD_MODEL', `n_layer ${1 << 30}`)
-    await rejects({...config, nHeadKv: 0}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'n_head_kv 0')
-    await rejects({...config, nVocab: 0}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'n_vocab 0')
+    await rejects({...config, n_layer: 0}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'n_layer 0')
+    await rejects({...config, n_layer: 1 << 30}, [STORIES], honest, 'ENGINE_BAD_MODEL', `n_layer ${1 << 30}`)
+    await rejects({...config, n_head_kv: 0}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'n_head_kv 0')
+    await rejects({...config, n_vocab: 0}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'n_vocab 0')
   })
 
   test('head_dim odd, and rope dimensions beyond it', async () => {
-    await rejects({...config, headDim: 7}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'head_dim 7')
-    await rejects({...config, nRot: 16}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'n_rot 16')
+    await rejects({...config, head_dim: 7}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'head_dim 7')
+    await rejects({...config, n_rot: 16}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'n_rot 16')
   })
 
   test('non-finite numerics in the config', async () => {
-    await rejects({...config, ropeFreqBase: Number.NaN}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'rope_freq_base')
-    await rejects({...config, normEps: Number.POSITIVE_INFINITY}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'norm_eps')
-    await rejects({...config, ropeType: 7}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'rope_type 7')
+    await rejects({...config, rope_freq_base: Number.NaN}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'rope_freq_base')
+    await rejects({...config, norm_eps: Number.POSITIVE_INFINITY}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'norm_eps')
+    await rejects({...config, rope_type: 7}, [STORIES], honest, 'ENGINE_BAD_MODEL', 'rope_type 7')
   })
 
   test('a type id the engine lacks (IQ2_XXS = 16, IQ4_XS = 23, 9999)', async () => {
@@ -559,8 +559,8 @@ describe('the native loader re-checks what it is given (defence in depth)', {ski
   })
 
   test('fields that are not integers are refused before any work (a thrown TypeError/RangeError)', () => {
-    assert.throws(() => addon.modelLoad({...config, nEmbd: 64.5}, [STORIES], honest), /nEmbd must be a 32-bit integer/)
-    assert.throws(() => addon.modelLoad({...config, nEmbd: 2 ** 40}, [STORIES], honest), /nEmbd must be a 32-bit integer/)
+    assert.throws(() => addon.modelLoad({...config, n_embd: 64.5}, [STORIES], honest), /n_embd must be a 32-bit integer/)
+    assert.throws(() => addon.modelLoad({...config, n_embd: 2 ** 40}, [STORIES], honest), /n_embd must be a 32-bit integer/)
     assert.throws(() => addon.modelLoad(config, [STORIES], lie(0, {offset: -1})), /offset must be a non-negative integer/)
     assert.throws(() => addon.modelLoad(config, [STORIES], lie(0, {ne: [64, 512, 1, 1, 1]})), /1 to 4 dimensions/)
     assert.throws(() => addon.modelLoad(config, [STORIES], lie(0, {ne: []})), /1 to 4 dimensions/)
@@ -569,7 +569,7 @@ describe('the native loader re-checks what it is given (defence in depth)', {ski
   test('after every rejection the process is alive and the honest model still generates', async () => {
     const h = await addon.modelLoad(config, [STORIES], honest)
     const ctx = await addon.contextCreate(h, {nCtx: 16, nBatch: 16, threads: 1, kvType: 1})
-    const logits = new Float32Array(config.nVocab)
+    const logits = new Float32Array(config.n_vocab)
     await addon.decode(ctx, Int32Array.of(1, 403, 407, 261, 378), 0, 1, logits)
     assert.ok(logits.every(Number.isFinite))
     addon.contextFree(ctx)
@@ -599,9 +599,9 @@ describe('the native loader re-checks expert and sliding-window fields (defence 
     }
   })
   test('n_expert_used above n_expert, n_expert beyond 1024, experts without n_ff_exp', async () => {
-    await rejects(QWEN3MOE, (c, t) => [{...c, nExpertUsed: 9}, t], 'n_expert_used 9')
-    await rejects(QWEN3MOE, (c, t) => [{...c, nExpert: 2048}, t], 'n_expert 2048')
-    await rejects(QWEN3MOE, (c, t) => [{...c, nFfExp: 0}, t], 'n_ff_exp 0')
+    await rejects(QWEN3MOE, (c, t) => [{...c, n_expert_used: 9}, t], 'n_expert_used 9')
+    await rejects(QWEN3MOE, (c, t) => [{...c, n_expert: 2048}, t], 'n_expert 2048')
+    await rejects(QWEN3MOE, (c, t) => [{...c, n_ff_exp: 0}, t], 'n_ff_exp 0')
   })
   test('a fused expert tensor given as one expert of the split layout, or with an index out of range', async () => {
     const exps = (t: NativeTensorDesc[]) => t.findIndex((d) => d.role === role('ffn_up_exps') && d.layer === 1)
@@ -617,7 +617,7 @@ describe('the native loader re-checks expert and sliding-window fields (defence 
     await rejects(QWEN3MOE, (c, t) => [c, t.filter((d) => !(d.role === role('ffn_down_exps') && d.layer === 1))], 'blk.1.ffn_down_exps', 'missing')
   })
   test('sliding-window layers with n_swa 0, and post-norms in only some blocks', async () => {
-    await rejects(GEMMA2, (c, t) => [{...c, nSwa: 0}, t], 'sliding-window layer', 'n_swa is 0')
+    await rejects(GEMMA2, (c, t) => [{...c, n_swa: 0}, t], 'sliding-window layer', 'n_swa is 0')
     await rejects(GEMMA2, (c, t) => [c, t.filter((d) => !(d.role === role('attn_post_norm') && d.layer === 2))], 'attn_post_norm')
   })
 })
@@ -638,6 +638,7 @@ describe('a context whose KV cache cannot fit in memory', {skip: SKIP}, () => {
       await assert.rejects(model.createContext({nCtx, nBatch: 1, threads: 1, kvType: 'f16'}), (e: unknown) => {
         assert.ok(e instanceof RunnerError, String(e))
         assert.equal(e.code, 'ENGINE_NO_MEMORY', e.message)
+        assert.equal(e.exitCode, ExitCode.failure, 'out of memory exits 1 (failure), not 2 (usage)')
         assert.ok(e.message.includes(`needs ${need} bytes`), `names the ${need} bytes it needs: ${e.message}`)
         assert.ok(e.message.includes('16 layers'), e.message)
         return true

@@ -12,8 +12,9 @@
 import assert from 'node:assert/strict'
 import {describe, it} from 'node:test'
 
-import {createNativeSampler, resolveSamplingOptions} from '../../../src/lib/sampling/index.js'
-import {samplerAddon} from '../../../src/lib/sampling/native.js'
+import {createNativeSampler} from '../../../src/lib/engine/index.js'
+import {loadTestAddon} from '../../../src/lib/engine/test-addon.js'
+import {resolveSamplingOptions} from '../../../src/lib/sampling/index.js'
 
 const M64 = (1n << 64n) - 1n
 
@@ -57,7 +58,7 @@ function generator(seed: bigint): () => bigint {
 }
 
 describe('sampler generator', () => {
-  const addon = samplerAddon()
+  const addon = loadTestAddon()
 
   it('SplitMix64 gives the published outputs for seed 1234567 (Rosetta Code)', () => {
     const want = [6457827717110365317n, 3203168211198807973n, 9817491932198370423n, 4593380528125082431n, 16408922859458223821n]

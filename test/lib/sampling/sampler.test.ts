@@ -12,14 +12,9 @@ import assert from 'node:assert/strict'
 import {after, describe, it} from 'node:test'
 
 import {ExitCode, RunnerError} from '../../../src/lib/errors.js'
-import {
-  type NativeSampler,
-  type SampleResult,
-  type SamplingInput,
-  createNativeSampler,
-  resolveSamplingOptions,
-} from '../../../src/lib/sampling/index.js'
-import {type NativeSamplerParams, type SamplerHandle, samplerAddon} from '../../../src/lib/sampling/native.js'
+import {loadAddon, type NativeSamplerHandle, type NativeSamplingParams} from '../../../src/lib/engine/addon.js'
+import {createNativeSampler, type NativeSampler, type SampleResult} from '../../../src/lib/engine/index.js'
+import {resolveSamplingOptions, type SamplingInput} from '../../../src/lib/sampling/index.js'
 import {SeededRandom} from '../../../src/lib/util/random.js'
 
 const live: NativeSampler[] = []
@@ -334,8 +329,8 @@ describe('logprobs', () => {
 })
 
 describe('refusals', () => {
-  const addon = samplerAddon()
-  const base: NativeSamplerParams = {
+  const addon = loadAddon()
+  const base: NativeSamplingParams = {
     temperature: 1,
     topK: 0,
     topP: 1,
@@ -358,7 +353,7 @@ describe('refusals', () => {
   }
 
   it('names every bad parameter and its value at create', () => {
-    const bad: Array<[Partial<NativeSamplerParams>, ...string[]]> = [
+    const bad: Array<[Partial<NativeSamplingParams>, ...string[]]> = [
       [{temperature: -1}, 'temperature', '-1'],
       [{temperature: Number.NaN}, 'temperature', 'nan'],
       [{temperature: Infinity}, 'temperature', 'inf'],
@@ -412,7 +407,7 @@ describe('refusals', () => {
       refused(() => addon.samplerAccept(h, 10), 'SAMPLER_BAD_ARGUMENT', 'token', '10')
       refused(() => addon.samplerAccept(h, -1), 'SAMPLER_BAD_ARGUMENT', 'token', '-1')
       refused(() => addon.samplerAccept(h, 1.5), 'SAMPLER_BAD_ARGUMENT', 'token', '1.5')
-      refused(() => addon.samplerSample({} as SamplerHandle, new Float32Array(10)), 'SAMPLER_BAD_ARGUMENT', 'handle')
+      refused(() => addon.samplerSample({} as NativeSamplerHandle, new Float32Array(10)), 'SAMPLER_BAD_ARGUMENT', 'handle')
     } finally {
       addon.samplerFree(h)
     }

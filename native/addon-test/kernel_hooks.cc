@@ -1,56 +1,64 @@
-// The kernels' Node-API face (native/src/quant/quant.h): the weight-type table, and test hooks that
-// run one named variant of one kernel on bytes JavaScript gives. Only conversion and argument
-// checks live here. Every bad argument throws a JavaScript error with a `code` and a message naming
-// the argument; nothing here can end the process or read or write outside the arrays it was given.
-//
-// The hooks are synchronous: they serve tests, scripts (make-test-model quantizes one chunk of rows
-// per call) and the microbenchmark, never a request path.
+// The test addon (runner_native_test.node): hooks that run one named variant of one kernel on bytes
+// JavaScript gives, a timing microbenchmark, and the sampler's generator parts, so that tests can
+// hold every SIMD variant to its scalar reference and the generator to its documented algorithm.
+// It links the same static engine as the product addon and, being a test harness, may include the
+// engine's internal headers; the product addon (native/addon) includes runner.h only and ships none
+// of this. Loaded by src/lib/engine/test-addon.ts. Every bad argument throws a JavaScript error with
+// a `code` and a message naming the argument; nothing here can end the process or read or write
+// outside the arrays it was given.
+#include <napi.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "bindings.h"
+#include "../addon/args.h"
+#include "hooks.h"
+
+extern "C" {
 #include "quant/quant.h"
+#include "sample/rng.h"
+}
 
 namespace {
 
+using runner_addon::Kind;
+using runner_addon::NewBytes;
+using runner_addon::NumberText;
+using runner_addon::RequireArgs;
+using runner_addon::RequireBytes;
+using runner_addon::RequireCount;
+using runner_addon::RequireFloats;
+
 [[noreturn]] void Throw(const Napi::Env& env, bool type_error, const char* code, const std::string& message) {
-  Napi::Error error = type_error ? Napi::Error(Napi::TypeError::New(env, message)) : Napi::Error::New(env, message);
-  error.Value().Set("code", Napi::String::New(env, code));
-  throw error;
+  runner_addon::Throw(env, type_error ? Kind::kTypeError : Kind::kError, code, message);
 }
 
-std::string Upper(std::string s) {
-  for (char& c : s) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
-  return s;
-}
-
-// A type given as a ggml id (number) or name ("Q4_0", case-insensitive).
+// A type as the product addon reads it, or "F16xF16" (the F16 KV cache's dot, not a weight type).
 const runner_type_traits* RequireType(const Napi::Env& env, const Napi::Value& v, const char* fn) {
-  const std::string where = std::string(fn) + ": type";
-  if (v.IsNumber()) {
-    const double id = v.As<Napi::Number>().DoubleValue();
-    if (std::isfinite(id) && std::trunc(id) == id && id >= 0 && id <= INT32_MAX) {
-      if (const runner_type_traits* t = runner_type_traits_get(static_cast<int32_t>(id))) return t;
-    }
-    const std::string shown = std::isfinite(id) && std::trunc(id) == id && std::fabs(id) < 1e15 ? std::to_string(static_cast<long long>(id)) : std::to_string(id);
-    Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", where + " " + shown + " is not a type the engine implements");
-  }
   if (v.IsString()) {
-    const std::string name = Upper(v.As<Napi::String>().Utf8Value());
+    std::string name = v.As<Napi::String>().Utf8Value();
+    for (char& c : name) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
     if (name == "F16XF16") return runner_kv_f16_traits();
-    int32_t count = 0;
-    const runner_type_traits* const* all = runner_type_traits_all(&count);
-    for (int32_t i = 0; i < count; ++i) {
-      if (name == all[i]->name) return all[i];
-    }
-    Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", where + " '" + name + "' is not a type the engine implements");
   }
-  Throw(env, true, "KERNEL_BAD_ARGUMENT", where + " must be a ggml type id or name");
+  return runner_type_traits_get(runner_addon::RequireType(env, v, fn).type);
+}
+
+// Bytes that n values of t take; refuses n that is not a multiple of the block size.
+size_t RowBytes(const Napi::Env& env, const runner_type_traits* t, int64_t n, const std::string& where) {
+  size_t bytes = 0;
+  const int rc = runner_type_row_bytes(t, n, &bytes);
+  if (rc == -1) {
+    Throw(env, false, "KERNEL_BAD_ARGUMENT",
+          where + " = " + std::to_string(n) + " is not a multiple of " + t->name + "'s block size " + std::to_string(t->block_size));
+  }
+  if (rc != 0) Throw(env, false, "KERNEL_BAD_ARGUMENT", where + " = " + std::to_string(n) + " is too large");
+  return bytes;
 }
 
 enum class Slot { kVecDot, kVecDot2, kVecDotTile, kFromFloat };
@@ -91,102 +99,6 @@ runner_kernel_variant RequireVariant(const Napi::Env& env, const Napi::Value& v,
     return variant;
   }
   Throw(env, false, "KERNEL_BAD_ARGUMENT", where + " '" + name + "' is not one of 'scalar', 'avx2', 'avx512'");
-}
-
-int64_t RequireCount(const Napi::Env& env, const Napi::Value& v, const std::string& where) {
-  if (!v.IsNumber()) Throw(env, true, "KERNEL_BAD_ARGUMENT", where + " must be a number");
-  const double x = v.As<Napi::Number>().DoubleValue();
-  if (!(std::isfinite(x) && std::trunc(x) == x && x >= 0 && x <= 9007199254740991.0)) {
-    Throw(env, false, "KERNEL_BAD_ARGUMENT", where + " must be a non-negative integer");
-  }
-  return static_cast<int64_t>(x);
-}
-
-// Bytes that n values of t take; refuses n that is not a multiple of the block size.
-size_t RowBytes(const Napi::Env& env, const runner_type_traits* t, int64_t n, const std::string& where) {
-  size_t bytes = 0;
-  const int rc = runner_type_row_bytes(t, n, &bytes);
-  if (rc == -1) {
-    Throw(env, false, "KERNEL_BAD_ARGUMENT",
-          where + " = " + std::to_string(n) + " is not a multiple of " + t->name + "'s block size " + std::to_string(t->block_size));
-  }
-  if (rc != 0) Throw(env, false, "KERNEL_BAD_ARGUMENT", where + " = " + std::to_string(n) + " is too large");
-  return bytes;
-}
-
-Napi::Uint8Array RequireBytes(const Napi::Env& env, const Napi::Value& v, const std::string& where) {
-  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
-    Throw(env, true, "KERNEL_BAD_ARGUMENT", where + " must be a Uint8Array");
-  }
-  return v.As<Napi::Uint8Array>();
-}
-
-Napi::Float32Array RequireFloats(const Napi::Env& env, const Napi::Value& v, const std::string& where) {
-  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
-    Throw(env, true, "KERNEL_BAD_ARGUMENT", where + " must be a Float32Array");
-  }
-  return v.As<Napi::Float32Array>();
-}
-
-void RequireArgs(const Napi::CallbackInfo& info, size_t min, const char* usage) {
-  if (info.Length() < min) Throw(info.Env(), true, "KERNEL_BAD_ARGUMENT", std::string("expected ") + usage);
-}
-
-Napi::Array VariantNames(const Napi::Env& env, const runner_type_traits* t, Slot slot) {
-  const runner_cpu_mask cpu = runner_cpu_features();
-  Napi::Array out = Napi::Array::New(env);
-  uint32_t k = 0;
-  for (int i = 0; i < RUNNER_KERNEL_COUNT; ++i) {
-    if (Usable(t, slot, static_cast<runner_kernel_variant>(i), cpu)) out.Set(k++, Napi::String::New(env, runner_kernel_variant_name(i)));
-  }
-  return out;
-}
-
-// The prompt tiles this build has and this CPU runs: [{variant, rows, cols}].
-Napi::Array TileShapes(const Napi::Env& env, const runner_type_traits* t) {
-  const runner_cpu_mask cpu = runner_cpu_features();
-  Napi::Array out = Napi::Array::New(env);
-  uint32_t k = 0;
-  for (int i = 0; i < RUNNER_KERNEL_COUNT; ++i) {
-    if (!Usable(t, Slot::kVecDotTile, static_cast<runner_kernel_variant>(i), cpu)) continue;
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("variant", Napi::String::New(env, runner_kernel_variant_name(i)));
-    o.Set("rows", Napi::Number::New(env, t->tile_rows[i]));
-    o.Set("cols", Napi::Number::New(env, t->tile_cols[i]));
-    out.Set(k++, o);
-  }
-  return out;
-}
-
-// typeTraits() -> [{type, name, blockSize, typeSize, vecDotType, variants, vecDot2Variants, vecDotTiles,
-//                   fromFloatVariants, hasQuantizeRef, pickedVecDot, pickedFromFloat}], in type-id
-// order. Variant lists hold what this build has AND this CPU can run.
-Napi::Value TypeTraits(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const runner_cpu_mask cpu = runner_cpu_features();
-  int32_t count = 0;
-  const runner_type_traits* const* all = runner_type_traits_all(&count);
-  Napi::Array out = Napi::Array::New(env, static_cast<size_t>(count));
-  for (int32_t i = 0; i < count; ++i) {
-    const runner_type_traits* t = all[i];
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("type", Napi::Number::New(env, t->type));
-    o.Set("name", Napi::String::New(env, t->name));
-    o.Set("blockSize", Napi::Number::New(env, static_cast<double>(t->block_size)));
-    o.Set("typeSize", Napi::Number::New(env, static_cast<double>(t->type_size)));
-    o.Set("vecDotType", Napi::Number::New(env, t->vec_dot_type));
-    o.Set("variants", VariantNames(env, t, Slot::kVecDot));
-    o.Set("vecDot2Variants", VariantNames(env, t, Slot::kVecDot2));
-    o.Set("vecDotTiles", TileShapes(env, t));
-    o.Set("fromFloatVariants", VariantNames(env, t, Slot::kFromFloat));
-    o.Set("hasQuantizeRef", Napi::Boolean::New(env, t->from_float_ref != nullptr));
-    const runner_kernel_variant vd = runner_kernel_pick_vec_dot(t, cpu);
-    o.Set("pickedVecDot", t->vec_dot[vd] ? Napi::Value(Napi::String::New(env, runner_kernel_variant_name(vd))) : env.Null());
-    const runner_kernel_variant ff = runner_kernel_pick_from_float(t, cpu);
-    o.Set("pickedFromFloat", t->from_float[ff] ? Napi::Value(Napi::String::New(env, runner_kernel_variant_name(ff))) : env.Null());
-    out.Set(static_cast<uint32_t>(i), o);
-  }
-  return out;
 }
 
 // The weight and activation rows of one vec_dot call, checked against n.
@@ -349,12 +261,6 @@ Napi::Value KernelBenchVecDot(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, ns / static_cast<double>(done));
 }
 
-// Copy of an output buffer placed `offset` bytes into a fresh ArrayBuffer (to test any alignment).
-Napi::Uint8Array NewBytes(const Napi::Env& env, size_t bytes, size_t offset) {
-  Napi::ArrayBuffer buf = Napi::ArrayBuffer::New(env, bytes + offset);
-  return Napi::Uint8Array::New(env, bytes, buf, offset);
-}
-
 // kernelFromFloat(type, variant, x: Float32Array, dstOffset = 0) -> Uint8Array (activation quantizer);
 // the result is written dstOffset bytes into its buffer.
 Napi::Value KernelFromFloat(const Napi::CallbackInfo& info) {
@@ -373,38 +279,6 @@ Napi::Value KernelFromFloat(const Napi::CallbackInfo& info) {
   const size_t bytes = RowBytes(env, t, n, "kernelFromFloat: x.length");
   Napi::Uint8Array out = NewBytes(env, bytes, offset);
   if (n > 0) t->from_float[v](x.Data(), out.Data(), n);
-  return out;
-}
-
-// kernelQuantizeRef(type, x: Float32Array) -> Uint8Array (weight quantizer, llama.cpp's bytes).
-Napi::Value KernelQuantizeRef(const Napi::CallbackInfo& info) {
-  RequireArgs(info, 2, "kernelQuantizeRef(type, x: Float32Array)");
-  Napi::Env env = info.Env();
-  const runner_type_traits* t = RequireType(env, info[0], "kernelQuantizeRef");
-  if (!t->from_float_ref) Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", std::string("kernelQuantizeRef: ") + t->name + " has no weight quantizer");
-  Napi::Float32Array x = RequireFloats(env, info[1], "kernelQuantizeRef: x");
-  const int64_t n = static_cast<int64_t>(x.ElementLength());
-  const size_t bytes = RowBytes(env, t, n, "kernelQuantizeRef: x.length");
-  Napi::Uint8Array out = NewBytes(env, bytes, 0);
-  if (n > 0) t->from_float_ref(x.Data(), out.Data(), n);
-  return out;
-}
-
-// kernelToFloat(type, bytes: Uint8Array, n) -> Float32Array (dequantize).
-Napi::Value KernelToFloat(const Napi::CallbackInfo& info) {
-  RequireArgs(info, 3, "kernelToFloat(type, bytes: Uint8Array, n)");
-  Napi::Env env = info.Env();
-  const runner_type_traits* t = RequireType(env, info[0], "kernelToFloat");
-  Napi::Uint8Array bytes = RequireBytes(env, info[1], "kernelToFloat: bytes");
-  const int64_t n = RequireCount(env, info[2], "kernelToFloat: n");
-  const size_t want = RowBytes(env, t, n, "kernelToFloat: n");
-  if (bytes.ByteLength() != want) {
-    Throw(env, false, "KERNEL_BAD_ARGUMENT",
-          "kernelToFloat: bytes has " + std::to_string(bytes.ByteLength()) + " bytes; " + std::to_string(n) + " values of " + t->name +
-              " take " + std::to_string(want));
-  }
-  Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(n));
-  if (n > 0) t->to_float(bytes.Data(), out.Data(), n);
   return out;
 }
 
@@ -503,18 +377,13 @@ Napi::Value KernelRoundF16(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-namespace runner_addon {
-void RegisterKernelBindings(Napi::Env env, Napi::Object exports) {
+void RegisterKernelHooks(Napi::Env env, Napi::Object exports) {
   exports.Set("kernelAxpy", Napi::Function::New(env, KernelAxpy, "kernelAxpy"));
   exports.Set("kernelRoundF16", Napi::Function::New(env, KernelRoundF16, "kernelRoundF16"));
   exports.Set("kernelVecDotMv", Napi::Function::New(env, KernelVecDotMv, "kernelVecDotMv"));
-  exports.Set("typeTraits", Napi::Function::New(env, TypeTraits, "typeTraits"));
   exports.Set("kernelVecDot", Napi::Function::New(env, KernelVecDot, "kernelVecDot"));
   exports.Set("kernelVecDot2", Napi::Function::New(env, KernelVecDot2, "kernelVecDot2"));
   exports.Set("kernelVecDotTile", Napi::Function::New(env, KernelVecDotTile, "kernelVecDotTile"));
   exports.Set("kernelBenchVecDot", Napi::Function::New(env, KernelBenchVecDot, "kernelBenchVecDot"));
   exports.Set("kernelFromFloat", Napi::Function::New(env, KernelFromFloat, "kernelFromFloat"));
-  exports.Set("kernelQuantizeRef", Napi::Function::New(env, KernelQuantizeRef, "kernelQuantizeRef"));
-  exports.Set("kernelToFloat", Napi::Function::New(env, KernelToFloat, "kernelToFloat"));
 }
-}  // namespace runner_addon
