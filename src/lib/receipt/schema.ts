@@ -1,9 +1,8 @@
-import AjvModule from 'ajv'
+import {Ajv} from 'ajv'
 
 import {RECEIPT_FORMAT, RECEIPT_VERSION, type ReceiptBody, type ReceiptSignature} from './format.js'
 import {PROFILE} from './profile.js'
 
-const Ajv = AjvModule as unknown as typeof AjvModule.default
 
 const hex = (bytes: number) => ({type: 'string', pattern: `^[0-9a-f]{${2 * bytes}}$`})
 const tokenList = {type: 'array', items: {type: 'integer', minimum: 0, maximum: 2147483647}}

@@ -4,12 +4,11 @@
  * Unknown fields are refused ("Unrecognized request argument", OpenAI's own wording), and fields
  * OpenAI defines that the runner cannot honour are refused with the reason, never ignored.
  */
-import AjvModule, {type ErrorObject, type ValidateFunction} from 'ajv'
+import {Ajv, type ErrorObject, type ValidateFunction} from 'ajv'
 
 import {MAX_TOP_LOGPROBS} from '../sampling/index.js'
 import {ApiError} from './api-error.js'
 
-const Ajv = AjvModule as unknown as typeof AjvModule.default
 
 const nullable = (schema: Record<string, unknown>) => ({...schema, type: [schema.type as string, 'null']})
 

@@ -224,10 +224,10 @@ function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefi
     logger: false,
     return503OnClosing: false,
     // Errors Fastify raises before routing (an undecodable URL) in the API's error shape too.
-    frameworkErrors: (error, req, reply) => {
+    frameworkErrors: (error, req, reply: FastifyReply) => {
       const api = new ApiError(400, `the request URL cannot be decoded: ${error.message}`, null, 'invalid_request')
       const body = req.url.split('?')[0] === '/v1/messages' ? api.anthropicBody() : api.body()
-      void (reply as unknown as FastifyReply).code(400).send(body)
+      void reply.code(400).send(body)
     },
   })
   // Any content type is read as JSON (curl -d sends form encoding by default).
