@@ -1,16 +1,18 @@
 /**
  * The native tree's shape (docs/architecture.md): no two engine files use each other's symbols, so
- * every file can be read (and replaced) knowing only the files below it. Checked on the built static
- * library with nm (binutils): a member that uses a symbol defined by another member depends on it;
- * the dependency graph must have no cycle.
+ * every file can be read (and replaced) knowing only the files below it (checked on the built static
+ * library with nm from binutils: a member that uses a symbol another member defines depends on it;
+ * the graph must have no cycle). The product addon sees the engine through runner.h only, and ships
+ * no test hook (those are native/addon-test's).
  */
 import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
-import {existsSync} from 'node:fs'
+import {existsSync, readdirSync, readFileSync} from 'node:fs'
+import {createRequire} from 'node:module'
 import {join} from 'node:path'
 import {test} from 'node:test'
 
-import {findPackageRoot} from '../../src/lib/engine/addon.js'
+import {ADDON_FUNCTIONS, addonPath, findPackageRoot} from '../../src/lib/engine/addon.js'
 
 const LIB = join(findPackageRoot(), 'native', 'build', 'librunner_engine.a')
 const nm = spawnSync('nm', ['-A', LIB], {encoding: 'utf8', maxBuffer: 64 << 20})
@@ -44,4 +46,22 @@ test('no two files of the engine depend on each other (no cycle among its object
     state.set(m, 'done')
   }
   for (const m of deps.keys()) if (!state.has(m)) visit(m)
+})
+
+test('the product addon includes only runner.h of the engine (plus its own headers, napi and the standard library)', () => {
+  const dir = join(findPackageRoot(), 'native', 'addon')
+  const own = new Set(readdirSync(dir).filter((f) => f.endsWith('.h')))
+  const offending: string[] = []
+  for (const file of readdirSync(dir).filter((f) => /\.(cc|h)$/.test(f))) {
+    for (const [, target] of readFileSync(join(dir, file), 'utf8').matchAll(/^\s*#\s*include\s+"([^"]+)"/gm)) {
+      if (target !== 'runner.h' && !own.has(target!)) offending.push(`${file}: #include "${target}"`)
+    }
+  }
+  assert.deepEqual(offending, [])
+})
+
+test('the product addon exports exactly the NativeAddon interface: no test hook or benchmark', () => {
+  const exported = Object.keys(createRequire(import.meta.url)(addonPath())).sort()
+  assert.deepEqual(exported, [...ADDON_FUNCTIONS].sort())
+  assert.ok(!exported.some((name) => name.startsWith('kernel') || name.startsWith('samplerTest')))
 })
