@@ -14,6 +14,8 @@ import {getLlama, LlamaLogLevel} from 'node-llama-cpp'
 
 import {Model} from '../../src/lib/engine/model.js'
 import {GgufValueType, readGgufModel, writeGguf} from '../../src/lib/gguf/index.js'
+import {removeSublayers} from '../../src/lib/quantize/index.js'
+import {resolveSamplingOptions} from '../../src/lib/sampling/index.js'
 import {hasShared, NO_SHARED_REASON, runCli, sharedPath} from '../helpers/shared.js'
 
 describe('runner remove-sublayer', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
@@ -124,5 +126,63 @@ describe('runner remove-sublayer', {skip: hasShared() ? false : NO_SHARED_REASON
     } finally {
       await llama.dispose()
     }
+  })
+
+  // Every family the engine admits, as the shared fixtures hold them: a file remove-sublayer writes
+  // must load and run. gemma2/gemma3 used to keep blk.N.post_attention_norm (and post_ffw_norm) of a
+  // removed sublayer, which the loader refuses: the tensors to drop now come from the family's table.
+  const FAMILIES = ['llama', 'qwen2', 'qwen3', 'qwen3moe', 'granite', 'phi3', 'gemma2', 'gemma3'] as const
+  for (const family of FAMILIES) {
+    for (const spec of ['attn:1', 'mlp:1'] as const) {
+      test(`${family}, ${spec}: the written file loads and generates, and block 1 keeps only that sublayer's pre-norm`, async () => {
+        const parent = sharedPath('fixtures', `${family}.gguf`)
+        const out = join(dir, `${family}-${spec.replace(':', '')}.gguf`)
+        const summary = await removeSublayers(readGgufModel(parent), out, [{kind: spec.startsWith('attn') ? 'attn' : 'mlp', block: 1}])
+        const prefix = spec.startsWith('attn') ? /^blk\.1\.(attn_|post_attention_norm)/ : /^blk\.1\.(ffn_|post_ffw_norm)/
+        const preNorm = spec.startsWith('attn') ? 'blk.1.attn_norm.weight' : 'blk.1.ffn_norm.weight'
+        const before = readGgufModel(parent).tensors.map((t) => t.name)
+        const after = new Set(readGgufModel(out).tensors.map((t) => t.name))
+        assert.ok(summary.droppedTensors.length >= 2, summary.droppedTensors.join(', '))
+        assert.deepEqual(
+          before.filter((n) => prefix.test(n) && n !== preNorm).sort(),
+          [...summary.droppedTensors].sort(),
+          'every tensor of the sublayer but its pre-norm is dropped',
+        )
+        for (const n of before) assert.equal(after.has(n), !summary.droppedTensors.includes(n), n)
+        assert.ok(after.has(preNorm), `${preNorm} stays`)
+        const model = await Model.load(out)
+        try {
+          assert.equal(spec.startsWith('attn') ? model.config.attnRemoved[1] : model.config.ffnRemoved[1], true)
+          const ctx = await model.createContext({nCtx: 32, threads: 1})
+          const stream = ctx.generate([1, 2, 3], {maxTokens: 4, sampling: resolveSamplingOptions({temperature: 0})})
+          for await (const _ of stream) {
+            // drain
+          }
+          const result = await stream.result
+          assert.equal(result.tokens.length + (result.finishReason === 'eos' ? 1 : 0) > 0, true, 'generates')
+          ctx.dispose()
+        } finally {
+          model.dispose()
+        }
+      })
+    }
+  }
+
+  test("a removed sublayer that keeps a tensor besides its pre-norm is refused by name (what the old writer made of gemma2's attn:1)", async () => {
+    const parent = sharedPath('fixtures', 'gemma2.gguf')
+    const cut = join(dir, 'gemma2-cut.gguf')
+    await removeSublayers(readGgufModel(parent), cut, [{kind: 'attn', block: 1}])
+    const kept = readGgufModel(parent).tensors.find((t) => t.name === 'blk.1.post_attention_norm.weight')!
+    const m = readGgufModel(cut)
+    const old = join(dir, 'gemma2-old-writer.gguf')
+    await writeGguf(old, {
+      kvs: m.kvs,
+      tensors: [...m.tensors, kept].map((t) => ({name: t.name, type: t.type, shape: t.shape, data: {file: t.file, offset: t.offset}})),
+    })
+    await assert.rejects(Model.load(old), (e: unknown) => {
+      assert.equal((e as {code?: string}).code, 'ARCH_SUBLAYER_PRESENT', String(e))
+      assert.match((e as Error).message, /blk\.1\.post_attention_norm\.weight is present but block 1's attention is declared removed/)
+      return true
+    })
   })
 })

@@ -24,6 +24,8 @@ runner_status runner_model_check_complete(runner_model *m, char *err, int32_t er
                 return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tied output: no quantizer for activations of %s", act->name);
         }
     }
+    int post_norms = 0;
+    for (int32_t i = 0; i < m->cfg.n_layer; i++) post_norms |= m->layers[i].attn_post_norm.data || m->layers[i].ffn_post_norm.data;
     for (int32_t i = 0; i < m->cfg.n_layer; i++) {
         runner_layer *l = &m->layers[i];
         const runner_weight *ws[] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo, &l->ffn_norm, &l->w_gate, &l->w_up, &l->w_down};
@@ -47,12 +49,16 @@ runner_status runner_model_check_complete(runner_model *m, char *err, int32_t er
             return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: attention biases or q/k norms are present but its attention is declared removed", i);
         if ((l->q_norm.data != NULL) != (l->k_norm.data != NULL))
             return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: attn_q_norm and attn_k_norm come together", i);
-        if (m->layers[0].attn_post_norm.data == NULL ? (l->attn_post_norm.data || l->ffn_post_norm.data)
-                                                     : (!l->attn_post_norm.data || !l->ffn_post_norm.data))
-            return runner_fail(err, err_len, RUNNER_ERR_MODEL,
-                               "block %d: attn_post_norm and ffn_post_norm are in every block or in none", i);
+        /* Post-norms (gemma): on every sublayer a block has, or on none; a removed sublayer has none. */
         if (l->attn_removed && l->attn_post_norm.data)
             return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: attn_post_norm is present but its attention is declared removed", i);
+        if (l->ffn_removed && l->ffn_post_norm.data)
+            return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: ffn_post_norm is present but its FFN is declared removed", i);
+        const int missing_attn_post = post_norms && !l->attn_removed && !l->attn_post_norm.data;
+        if (missing_attn_post || (post_norms && !l->ffn_removed && !l->ffn_post_norm.data))
+            return runner_fail(err, err_len, RUNNER_ERR_MODEL,
+                               "block %d: %s is missing (attn_post_norm and ffn_post_norm are in every block that has that sublayer, or in none)",
+                               i, missing_attn_post ? "attn_post_norm" : "ffn_post_norm");
         if (moe) {
             const runner_weight *arrs[3] = {l->exp_gate, l->exp_up, l->exp_down};
             const int32_t roles3[3] = {RUNNER_ROLE_FFN_GATE_EXPS, RUNNER_ROLE_FFN_UP_EXPS, RUNNER_ROLE_FFN_DOWN_EXPS};

@@ -50,8 +50,10 @@ export interface TensorSpec {
   readonly optional?: boolean
   /** 1-D weights the engine reads as F32 only. */
   readonly f32Only?: boolean
-  /** The sublayer a per-block tensor belongs to; removing the sublayer drops it (its norm may stay). */
+  /** The sublayer a per-block tensor belongs to; removing the sublayer drops it, unless it is its pre-norm. */
   readonly sublayer?: 'attn' | 'ffn'
+  /** The sublayer's input norm: the one tensor a removed sublayer may keep (llama.cpp's deci files do). */
+  readonly preNorm?: boolean
   /** Only under configs for which this holds (dense FFN vs experts). */
   readonly when?: (c: ModelConfig) => boolean
   /**

@@ -1,4 +1,4 @@
-import {planModel} from '../arch/index.js'
+import {ARCHITECTURES, type ArchitectureSpec, planModel} from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufKv, type GgufModelFiles, type GgufTensorInfo, GgufValueType, isGgufArray, writeGguf} from '../gguf/index.js'
 
@@ -29,10 +29,19 @@ export function parseRemovals(spec: string): SublayerRemoval[] {
   return out
 }
 
-/** A tensor of block N's sublayer: every blk.N.attn_* (or blk.N.ffn_*) tensor except its pre-norm. */
-function belongs(name: string, r: SublayerRemoval): boolean {
-  const prefix = `blk.${r.block}.${r.kind === 'attn' ? 'attn_' : 'ffn_'}`
-  return name.startsWith(prefix) && !name.startsWith(`${prefix}norm`)
+/**
+ * The tensors block N loses with its sublayer, by the family's tensor table: every tensor of that
+ * sublayer (TensorSpec.sublayer: projections, biases, q/k norms, post-norms, experts in either
+ * layout) except its pre-norm, which a removed sublayer may keep.
+ */
+function sublayerTensors(spec: ArchitectureSpec, r: SublayerRemoval): (name: string) => boolean {
+  const sublayer = r.kind === 'attn' ? 'attn' : 'ffn'
+  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  const patterns = spec.tensors
+    .filter((s) => s.perLayer && s.sublayer === sublayer && !s.preNorm)
+    .flatMap((s) => [s.name, ...(s.split ? [s.split] : [])])
+    .map((name) => new RegExp(`^${escape(name).replace('\\{L\\}', String(r.block)).replace('\\{E\\}', '\\d+')}$`))
+  return (name) => patterns.some((p) => p.test(name))
 }
 
 /** The per-block form of a count with 0 at the removed blocks. */
@@ -78,12 +87,15 @@ export function planRemovals(model: GgufModelFiles, removals: readonly SublayerR
     const key = `${a}.feed_forward_length`
     replace.set(key, perBlockKv(model.metadata.get(key), key, config.nLayer, ffnZero))
   }
-  const spec = removals.map((r) => `${r.kind}:${r.block}`).join(',')
-  const provenance: GgufKv = {key: 'runner.surgery.removed', type: GgufValueType.STRING, value: spec}
+  const removed = removals.map((r) => `${r.kind}:${r.block}`).join(',')
+  const provenance: GgufKv = {key: 'runner.surgery.removed', type: GgufValueType.STRING, value: removed}
   const kvs = model.kvs.filter((kv) => !kv.key.startsWith('split.') && kv.key !== provenance.key).map((kv) => replace.get(kv.key) ?? kv)
   for (const [key, kv] of replace) if (!model.metadata.has(key)) kvs.push(kv)
   kvs.push(provenance)
-  const dropped = model.tensors.filter((t) => removals.some((r) => belongs(t.name, r)))
+  const spec = ARCHITECTURES.get(a)
+  if (!spec) throw new RunnerError('SUBLAYER_UNSUPPORTED', `architecture ${a} has no tensor table`, ExitCode.unsupported)
+  const drops = removals.map((r) => sublayerTensors(spec, r))
+  const dropped = model.tensors.filter((t) => drops.some((drop) => drop(t.name)))
   return {kvs, kept: model.tensors.filter((t) => !dropped.includes(t)), dropped}
 }
 
