@@ -1,32 +1,15 @@
-import {ExitCode, RunnerError} from '../errors.js'
+import {ExitCode} from '../errors.js'
 import {type GgufModelFiles, GgufMetadata, GgufValueType, isGgufArray, valueTypeName} from '../gguf/index.js'
-import {gemma2, gemma3, granite, llama, phi3, qwen2, qwen3, qwen3moe} from './llama.js'
+import {ARCHITECTURES} from './families.js'
+import type {ConfigPatch, FeatureInput} from './features.js'
+import {bad, HPARAM_LIMITS} from './hparams.js'
 import type {ArchitectureSpec, ModelConfig, ModelPlan, TensorBinding} from './types.js'
 
-/** The architectures the engine admits; any other is refused by name. */
-export const ARCHITECTURES: ReadonlyMap<string, ArchitectureSpec> = new Map(
-  [llama, qwen2, qwen3, qwen3moe, granite, phi3, gemma2, gemma3].map((a) => [a.name, a]),
-)
+export {ARCHITECTURES} from './families.js'
+export {HPARAM_LIMITS} from './hparams.js'
 
 /** ggml types the engine has kernels for (native typeTraits() agrees: test/native). */
 export const ENGINE_WEIGHT_TYPES: ReadonlySet<string> = new Set(['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'Q8_K', 'IQ4_NL', 'MXFP4'])
-
-/** Ceilings far above real models, so a hostile header cannot size an allocation. */
-export const HPARAM_LIMITS = {
-  nEmbd: 65_536,
-  nLayer: 1024,
-  nHead: 1024,
-  headDim: 1024,
-  nFf: 1 << 20,
-  nCtx: 1 << 24,
-  nVocab: 1 << 24,
-  /** llama.cpp's LLAMA_MAX_EXPERTS (and runner.h's RUNNER_MAX_EXPERTS). */
-  nExpert: 1024,
-} as const
-
-function bad(code: string, message: string, exit: (typeof ExitCode)[keyof typeof ExitCode] = ExitCode.invalidModel): never {
-  throw new RunnerError(code, message, exit)
-}
 
 /**
  * Turn a GGUF model into what the engine loads: a config built from metadata (every value checked
@@ -49,11 +32,7 @@ export function planModel(model: GgufModelFiles): ModelPlan {
 
 function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, model: GgufModelFiles): ModelConfig {
   const L = HPARAM_LIMITS
-  if (!spec.gemma && !spec.phi3) {
-    for (const key of [`${a}.attention.sliding_window`, `${a}.attention.sliding_window_pattern`]) {
-      if (meta.has(key)) bad('ARCH_UNSUPPORTED', `${key}: sliding-window attention is not supported for ${a} (only gemma2, gemma3)`, ExitCode.unsupported)
-    }
-  }
+  refuseUnreadKeys(meta, a, spec)
   const nEmbd = meta.uint(`${a}.embedding_length`, {min: 1, max: L.nEmbd})
   const nLayer = meta.uint(`${a}.block_count`, {min: 1, max: L.nLayer})
   // Per-block arrays are how a removed sublayer is declared (llama.cpp's "deci" convention): 0 at
@@ -96,11 +75,12 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
   if (scalingType === 'linear') {
     const factor = meta.has(`${a}.rope.scaling.factor`) ? meta.float(`${a}.rope.scaling.factor`, {min: 1e-3, max: 1e6}) : 1
     ropeFreqScale = 1 / factor
-  } else if (scalingType === 'longrope' && spec.phi3) {
-    // llama.cpp reads rope.scaling.factor for every scaling type; Phi's converter does not write it.
-    if (meta.has(`${a}.rope.scaling.factor`)) ropeFreqScale = 1 / meta.float(`${a}.rope.scaling.factor`, {min: 1e-3, max: 1e6})
   } else if (scalingType !== 'none') {
-    bad('ARCH_UNSUPPORTED', `${a}.rope.scaling.type "${scalingType}" is not supported (none, linear${spec.phi3 ? ', longrope' : ''})`, ExitCode.unsupported)
+    // Other scaling types are a feature's (phi3's longrope): it gives the scale, or keeps 1.
+    const scalings = new Map(spec.features.flatMap((f) => Object.entries(f.ropeScaling ?? {})))
+    const scaling = scalings.get(scalingType)
+    if (!scaling) bad('ARCH_UNSUPPORTED', `${a}.rope.scaling.type "${scalingType}" is not supported (none, linear${[...scalings.keys()].map((k) => `, ${k}`).join('')})`, ExitCode.unsupported)
+    ropeFreqScale = scaling({meta, model, arch: a, base: {nEmbd, nLayer, nHead, headDim, nFf, ropeFreqBase, ropeFreqScale}}) ?? ropeFreqScale
   }
   if (meta.has(`${a}.rope.scale_linear`)) ropeFreqScale = 1 / meta.float(`${a}.rope.scale_linear`, {min: 1e-3, max: 1e6})
   const normEps = meta.float(`${a}.attention.layer_norm_rms_epsilon`, {min: 0, max: 1})
@@ -116,7 +96,10 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
     const declared = meta.uint(`${a}.vocab_size`)
     if (declared !== nVocab) bad('ARCH_BAD_VOCAB', `${a}.vocab_size ${declared} disagrees with tokenizer.ggml.tokens (${nVocab} entries)`)
   }
-  const tied = spec.gemma === 2 || !model.tensors.some((t) => t.name === 'output.weight')
+  // Tied: the family's table has no output tensor (gemma2: llama.cpp never reads one), or the file has none.
+  const tied = !spec.tensors.some((t) => t.role === 'output') || !model.tensors.some((t) => t.name === 'output.weight')
+  const input: FeatureInput = {meta, model, arch: a, base: {nEmbd, nLayer, nHead, headDim, nFf, ropeFreqBase, ropeFreqScale}}
+  const features = spec.features.reduce<ConfigPatch>((patch, f) => ({...patch, ...f.read?.(input)}), {})
   return {
     architecture: a,
     nVocab,
@@ -135,107 +118,24 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
     tiedEmbeddings: tied,
     attnRemoved: nHeadPer.map((h) => h === 0),
     ffnRemoved: nFfPer.map((f) => f === 0),
-    ...(spec.multipliers
-      ? {
-          embeddingScale: meta.floatOr(`${a}.embedding_scale`, 1, {min: Number.MIN_VALUE, max: 1e6}),
-          residualScale: meta.floatOr(`${a}.residual_scale`, 1, {min: Number.MIN_VALUE, max: 1e6}),
-          attentionScale: meta.floatOr(`${a}.attention.scale`, 1 / Math.sqrt(headDim), {min: Number.MIN_VALUE, max: 1e6}),
-          logitScale: meta.floatOr(`${a}.logit_scale`, 1, {min: Number.MIN_VALUE, max: 1e6}),
-        }
-      : {}),
-    ...(spec.gemma ? gemmaConfig(meta, model, a, spec.gemma, {nEmbd, nLayer, nHead, headDim, ropeFreqBase, ropeFreqScale}) : {}),
-    ...(spec.moe ? moeConfig(meta, a, spec.moe, nFf) : {}),
-    ...(spec.phi3
-      ? {
-          queryScale: Math.fround(1 / Math.fround(Math.sqrt(headDim))),
-          // llama.cpp reads these for any scaling type and uses the factor tensors whenever present.
-          ...(meta.has(`${a}.rope.scaling.attn_factor`) ? {ropeAttnFactor: meta.float(`${a}.rope.scaling.attn_factor`, {min: Number.MIN_VALUE, max: 1e6})} : {}),
-          ...(meta.has(`${a}.rope.scaling.original_context_length`)
-            ? {nCtxOrig: meta.uint(`${a}.rope.scaling.original_context_length`, {min: 1, max: L.nCtx})}
-            : {}),
-        }
-      : {}),
+    ...features,
   }
 }
 
 /**
- * gemma2 / gemma3 as llama.cpp's load_arch_hparams and graphs read them (src/models/gemma2.cpp,
- * gemma3.cpp): embedding × sqrtf(n_embd) in float, the query × f_attention_scale, soft-caps, and the
- * sliding-window layout (`sliding_window_pattern`: a period n, layer i sliding iff i % n < n - 1 (0:
- * every layer), or an array of one bool per block).
+ * Metadata that changes the math (the features' guards: sliding-window keys) is refused when no
+ * feature of the family reads it, naming the families that implement it, so it is never ignored.
  */
-function gemmaConfig(
-  meta: GgufMetadata,
-  model: GgufModelFiles,
-  a: string,
-  gen: 2 | 3,
-  c: {nEmbd: number; nLayer: number; nHead: number; headDim: number; ropeFreqBase: number; ropeFreqScale: number},
-): Partial<ModelConfig> {
-  const positive = {min: Number.MIN_VALUE, max: 1e9}
-  // llama.cpp: f_attention_scale = 1/sqrt(n_embd / n_head) (integer division) for the 27B model (46
-  // blocks for gemma2, 62 for gemma3), else 1/sqrt(n_embd_head_k); computed in float.
-  const big = c.nLayer === (gen === 2 ? 46 : 62)
-  const queryScale = Math.fround(1 / Math.fround(Math.sqrt(big ? Math.floor(c.nEmbd / c.nHead) : c.headDim)))
-  const out: {-readonly [K in keyof ModelConfig]?: ModelConfig[K]} = {
-    ffnAct: 'gelu',
-    embeddingScale: Math.fround(Math.sqrt(c.nEmbd)),
-    queryScale,
+function refuseUnreadKeys(meta: GgufMetadata, a: string, spec: ArchitectureSpec): void {
+  const read = new Set(spec.features.flatMap((f) => [...(f.guards ?? []).map((g) => g.key), ...(f.ignores ?? [])]))
+  const families = [...ARCHITECTURES.values()]
+  const guarded = new Map(families.flatMap((x) => x.features.flatMap((f) => (f.guards ?? []).map((g) => [g.key, g.what] as const))))
+  for (const [guard, what] of guarded) {
+    const key = `${a}.${guard}`
+    if (read.has(guard) || !meta.has(key)) continue
+    const implementing = families.filter((x) => x.features.some((f) => f.guards?.some((g) => g.key === guard))).map((x) => x.name)
+    bad('ARCH_UNSUPPORTED', `${key}: ${what} is not supported for ${a} (only ${implementing.join(', ')})`, ExitCode.unsupported)
   }
-  if (gen === 2) {
-    out.attnSoftcap = meta.floatOr(`${a}.attn_logit_softcapping`, 50, positive)
-    out.finalSoftcap = meta.floatOr(`${a}.final_logit_softcapping`, 30, positive)
-  } else if (meta.has(`${a}.final_logit_softcapping`)) {
-    const cap = meta.float(`${a}.final_logit_softcapping`, {min: 0, max: 1e9})
-    if (cap > 0) out.finalSoftcap = cap
-  }
-  const windowKey = `${a}.attention.sliding_window`
-  let window: number
-  if (gen === 2) {
-    window = meta.uintOr(windowKey, 4096, {min: 0, max: HPARAM_LIMITS.nCtx})
-    if (window === 0) bad('ARCH_BAD_HPARAMS', `${windowKey} is 0: every key would be outside the window`)
-  } else {
-    window = meta.has(windowKey) ? meta.uint(windowKey, {min: 0, max: HPARAM_LIMITS.nCtx}) : 0
-    if (window === 0) {
-      const patternKey = `${a}.attention.sliding_window_pattern`
-      if (meta.has(patternKey)) bad('ARCH_BAD_HPARAMS', `${patternKey} is given but ${windowKey} is ${meta.has(windowKey) ? '0' : 'missing'}`)
-      return out
-    }
-  }
-  const swaLayers = swaPattern(meta, model, `${a}.attention.sliding_window_pattern`, c.nLayer, gen === 2 ? 2 : 6)
-  out.nSwa = window
-  out.swaLayers = swaLayers
-  // gemma2: the sliding layers' rope base is rope.freq_base_swa or the model's base; gemma3: that key
-  // or llama.cpp's default 10000. The scale: gemma2 the model's, gemma3 1.
-  out.ropeFreqBaseSwa = meta.floatOr(`${a}.rope.freq_base_swa`, gen === 2 ? c.ropeFreqBase : 10000, {min: Number.MIN_VALUE, max: 1e12})
-  out.ropeFreqScaleSwa = gen === 2 ? c.ropeFreqScale : 1
-  return out
-}
-
-function swaPattern(meta: GgufMetadata, model: GgufModelFiles, key: string, nLayer: number, fallback: number): boolean[] {
-  const kv = model.metadata.get(key)
-  if (kv && isGgufArray(kv.value)) {
-    if (kv.value.itemType !== GgufValueType.BOOL) bad('ARCH_BAD_HPARAMS', `${key} must be a number or an array of bools, found an array of ${valueTypeName(kv.value.itemType)}`)
-    const items = Array.from(kv.value.items as ArrayLike<boolean | number>, (v) => Boolean(v))
-    if (items.length !== nLayer) bad('ARCH_BAD_HPARAMS', `${key} has ${items.length} entries for ${nLayer} blocks`)
-    return items
-  }
-  const n = meta.uintOr(key, fallback, {min: 0, max: 1 << 20})
-  return Array.from({length: nLayer}, (_, i) => n === 0 || i % n < n - 1)
-}
-
-/** Mixture of experts (llama.cpp's build_moe_ffn: softmax gating, top k, weights renormalised). */
-function moeConfig(meta: GgufMetadata, a: string, moe: NonNullable<ArchitectureSpec['moe']>, nFf: number): Partial<ModelConfig> {
-  const countKey = `${a}.expert_count`
-  const usedKey = `${a}.expert_used_count`
-  const nExpert = moe.presence === 'required' ? meta.uint(countKey, {min: 1, max: HPARAM_LIMITS.nExpert}) : meta.uintOr(countKey, 0, {min: 0, max: HPARAM_LIMITS.nExpert})
-  if (nExpert === 0) {
-    if (meta.has(usedKey) && meta.uint(usedKey) !== 0) bad('ARCH_BAD_HPARAMS', `${usedKey} ${meta.uint(usedKey)} without experts (${countKey} is 0 or missing)`)
-    return {}
-  }
-  const nExpertUsed = meta.uint(usedKey, {min: 1, max: HPARAM_LIMITS.nExpert})
-  if (nExpertUsed > nExpert) bad('ARCH_BAD_HPARAMS', `${usedKey} ${nExpertUsed} is more than ${countKey} ${nExpert}`)
-  const nFfExp = moe.ffKey === 'feed_forward_length' ? nFf : meta.uint(`${a}.${moe.ffKey}`, {min: 1, max: HPARAM_LIMITS.nFf})
-  return {nExpert, nExpertUsed, nFfExp}
 }
 
 /** A scalar (the same for every block) or an array of one value per block. */

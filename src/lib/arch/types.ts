@@ -1,5 +1,6 @@
 import type {GgmlTypeInfo} from '../gguf/index.js'
 import type {NativeBackedConfig} from './config-fields.js'
+import type {ConfigFeature} from './features.js'
 import type {TensorRole} from './roles.js'
 
 /**
@@ -63,29 +64,11 @@ export interface TensorSpec {
   readonly split?: string
 }
 
-/** An architecture is data: its metadata prefix, rope ordering and tensor table. */
+/** An architecture is data: its rope ordering, the features it has and its tensor table (./families.ts). */
 export interface ArchitectureSpec {
   readonly name: string
   readonly ropeType: 'norm' | 'neox'
-  /** Reads granite's embedding, residual, attention and logit multipliers from metadata. */
-  readonly multipliers?: boolean
-  /**
-   * gemma2 / gemma3 numerics (as llama.cpp's graphs): the embedding times sqrtf(n_embd), GELU gate,
-   * the query scaled by 1/sqrt(key_length) (1/sqrt(n_embd/n_head) at the 27B block count), soft-caps
-   * (gemma2: always, defaults 50 and 30; gemma3: final only, when given) and sliding windows
-   * (gemma2: always, window default 4096, pattern 2; gemma3: only when a window > 0 is given, pattern 6).
-   */
-  readonly gemma?: 2 | 3
-  /**
-   * Mixture of experts: 'required' (qwen3moe) or 'optional' (llama: experts when expert_count > 0).
-   * The expert width comes from `ffKey` (expert_feed_forward_length or feed_forward_length).
-   */
-  /**
-   * phi3 as llama.cpp reads it: longrope scaling (rope_factors_long/short, rope.scaling.attn_factor,
-   * rope.scaling.original_context_length), the query scaled by 1/sqrt(head_dim) after rope, and
-   * sliding-window keys read but ignored (llama.cpp disables Phi's sliding window).
-   */
-  readonly phi3?: boolean
-  readonly moe?: {readonly presence: 'required' | 'optional'; readonly ffKey: 'expert_feed_forward_length' | 'feed_forward_length'}
+  /** What the family adds to the shared config, read in this order (./features.ts). */
+  readonly features: readonly ConfigFeature[]
   readonly tensors: readonly TensorSpec[]
 }
