@@ -2,7 +2,7 @@ import {Flags} from '@oclif/core'
 
 import {RunnerCommand} from '../lib/cli/runner-command.js'
 import {samplingFlags, samplingFromFlags} from '../lib/cli/sampling-flags.js'
-import {Model} from '../lib/engine/model.js'
+import {Model} from '../lib/engine/index.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {readGgufModel} from '../lib/gguf/index.js'
 import {prepareReceipt, writeReceipt} from '../lib/receipt/index.js'

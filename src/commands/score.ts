@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {RunnerCommand} from '../lib/cli/runner-command.js'
-import {Model} from '../lib/engine/model.js'
+import {Model} from '../lib/engine/index.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {type BasePosition, checkBaseMatches, readBaseLogits, scoreTokens, summarizeKld, writeBaseLogits} from '../lib/score/index.js'
 import {basePosition, KLD_MARGIN, positionKld} from '../lib/score/kld.js'

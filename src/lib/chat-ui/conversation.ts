@@ -11,8 +11,7 @@
 import {readFile, writeFile} from 'node:fs/promises'
 
 import {type ChatMessage, type ChatTemplate, encodeChatPrompt, validateHistory} from '../chat/index.js'
-import type {FinishReason, TokenStream} from '../engine/context.js'
-import type {Session} from '../engine/session.js'
+import type {FinishReason, TokenStream, Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {Tokenizer} from '../tokenizer/index.js'
 import type {ChatParams} from './params.js'

@@ -4,8 +4,7 @@ import {cpus} from 'node:os'
 import {dirname, join, relative, sep} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
-import {ADDON_ABI_VERSION, addonPath, cpuFeatures, findPackageRoot} from '../engine/addon.js'
-import {effectiveCpuLevel} from '../engine/cpu-level.js'
+import {ADDON_ABI_VERSION, addonPath, cpuFeatures, findPackageRoot, effectiveCpuLevel} from '../engine/index.js'
 import {sha256File} from '../util/sha256.js'
 import type {ReceiptBody} from './format.js'
 

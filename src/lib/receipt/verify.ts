@@ -3,7 +3,7 @@ import {totalmem} from 'node:os'
 import {basename} from 'node:path'
 
 import {planModel} from '../arch/index.js'
-import {Model} from '../engine/model.js'
+import {Model} from '../engine/index.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {resolveSamplingOptions, type SamplingOptions} from '../sampling/index.js'
 import {createTokenizer, encodePrompt} from '../tokenizer/index.js'

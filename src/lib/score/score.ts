@@ -1,4 +1,4 @@
-import type {Context} from '../engine/context.js'
+import type {Context} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type WindowScheme, windowScheme, windowTokens} from './windows.js'
 

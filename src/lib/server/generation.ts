@@ -4,8 +4,7 @@
  * log-probabilities as they become final. The slot is released only once the engine has settled,
  * whatever happened (error, abort, client gone), so no request can leak one.
  */
-import type {FinishReason} from '../engine/context.js'
-import {reuseLimit} from '../engine/session.js'
+import {type FinishReason, reuseLimit} from '../engine/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import type {Tokenizer} from '../tokenizer/index.js'
 import {ApiError} from './api-error.js'

@@ -8,7 +8,7 @@
  * prefix with its prompt (least recently used among ties, and when nothing matches), so the cache
  * is bounded by the slots' own KV and "eviction" is the LRU slot's cache being overwritten.
  */
-import {commonPrefixLength, type Session} from '../engine/session.js'
+import {commonPrefixLength, type Session} from '../engine/index.js'
 import {ApiError} from './api-error.js'
 
 export interface Slot {
