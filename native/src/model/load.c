@@ -56,6 +56,29 @@ static runner_status prefault(runner_model *m, const runner_tensor_desc *tensors
     return RUNNER_OK;
 }
 
+/* The caller's per-block flag arrays are not kept: every LAYER_FLAGS field of the config (walked from
+ * runner.h's table, so a new one needs no code here) is copied into the model, n_layer flags each
+ * (0 or 1; a NULL array gives zeros), and m->cfg points at the copies: the forward pass may read
+ * c->field[l] for any of them. */
+static runner_status keep_layer_flags(runner_model *m, const runner_model_config *config, char *err, int32_t err_len) {
+    int32_t count = 0, n_flags = 0;
+    const runner_config_field *fields = runner_model_config_fields(&count);
+    for (int32_t i = 0; i < count; i++) n_flags += fields[i].kind == RUNNER_CFG_LAYER_FLAGS;
+    m->flags = calloc((size_t)n_flags * (size_t)config->n_layer, 1);
+    if (!m->flags) return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "out of memory");
+    uint8_t *next = m->flags;
+    for (int32_t i = 0; i < count; i++) {
+        if (fields[i].kind != RUNNER_CFG_LAYER_FLAGS) continue;
+        const uint8_t *src;
+        memcpy(&src, (const char *)config + fields[i].offset, sizeof src);
+        for (int32_t l = 0; l < config->n_layer; l++) next[l] = src ? src[l] != 0 : 0;
+        const uint8_t *kept = next;
+        memcpy((char *)&m->cfg + fields[i].offset, &kept, sizeof kept);
+        next += config->n_layer;
+    }
+    return RUNNER_OK;
+}
+
 void runner_model_free(runner_model *m) {
     if (!m) return;
     for (int32_t i = 0; i < m->n_maps; i++)
@@ -63,6 +86,7 @@ void runner_model_free(runner_model *m) {
     free(m->maps);
     free(m->layers);
     free(m->experts);
+    free(m->flags);
     free(m);
 }
 
@@ -103,9 +127,11 @@ runner_status runner_model_load(const runner_model_config *config, const char *c
             m->layers[l].exp_down = e + 2 * (size_t)config->n_expert;
         }
     }
-    m->cfg.attn_removed = NULL; /* the caller's arrays are not kept: the flags live in the layers */
-    m->cfg.ffn_removed = NULL;
-    m->cfg.swa_layers = NULL;
+    st = keep_layer_flags(m, config, err, err_len);
+    if (st != RUNNER_OK) {
+        runner_model_free(m);
+        return st;
+    }
     for (int32_t i = 0; i < n_paths; i++) {
         st = map_file(paths[i], &m->maps[i], err, err_len);
         if (st != RUNNER_OK) {

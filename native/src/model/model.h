@@ -48,6 +48,7 @@ struct runner_model {
     runner_weight rope_long, rope_short; /* optional rope frequency factors (phi3 longrope) */
     runner_layer *layers;
     runner_weight *experts; /* n_layer * 3 * n_expert views (MoE only) */
+    uint8_t *flags;         /* the config's LAYER_FLAGS fields, n_layer each; cfg's pointers point here */
     runner_cpu_mask cpu;
     /* Activation quantizer per vec_dot_type, picked for this CPU (indexed by ggml type id). */
     runner_from_float_fn act_from_float[64];
