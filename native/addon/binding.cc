@@ -50,6 +50,7 @@ Napi::Value StatusCodes(const Napi::CallbackInfo& info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   runner_addon::RegisterTypeBindings(env, exports);
+  runner_addon::RegisterConfigBindings(env, exports);
   runner_addon::RegisterSamplerBindings(env, exports);
   runner_addon::RegisterEngineBindings(env, exports);
   exports.Set("cpuFeatures", Napi::Function::New(env, CpuFeatures, "cpuFeatures"));

@@ -4,6 +4,8 @@
 #pragma once
 #include <napi.h>
 
+#include <cstring>
+#include <utility>
 #include <vector>
 
 #include "runner.h"
@@ -25,6 +27,26 @@ struct SamplerParams {
   const runner_sampler_params &Bind();
 };
 SamplerParams ReadSamplerParams(const Napi::Env &env, const Napi::Object &obj);
-// engine_binding.cc: models, contexts, decode, generate, and the config/role/status tables.
+// A runner_model_config and the storage its LAYER_FLAGS pointers point into. Bind() sets the
+// pointers (call it again after moving the object).
+struct ConfigArg {
+  runner_model_config cfg{};
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> flags;  // (offset, n_layer flags)
+  const runner_model_config &Bind() {
+    for (auto &f : flags) {
+      const uint8_t *p = f.second.data();
+      std::memcpy(reinterpret_cast<char *>(&cfg) + f.first, &p, sizeof p);
+    }
+    return cfg;
+  }
+};
+
+// config: an object whose keys are runner_model_config's field names (snake_case, as in runner.h).
+// An unknown key or a missing REQUIRED field is refused by name; LAYER_FLAGS are a Uint8Array of
+// n_layer flags or absent.
+ConfigArg ReadConfig(const Napi::Env &env, const Napi::Object &config);
+// config_binding.cc: ReadConfig, modelConfigFields(), modelConfigEnums().
+void RegisterConfigBindings(Napi::Env env, Napi::Object exports);
+// engine_binding.cc: models, contexts, decode, generate, and the tensor-role table.
 void RegisterEngineBindings(Napi::Env env, Napi::Object exports);
 }  // namespace runner_addon
