@@ -74,7 +74,7 @@ export async function runGeneration(
   onDelta: (delta: GenerationDelta) => void = () => {},
 ): Promise<GenerationOutcome> {
   const {scheduler, metrics, tokenizer} = env
-  const maxReuse = reuseLimit(request.prompt, request.sampling)
+  const maxReuse = reuseLimit(request.prompt)
   const lease = await scheduler.acquire(request.prompt, signal, maxReuse)
   const t0 = performance.now()
   let settled: Promise<unknown> = Promise.resolve()
