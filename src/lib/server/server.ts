@@ -14,6 +14,7 @@ import type {Context} from '../engine/context.js'
 import {Model} from '../engine/model.js'
 import {Session} from '../engine/session.js'
 import {ExitCode, RunnerError} from '../errors.js'
+import {defaultContextSize} from '../generate/index.js'
 import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
 import {defaultThreads} from '../util/cpu.js'
 import {ApiError, toApiError} from './api-error.js'
@@ -95,7 +96,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   const contexts: Context[] = []
   try {
     const template = ChatTemplate.forModel(model.gguf, model.tokenizer, o.chatTemplate)
-    const nCtx = o.nCtx ?? Math.min(model.config.nCtxTrain, 4096)
+    const nCtx = o.nCtx ?? defaultContextSize(model.config.nCtxTrain)
     const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
     for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
     const modelId = o.alias ?? basename(o.modelPath).replace(/\.gguf$/i, '')
@@ -177,7 +178,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       },
       routes: ROUTES.map((r) => ({method: r.method, path: r.url, summary: r.summary})),
     }
-    const state = new ServerState(env, {scheduler, metrics, tokenizer: model.tokenizer}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000)
+    const state = new ServerState(env, {scheduler, metrics}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000)
     const app = buildApp(state, o.bodyLimitBytes, o.apiKey)
     try {
       await app.listen({host: o.host, port: o.port})

@@ -1,0 +1,8 @@
+/** Public face of the generation loop: one function, its request and outcome, and the helpers with one owner. */
+export {DEFAULT_CONTEXT_CAP, defaultContextSize} from './context-size.js'
+export {fitPrompt, type PromptFit} from './fit.js'
+export {type FinishReason, generate, type Generation, type GenerationEvents, type GenerationOutcome, type GenerationRequest, type GenerationTimings, type GenerationUsage} from './generate.js'
+export {type DraftHook, type GenerationHooks, refuseUnbuiltHooks, type TokenMaskHook} from './hooks.js'
+export type {GenerationEvent} from './release.js'
+export {StopMatcher} from './stop-strings.js'
+export {type TokenReport, tokenFacts} from './token-report.js'
