@@ -5,6 +5,7 @@
  * signal that stops the engine at once, in the prompt too.
  */
 import {ExitCode, RunnerError} from '../errors.js'
+import type {FinishReason as EngineFinishReason} from '../engine/context.js'
 import type {Session} from '../engine/session.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {EventQueue} from './event-queue.js'
@@ -81,7 +82,8 @@ export interface Generation {
   readonly cachedTokens: number
 }
 
-const ENGINE_FINISH: Readonly<Record<string, FinishReason>> = {eos: 'eos', length: 'length', context: 'context', aborted: 'aborted', stopped: 'stopped'}
+/** The engine's reasons, by name; a stop string (which the engine sees as "stopped") is decided here. */
+const ENGINE_FINISH: Readonly<Record<EngineFinishReason, FinishReason>> = {eos: 'eos', length: 'length', context: 'context', aborted: 'aborted', stopped: 'stopped'}
 
 /**
  * Start a generation on a session. Refuses synchronously what cannot run (a hook not built yet, a
@@ -121,7 +123,7 @@ export function generate(session: Session, request: GenerationRequest): Generati
       text: release.text,
       tokenIds: release.ids.slice(0, completionTokens),
       tokens: release.tokens,
-      finishReason: stopped ? 'stop-string' : (ENGINE_FINISH[r.finishReason] ?? 'length'),
+      finishReason: stopped ? 'stop-string' : ENGINE_FINISH[r.finishReason],
       stopString: release.stopString,
       usage: {promptTokens: request.prompt.length, cachedTokens: turn.cachedTokens, evaluatedTokens: r.promptTokens, completionTokens},
       timings: {promptMs: r.promptMs, decodeMs: r.decodeMs},
