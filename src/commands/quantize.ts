@@ -1,14 +1,7 @@
-import {readFile} from 'node:fs/promises'
-
 import {Args, Flags} from '@oclif/core'
-import {Listr, ListrLogger, ProcessOutput} from 'listr2'
 
 import {RunnerCommand} from '../lib/cli/runner-command.js'
-import {ExitCode, RunnerError} from '../lib/errors.js'
-import {readGgufModel} from '../lib/gguf/index.js'
-import {parseRemovals, parseTypePlan, planQuantization, planRemovals, QUANTIZE_MIXES, QUANTIZE_TYPES, quantizeModel, type QuantizeSummary} from '../lib/quantize/index.js'
-import {defaultThreads} from '../lib/util/cpu.js'
-import {formatBytes, formatRows} from '../lib/util/format.js'
+import {formatQuantizeSummary, QUANTIZE_MIXES, QUANTIZE_TYPES, quantizeFile, quantizeJson} from '../lib/quantize/index.js'
 
 export default class Quantize extends RunnerCommand {
   static override summary = 'Convert a GGUF model to a smaller weight type.'
@@ -45,70 +38,18 @@ export default class Quantize extends RunnerCommand {
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Quantize)
-    let plan
-    if (flags['type-plan'] !== undefined) {
-      let text: string
-      try {
-        text = await readFile(flags['type-plan'], 'utf8')
-      } catch (error) {
-        throw new RunnerError('QUANT_BAD_PLAN', `cannot read ${flags['type-plan']}: ${(error as Error).message}`, ExitCode.usage)
-      }
-      let json: unknown
-      try {
-        json = JSON.parse(text)
-      } catch (error) {
-        throw new RunnerError('QUANT_BAD_PLAN', `${flags['type-plan']} is not JSON: ${(error as Error).message}`, ExitCode.usage)
-      }
-      plan = parseTypePlan(json, flags['type-plan'])
-    }
-    const options = {type: flags.type, pure: Boolean(flags.pure), keepOutput: flags['keep-output'], plan}
-    const model = readGgufModel(args.input)
-    const removal = flags['remove-sublayer'] === undefined ? undefined : planRemovals(model, parseRemovals(flags['remove-sublayer']))
-    const decisions = planQuantization(model, options, removal?.kept)
-    let summary: QuantizeSummary | undefined
-    const tasks = new Listr(
-      [
-        {
-          title: `Quantize ${decisions.filter((d) => d.to.id !== d.from.id).length} of ${decisions.length} tensors to ${flags.type.toUpperCase()}`,
-          task: async (_ctx, task) => {
-            summary = await quantizeModel(
-              model,
-              args.output,
-              decisions,
-              options,
-              (i, n, d) => {
-                task.output = `${i + 1}/${n} ${d.tensor.name}: ${d.from.name} -> ${d.to.name}`
-              },
-              removal?.kvs,
-              flags.threads ?? defaultThreads(),
-            )
-            task.title = `Wrote ${args.output}`
-          },
-          rendererOptions: {outputBar: 1},
-        },
-      ],
-      {
-        renderer: flags.json ? 'silent' : 'default',
-        fallbackRenderer: 'simple',
-        // The task list is diagnostics: stderr, so stdout stays for results.
-        rendererOptions: {logger: new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})},
-        fallbackRendererOptions: {logger: new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})},
-        exitOnError: true,
-      },
-    )
-    await tasks.run()
-    const s = summary!
-    if (flags.json) {
-      this.log(JSON.stringify({...s, type: flags.type.toUpperCase(), tensorsDetail: decisions.map((d) => ({name: d.tensor.name, from: d.from.name, to: d.to.name, reason: d.reason}))}))
-      return
-    }
-    process.stderr.write(
-      `${formatRows([
-        ['tensors', `${s.converted} converted, ${s.tensors - s.converted} kept`],
-        ['weights', `${formatBytes(s.bytesBefore)} -> ${formatBytes(s.bytesAfter)} (${(s.bitsPerWeight).toFixed(2)} bits per weight)`],
-        ['file', `${s.output}, ${formatBytes(s.fileBytes)}`],
-        ['time', `${(s.ms / 1000).toFixed(2)} s`],
-      ])}\n`,
-    )
+    const result = await quantizeFile({
+      input: args.input,
+      output: args.output,
+      type: flags.type,
+      pure: Boolean(flags.pure),
+      keepOutput: Boolean(flags['keep-output']),
+      typePlanFile: flags['type-plan'],
+      removeSublayer: flags['remove-sublayer'],
+      threads: flags.threads,
+      silent: flags.json,
+    })
+    if (flags.json) this.log(JSON.stringify(quantizeJson(result, flags.type)))
+    else process.stderr.write(`${formatQuantizeSummary(result.summary)}\n`)
   }
 }

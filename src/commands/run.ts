@@ -1,12 +1,11 @@
 import {Flags} from '@oclif/core'
 
+import {withInterrupt} from '../lib/cli/interrupt.js'
+import {loadProgress} from '../lib/cli/progress.js'
 import {RunnerCommand} from '../lib/cli/runner-command.js'
 import {samplingFlags, samplingFromFlags} from '../lib/cli/sampling-flags.js'
-import {Model} from '../lib/engine/index.js'
-import {ExitCode, RunnerError} from '../lib/errors.js'
-import {readGgufModel} from '../lib/gguf/index.js'
-import {prepareReceipt, writeReceipt} from '../lib/receipt/index.js'
-import {encodePrompt} from '../lib/tokenizer/index.js'
+import {ExitCode} from '../lib/errors.js'
+import {runPrompt} from '../lib/run/index.js'
 import {formatBytes} from '../lib/util/format.js'
 import {readPrompt} from '../lib/util/prompt-input.js'
 
@@ -46,98 +45,38 @@ export default class Run extends RunnerCommand {
   async run(): Promise<void> {
     const {flags} = await this.parse(Run)
     const prompt = await readPrompt(flags.prompt, flags.file)
-    const chosen = samplingFromFlags(flags)
-    // A receipt records each token's log-probability; reporting them does not change sampling.
-    const sampling = flags.transcript ? {...chosen, logprobs: true} : chosen
-
-    const t0 = performance.now()
-    // The receipt's inputs (output folder, key, previous receipt) are checked before the model loads.
-    const receipt = flags.transcript
-      ? await prepareReceipt(readGgufModel(flags.model), {path: flags.transcript, signKeyPath: flags['sign-key'], prevPath: flags['transcript-prev']})
-      : undefined
-    const model = await Model.load(flags.model, {onProgress: progressLine(flags.json)})
-    const loadMs = performance.now() - t0
-    const tokenizer = model.tokenizer
-    const ids = encodePrompt(tokenizer, prompt, {addBos: !flags['no-bos'], parseSpecial: flags.special === true})
-    const nCtx = flags['ctx-size'] ?? Math.min(model.config.nCtxTrain, 4096)
-    if (ids.length >= nCtx) {
-      throw new RunnerError('PROMPT_TOO_LONG', `the prompt is ${ids.length} tokens but the context holds ${nCtx}; raise -c (at most the model's ${model.config.nCtxTrain}) or shorten the prompt`, ExitCode.usage)
-    }
-    const ctx = await model.createContext({nCtx, nBatch: flags['batch-size'], threads: flags.threads, kvType: flags['kv-type'] as 'f16' | 'f32'})
-    // -1: no cap of our own; the engine stops when the context is full and says so (finish reason "context").
-    const maxTokens = flags['n-predict'] < 0 ? nCtx : flags['n-predict']
-
-    const abort = new AbortController()
-    const onSigint = () => abort.abort()
-    process.once('SIGINT', onSigint)
-    const stopTokens = [...tokenizer.eogTokens]
-    const started = new Date()
-    const stream = ctx.generate(ids, {maxTokens, sampling, signal: abort.signal, stopTokens})
-    const logprobs: number[] = []
-    try {
-      for await (const t of stream) {
-        if (t.token >= 0) logprobs.push(t.logprob)
-        if (!flags.json) process.stdout.write(t.text)
-      }
-    } finally {
-      process.removeListener('SIGINT', onSigint)
-    }
-    const result = await stream.result
-    const finished = new Date()
-    if (receipt && flags.transcript) {
-      const written = await writeReceipt(flags.transcript, receipt, {
-        architecture: model.config.architecture,
-        started,
-        finished,
-        config: {maxTokens, nCtx, nBatch: ctx.options.nBatch, threads: ctx.options.threads, kvType: ctx.options.kvType, addBos: !flags['no-bos'], parseSpecial: flags.special === true, stopTokens, sampling},
-        prompt: {text: prompt, tokens: ids},
-        output: {tokens: result.tokens, text: result.text, bytes: tokenizer.decodeBytes(result.tokens), finishReason: result.finishReason, logprobs},
-      })
-      if (!flags.json) process.stderr.write(`receipt ${flags.transcript} (chain ${written.chain}${receipt.key ? ', signed' : ''})\n`)
-    }
-    const rss = process.resourceUsage().maxRSS * 1024
-    const timings = {
-      loadMs: round(loadMs),
-      promptMs: round(result.promptMs),
-      decodeMs: round(result.decodeMs),
-      promptTokensPerSecond: round((1000 * result.promptTokens) / Math.max(result.promptMs, 1e-9)),
-      decodeTokensPerSecond: round((1000 * result.tokens.length) / Math.max(result.decodeMs, 1e-9)),
-    }
+    const sampling = samplingFromFlags(flags)
+    const receipt = flags.transcript === undefined ? undefined : {path: flags.transcript, signKeyPath: flags['sign-key'], prevPath: flags['transcript-prev']}
+    const r = await withInterrupt((signal) =>
+      runPrompt({
+        modelPath: flags.model,
+        prompt,
+        nPredict: flags['n-predict'],
+        nCtx: flags['ctx-size'],
+        nBatch: flags['batch-size'],
+        threads: flags.threads,
+        kvType: flags['kv-type'] as 'f16' | 'f32',
+        addBos: !flags['no-bos'],
+        parseSpecial: flags.special === true,
+        sampling,
+        receipt,
+        onProgress: loadProgress(!flags.json),
+        onText: flags.json ? undefined : (text) => process.stdout.write(text),
+        signal,
+      }),
+    )
     if (flags.json) {
-      this.log(
-        JSON.stringify({
-          text: result.text,
-          tokens: result.tokens,
-          promptTokens: ids,
-          finishReason: result.finishReason,
-          seed: sampling.seed.toString(),
-          timings,
-          peakRssBytes: rss,
-        }),
-      )
+      const {text, tokens, promptTokens, finishReason, timings, peakRssBytes} = r
+      this.log(JSON.stringify({text, tokens, promptTokens, finishReason, seed: r.seed.toString(), timings, peakRssBytes}))
     } else {
-      if (process.stdout.isTTY && !result.text.endsWith('\n')) process.stdout.write('\n')
+      if (r.receipt) process.stderr.write(`receipt ${r.receipt.path} (chain ${r.receipt.chain}${r.receipt.signed ? ', signed' : ''})\n`)
+      if (process.stdout.isTTY && !r.text.endsWith('\n')) process.stdout.write('\n')
+      const t = r.timings
       process.stderr.write(
-        `load ${timings.loadMs} ms · prompt ${result.promptTokens} tokens, ${timings.promptTokensPerSecond} tok/s · ` +
-          `decode ${result.tokens.length} tokens, ${timings.decodeTokensPerSecond} tok/s · peak RSS ${formatBytes(rss)} · ` +
-          `${result.finishReason} · seed ${sampling.seed}\n`,
+        `load ${t.loadMs} ms · prompt ${r.evaluatedTokens} tokens, ${t.promptTokensPerSecond} tok/s · decode ${r.tokens.length} tokens, ` +
+          `${t.decodeTokensPerSecond} tok/s · peak RSS ${formatBytes(r.peakRssBytes)} · ${r.finishReason} · seed ${r.seed}\n`,
       )
     }
-    ctx.dispose()
-    model.dispose()
-    if (result.finishReason === 'aborted') this.exit(ExitCode.interrupted)
-  }
-}
-
-function round(x: number): number {
-  return Math.round(x * 10) / 10
-}
-
-/** A progress line on stderr while a big model loads (only on a terminal, never with --json). */
-function progressLine(json: boolean): ((done: number, total: number) => void) | undefined {
-  if (json || !process.stderr.isTTY) return undefined
-  return (done, total) => {
-    process.stderr.write(`\rloading ${((100 * done) / Math.max(total, 1)).toFixed(0)}% (${formatBytes(done)} of ${formatBytes(total)})`)
-    if (done >= total) process.stderr.write('\r\x1b[K')
+    if (r.finishReason === 'aborted') this.exit(ExitCode.interrupted)
   }
 }

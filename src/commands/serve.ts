@@ -1,12 +1,7 @@
-import {readFileSync} from 'node:fs'
-
 import {Flags} from '@oclif/core'
 
 import {RunnerCommand} from '../lib/cli/runner-command.js'
-import {ExitCode, RunnerError} from '../lib/errors.js'
-import {SERVE_DEFAULTS, SHUTDOWN_GRACE_MS, startServer} from '../lib/server/index.js'
-
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/i
+import {closeOnSignal, exposureWarning, parseTimeoutFlag, readTemplateFlag, SERVE_DEFAULTS, startServer, startupLine} from '../lib/server/index.js'
 
 export default class Serve extends RunnerCommand {
   static override summary = 'Serve a GGUF model over an OpenAI-compatible HTTP API.'
@@ -43,24 +38,11 @@ export default class Serve extends RunnerCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Serve)
-    const timeoutSeconds = Number(flags.timeout)
-    if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) {
-      throw new RunnerError('BAD_FLAG', `--timeout ${JSON.stringify(flags.timeout)} must be a positive number of seconds`, ExitCode.usage)
-    }
-    let chatTemplate: string | undefined
-    if (flags['chat-template'] !== undefined) {
-      if (flags['chat-template'] === 'chatml') chatTemplate = 'chatml'
-      else {
-        try {
-          chatTemplate = readFileSync(flags['chat-template'], 'utf8')
-        } catch (error) {
-          throw new RunnerError('BAD_FLAG', `--chat-template ${flags['chat-template']}: ${(error as Error).message}`, ExitCode.usage)
-        }
-      }
-    }
-    if (!LOOPBACK.test(flags.host) && flags['api-key'] === undefined) {
-      process.stderr.write(`runner: warning: serving on ${flags.host} without --api-key: anyone who can reach this address can use the model\n`)
-    }
+    const timeoutSeconds = parseTimeoutFlag(flags.timeout)
+    const chatTemplate = readTemplateFlag(flags['chat-template'])
+    const warning = exposureWarning(flags.host, flags['api-key'])
+    if (warning) process.stderr.write(`${warning}\n`)
+    const diagnostic = (line: string) => process.stderr.write(`${line}\n`)
     const server = await startServer(
       {
         modelPath: flags.model,
@@ -78,29 +60,11 @@ export default class Serve extends RunnerCommand {
         prefixCache: !flags['no-prefix-cache'],
         alias: flags.alias,
       },
-      (line) => process.stderr.write(`${line}\n`),
+      diagnostic,
     )
-    // Handlers first, then the startup line: a client may signal as soon as it reads the line.
-    const closed = new Promise<void>((resolve) => {
-      const stop = (signal: string) => {
-        process.stderr.write(`runner: ${signal}: closing (in-flight requests get ${SHUTDOWN_GRACE_MS / 1000} s)\n`)
-        process.removeListener('SIGINT', onInt)
-        process.removeListener('SIGTERM', onTerm)
-        server.close().then(resolve, (error: unknown) => {
-          process.stderr.write(`runner: error while closing: ${(error as Error).message}\n`)
-          resolve()
-        })
-      }
-      const onInt = () => stop('SIGINT')
-      const onTerm = () => stop('SIGTERM')
-      process.once('SIGINT', onInt)
-      process.once('SIGTERM', onTerm)
-    })
-    const caps = server.state.capabilities as {slots: {parallel: number; n_ctx_per_slot: number; threads_per_slot: number}; chat_template: {origin: string}}
-    this.log(
-      `runner serve: listening on ${server.url} · model ${server.state.env.modelId} · ${caps.slots.parallel} slot(s) × ${caps.slots.n_ctx_per_slot} tokens, ` +
-        `${caps.slots.threads_per_slot} thread(s) each · chat template ${caps.chat_template.origin}`,
-    )
+    // Listening for signals first, then the startup line: a client may signal as soon as it reads the line.
+    const closed = closeOnSignal(server, diagnostic)
+    this.log(startupLine(server))
     await closed
   }
 }

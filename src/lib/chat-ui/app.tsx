@@ -7,19 +7,18 @@
  * update per frame), so a fast model does not cost one frame per token (docs/chat.md has the
  * measurement).
  */
-import {Box, Static, Text, useApp, useInput, useStdout} from 'ink'
-import {useCallback, useEffect, useRef, useState} from 'react'
+import {Box, Static, Text, useApp, useStdout} from 'ink'
+import {useCallback, useRef} from 'react'
 
 import type {ChatMessage, ChatTemplateSource} from '../chat/index.js'
-import {RunnerError} from '../errors.js'
 import {runSlashCommand} from './commands.js'
 import type {ChatConversation} from './conversation.js'
-import {applyAction, type EditorAction, type EditorState, emptyEditor, keyActions} from './editor.js'
+import type {EditorState} from './editor.js'
 import {parseInput} from './slash.js'
 import {formatStatus} from './status.js'
-import {displayText, type ItemKind, ReplyWrapper, type TranscriptItem, wrapText} from './transcript.js'
-
-type Key = Parameters<Parameters<typeof useInput>[0]>[1]
+import {displayText, type ItemKind, type TranscriptItem, wrapText} from './transcript.js'
+import {useBracketedPaste, useChatInput} from './use-chat-input.js'
+import {useChatTurn} from './use-chat-turn.js'
 
 /** Counters the command can write out (RUNNER_CHAT_STATS) to measure frames per token. */
 export interface RenderStats {
@@ -44,125 +43,39 @@ export interface ChatAppProps {
   readonly frameMs?: number
 }
 
-interface Transcript {
-  readonly items: readonly TranscriptItem[]
-  /** The line of the reply being written (undefined when idle). */
-  readonly live: string | undefined
-  readonly generated: number
-  readonly cached: number
+const TEMPLATE_NOTE: Readonly<Record<ChatTemplateSource, string>> = {
+  'fallback-chatml': 'no chat template in the model: ChatML fallback',
+  override: 'template from --chat-template',
+  model: "the model's chat template",
 }
 
 export function ChatApp(props: ChatAppProps): React.JSX.Element {
   const {conversation, stats} = props
-  const frameMs = props.frameMs ?? 30
   const {exit} = useApp()
   const {stdout} = useStdout()
-  const nextId = useRef(0)
-  const banner = (): TranscriptItem[] => {
-    const items: TranscriptItem[] = [
-      {
-        id: nextId.current++,
-        kind: 'banner',
-        text: `runner chat · ${props.modelName} · ${props.templateOrigin === 'fallback-chatml' ? 'no chat template in the model: ChatML fallback' : props.templateOrigin === 'override' ? 'template from --chat-template' : "the model's chat template"} · /help lists commands`,
-      },
-    ]
-    if (conversation.system !== undefined) items.push({id: nextId.current++, kind: 'system', text: conversation.system})
-    return items
-  }
-  const [transcript, setTranscript] = useState<Transcript>(() => ({items: banner(), live: undefined, generated: 0, cached: 0}))
-  const [editor, setEditor] = useState<EditorState>(() => emptyEditor())
-  const [hint, setHint] = useState<string | undefined>(undefined)
-  const editorRef = useRef(editor)
-  const busy = useRef(false)
-  const abortRef = useRef<AbortController | undefined>(undefined)
-  const exitArmed = useRef(false)
-  const exiting = useRef(false)
   const columnsRef = useRef(stdout.columns || 80)
-
-  const item = (kind: ItemKind, text: string): TranscriptItem => ({id: nextId.current++, kind, text})
-  const append = useCallback((...items: TranscriptItem[]) => setTranscript((t) => ({...t, items: [...t.items, ...items]})), [])
+  const exiting = useRef(false)
+  const replyColumns = useCallback(() => columnsRef.current - INDENT.assistant - 1, [])
+  const {transcript, item, append, runTurn, stopReply, busy} = useChatTurn({
+    conversation,
+    stats,
+    frameMs: props.frameMs ?? 30,
+    replyColumns,
+    initial: (make) => [
+      make('banner', `runner chat · ${props.modelName} · ${TEMPLATE_NOTE[props.templateOrigin]} · /help lists commands`),
+      ...(conversation.system === undefined ? [] : [make('system', conversation.system)]),
+    ],
+  })
 
   const leave = useCallback(
     (code: number) => {
       if (exiting.current) return
       exiting.current = true
-      abortRef.current?.abort()
+      stopReply()
       props.onExit(code)
       exit()
     },
-    [exit, props],
-  )
-
-  const runTurn = useCallback(
-    async (text: string) => {
-      const abort = new AbortController()
-      let turn
-      try {
-        turn = conversation.send(text, abort.signal)
-      } catch (error) {
-        // Refused (it does not fit, or the template cannot render it): nothing changed, nothing sent.
-        append(item('error', `${error instanceof RunnerError ? error.message : String(error)} (not sent; Up recalls it)`))
-        return
-      }
-      busy.current = true
-      abortRef.current = abort
-      stats.generating = true
-      const head = [item('user', text)]
-      if (turn.plan.dropped > 0) head.push(item('notice', `dropped the ${turn.plan.dropped} oldest messages to fit the context (--context-shift)`))
-      setTranscript((t) => ({items: [...t.items, ...head], live: '', generated: 0, cached: turn.cachedTokens}))
-      const wrapper = new ReplyWrapper(columnsRef.current - INDENT.assistant - 1)
-      let buffer = ''
-      let generated = 0
-      let dirty = false
-      // One state update per frame: finished rows to <Static>, the row being written to the live area.
-      const flush = (final: boolean) => {
-        const {rows, live} = wrapper.push(buffer)
-        buffer = ''
-        if (final) rows.push(...wrapper.end())
-        const chunk = rows.length > 0 ? item('assistant', rows.join('\n')) : undefined
-        setTranscript((t) => ({
-          items: chunk ? [...t.items, chunk] : t.items,
-          live: final ? undefined : live,
-          generated,
-          cached: t.cached,
-        }))
-      }
-      const timer = setInterval(() => {
-        if (!dirty) return
-        dirty = false
-        flush(false)
-      }, frameMs)
-      let failure: unknown
-      try {
-        for await (const t of turn.stream) {
-          buffer += t.text
-          if (t.token >= 0) {
-            generated++
-            stats.tokens++
-          }
-          dirty = true
-        }
-      } catch (error) {
-        failure = error
-      } finally {
-        clearInterval(timer)
-      }
-      const result = failure === undefined ? await turn.result.catch((error: unknown) => ((failure = error), undefined)) : undefined
-      flush(true)
-      stats.generating = false
-      busy.current = false
-      abortRef.current = undefined
-      const notes: TranscriptItem[] = []
-      if (failure !== undefined) notes.push(item('error', failure instanceof RunnerError ? failure.message : String(failure)))
-      else if (result && !result.kept) notes.push(item('notice', 'stopped before the first token; nothing was added to the conversation'))
-      else if (result?.finishReason === 'aborted') notes.push(item('notice', `stopped after ${result.tokens.length} tokens (kept in the conversation)`))
-      else if (result && result.reply.trim() === '') notes.push(item('notice', `empty reply (${result.finishReason === 'eos' ? 'the model ended it at once' : result.finishReason})`))
-      else if (result?.finishReason === 'context') {
-        notes.push(item('error', 'the reply stopped because the context is full: /reset starts over (or restart with --context-shift or a larger -c)'))
-      }
-      if (notes.length > 0) append(...notes)
-    },
-    [append, conversation, frameMs, stats],
+    [exit, props, stopReply],
   )
 
   const submit = useCallback(
@@ -185,65 +98,10 @@ export function ChatApp(props: ChatAppProps): React.JSX.Element {
       if (outcome.loaded) items.push(...outcome.loaded.map((m: ChatMessage) => item(m.role, m.content)))
       append(...items)
     },
-    [append, conversation, leave, runTurn],
+    [append, busy, conversation, item, leave, runTurn],
   )
-
-  const onAction = useCallback(
-    (action: EditorAction) => {
-      if (action.type === 'interrupt') {
-        if (abortRef.current) {
-          abortRef.current.abort()
-          return
-        }
-        if (exitArmed.current) {
-          leave(130)
-          return
-        }
-        exitArmed.current = true
-        setHint('Ctrl+C again exits (so does Ctrl+D or /exit)')
-        return
-      }
-      exitArmed.current = false
-      setHint(undefined)
-      if (action.type === 'eof') {
-        leave(0)
-        return
-      }
-      if (action.type === 'escape') {
-        abortRef.current?.abort()
-        return
-      }
-      const current = editorRef.current
-      if (busy.current && action.type === 'submit' && !current.pasting && !current.text.endsWith('\\')) {
-        setHint('a reply is being written: Esc stops it; your text stays here')
-        return
-      }
-      const {state, submitted} = applyAction(current, action)
-      editorRef.current = state
-      setEditor(state)
-      if (submitted !== undefined) void submit(submitted)
-    },
-    [leave, submit],
-  )
-  const onInput = useCallback(
-    (input: string, key: Key) => {
-      if (exiting.current) return
-      for (const action of keyActions(input, key)) onAction(action)
-    },
-    [onAction],
-  )
-  useInput(onInput)
-
-  // Bracketed paste: a pasted newline is a new line of the message, not Enter. xterm's
-  // modifyOtherKeys (level 1) makes xterm, and tmux with extended-keys on, report Shift+Enter
-  // (CSI 27;2;13~) instead of a plain CR; terminals without it ignore the request.
-  useEffect(() => {
-    if (!stdout.isTTY) return
-    stdout.write('\u001B[?2004h\u001B[>4;1m')
-    return () => {
-      stdout.write('\u001B[?2004l\u001B[>4;0m')
-    }
-  }, [stdout])
+  const {editor, hint} = useChatInput({busy, exiting, stopReply, leave, submit})
+  useBracketedPaste(stdout)
 
   const columns = stdout.columns || 80
   columnsRef.current = columns

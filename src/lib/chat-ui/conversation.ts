@@ -4,15 +4,16 @@
  * Ink UI and the line-by-line mode both drive this class.
  *
  * Every turn renders the whole history through the chat template (src/lib/chat) and hands the tokens
- * to a Session, which reuses the KV rows of the longest common prefix with what the cache holds: in
- * a growing conversation that is everything up to the new user message, so only the new turn is
- * evaluated (the number reused is reported as `cachedTokens`).
+ * to the generation loop (src/lib/generate) on a Session, which reuses the KV rows of the longest
+ * common prefix with what the cache holds: in a growing conversation that is everything up to the new
+ * user message, so only the new turn is evaluated (the number reused is reported as `cachedTokens`).
  */
 import {readFile, writeFile} from 'node:fs/promises'
 
 import {type ChatMessage, type ChatTemplate, encodeChatPrompt, validateHistory} from '../chat/index.js'
-import type {FinishReason, TokenStream, Session} from '../engine/index.js'
+import type {Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
+import {fitPrompt, type FinishReason, generate, type GenerationEvents} from '../generate/index.js'
 import type {Tokenizer} from '../tokenizer/index.js'
 import type {ChatParams} from './params.js'
 
@@ -78,7 +79,8 @@ export interface TurnResult {
 
 export interface ChatTurn {
   readonly plan: TurnPlan
-  readonly stream: TokenStream
+  /** The reply as it is generated: one event per token (`token`, `text`); `stop()` ends it. */
+  readonly stream: GenerationEvents
   readonly cachedTokens: number
   readonly result: Promise<TurnResult>
 }
@@ -135,7 +137,7 @@ export class ChatConversation {
       const messages = [...system, ...this.turns.slice(start), user]
       const rendered = template.render(messages, {addGenerationPrompt: true})
       const prompt = encodeChatPrompt(tokenizer, rendered)
-      if (prompt.length + reserve <= nCtx) return {messages, rendered, prompt, dropped: start, reserve}
+      if (fitPrompt(prompt.length, nCtx, reserve).fits) return {messages, rendered, prompt, dropped: start, reserve}
       if (!contextShift || start >= this.turns.length) {
         const what = start > 0 || this.turns.length === 0 ? 'this message (with the system prompt)' : 'the conversation with this message'
         const advice =
@@ -168,8 +170,7 @@ export class ChatConversation {
     if (signal?.aborted) abort.abort()
     const forward = () => abort.abort()
     signal?.addEventListener('abort', forward, {once: true})
-    const s = this.params.sampling
-    const turn = session.generate(plan.prompt, {maxTokens, sampling: s, signal: abort.signal})
+    const turn = generate(session, {prompt: plan.prompt, maxTokens, sampling: this.params.sampling, signal: abort.signal})
     const active: {abort: AbortController; done: Promise<unknown>} = {abort, done: Promise.resolve()}
     // Cleared before anyone awaiting the result resumes, so the next turn can start at once.
     const release = () => {
@@ -178,19 +179,19 @@ export class ChatConversation {
     const result = turn.result.then((r) => {
       release()
       signal?.removeEventListener('abort', forward)
-      const kept = !(r.finishReason === 'aborted' && r.tokens.length === 0)
+      const kept = !(r.finishReason === 'aborted' && r.tokenIds.length === 0)
       // --context-shift drops the oldest turns only when this turn is kept: a discarded turn changes nothing.
       if (kept) this.turns = [...this.turns.slice(plan.dropped), {role: 'user', content: text}, {role: 'assistant', content: r.text}]
       const out: TurnResult = {
         reply: r.text,
-        tokens: r.tokens,
+        tokens: r.tokenIds,
         finishReason: r.finishReason,
         kept,
         promptTokens: plan.prompt,
         cachedTokens: turn.cachedTokens,
-        evaluatedTokens: r.promptTokens,
-        promptMs: r.promptMs,
-        decodeMs: r.decodeMs,
+        evaluatedTokens: r.usage.evaluatedTokens,
+        promptMs: r.timings.promptMs,
+        decodeMs: r.timings.decodeMs,
         contextUsed: this.contextUsed,
         dropped: plan.dropped,
         seed,
@@ -204,7 +205,7 @@ export class ChatConversation {
     })
     active.done = result.catch(() => {})
     this.active = active
-    return {plan, stream: turn.stream, cachedTokens: turn.cachedTokens, result}
+    return {plan, stream: turn.events, cachedTokens: turn.cachedTokens, result}
   }
 
   /** Stop the turn being generated, if any, and wait until the engine has let go of the context. */

@@ -1,5 +1,7 @@
-/** Public face of `runner chat`'s UI: the Ink app, the conversation it drives, and the line mode. */
+/** Public face of `runner chat`'s UI: runChat, the Ink app, the conversation it drives, and the line mode. */
 export {ChatApp, type ChatAppProps, type RenderStats} from './app.js'
+export {type ChatOptions, runChat} from './run-chat.js'
+export {runInteractive} from './interactive.js'
 export {runSlashCommand, type CommandOutcome} from './commands.js'
 export {ChatContextFullError, ChatConversation, type ChatTurn, type ConversationOptions, type SavedConversation, type TurnPlan, type TurnResult} from './conversation.js'
 export {applyAction, type EditorAction, type EditorState, emptyEditor, keyActions, type KeyLike} from './editor.js'

@@ -23,6 +23,11 @@ export interface GenerateOptions {
   readonly sampling: SamplingOptions
   /** Where the prompt starts in the cache (default: after what the cache holds). */
   readonly pos?: number
+  /**
+   * Tokens before `pos` that the penalties should see, oldest first (the reused prefix of a
+   * session): with them the sampler's window is what a fresh evaluation of the whole sequence has.
+   */
+  readonly history?: readonly number[]
   /** Stops the generation (finish reason "aborted"); Ctrl+C in the CLI. */
   readonly signal?: AbortSignal
   /** Tokens that end generation (default: the tokenizer's end-of-generation set). */
@@ -152,6 +157,7 @@ export class Context {
       {
         prompt,
         pos,
+        ...(options.history && options.history.length > 0 ? {history: Int32Array.from(options.history)} : {}),
         maxTokens: options.maxTokens,
         eogTokens: Int32Array.from(options.stopTokens ?? [...tok.eogTokens]),
         sampling: {

@@ -5,6 +5,7 @@ import {createTokenizer, type Tokenizer} from '../tokenizer/index.js'
 import {defaultThreads} from '../util/cpu.js'
 import {loadAddon, type NativeModelHandle, type NativeTensorDesc} from './addon.js'
 import {Context, type ContextOptions} from './context.js'
+import {defaultContextSize} from './context-size.js'
 import {engineError} from './errors.js'
 
 export interface LoadOptions {
@@ -55,7 +56,7 @@ export class Model {
   }
 
   async createContext(options: ContextOptions = {}): Promise<Context> {
-    const nCtx = options.nCtx ?? Math.min(this.config.nCtxTrain, 4096)
+    const nCtx = options.nCtx ?? defaultContextSize(this.config.nCtxTrain)
     const nBatch = Math.min(options.nBatch ?? 512, nCtx)
     const threads = options.threads ?? defaultThreads()
     const kvType = options.kvType ?? 'f16'

@@ -10,14 +10,18 @@ export function commonPrefixLength(a: readonly number[], b: readonly number[]): 
 }
 
 /**
- * The most prompt tokens a generation with these settings may take from the cache. The engine's
- * penalties (repeat, presence, frequency) look back over the tokens of the current call, so with
- * penalties on, the last penaltyLastN prompt tokens must be evaluated again for the result to equal a
- * fresh evaluation's; without penalties every token but the last may be reused.
+ * The most prompt tokens a generation may take from the cache: all but the last, whose logits the
+ * first draw needs. The engine's penalties (repeat, presence, frequency) look back over the last
+ * penaltyLastN tokens, prompt included; a reused prefix is handed to them as `history` (below), so
+ * the sampler sees exactly the sequence a fresh evaluation would and nothing has to be evaluated again.
  */
-export function reuseLimit(prompt: readonly number[], sampling: SamplingOptions): number {
-  const penalties = sampling.penaltyLastN > 0 && (sampling.repeatPenalty !== 1 || sampling.presencePenalty !== 0 || sampling.frequencyPenalty !== 0)
-  return Math.max(0, prompt.length - (penalties ? sampling.penaltyLastN : 1))
+export function reuseLimit(prompt: readonly number[]): number {
+  return Math.max(0, prompt.length - 1)
+}
+
+/** The tokens before `reuse` that the penalties' window reaches (penaltyLastN of them at most). */
+export function penaltyHistory(prompt: readonly number[], reuse: number, sampling: SamplingOptions): number[] {
+  return prompt.slice(Math.max(0, reuse - sampling.penaltyLastN), reuse)
 }
 
 export interface SessionTurn {
@@ -60,12 +64,13 @@ export class Session {
    * as reuseLimit() allows, so the result is bitwise what a fresh context would give. `maxReuse`
    * caps it further (a scheduler that already chose how much to reuse).
    */
-  generate(prompt: readonly number[], options: Omit<GenerateOptions, 'pos'> & {readonly maxReuse?: number}): SessionTurn {
+  generate(prompt: readonly number[], options: Omit<GenerateOptions, 'pos' | 'history'> & {readonly maxReuse?: number}): SessionTurn {
     const {maxReuse, ...rest} = options
-    const reuse = Math.max(0, Math.min(this.reusable(prompt), reuseLimit(prompt, rest.sampling), maxReuse ?? Infinity))
+    const reuse = Math.max(0, Math.min(this.reusable(prompt), reuseLimit(prompt), maxReuse ?? Infinity))
     this.context.kvTruncate(reuse)
     this.held = this.held.slice(0, reuse)
-    const stream = this.context.generate(prompt.slice(reuse), {...rest, pos: reuse})
+    const history = penaltyHistory(prompt, reuse, rest.sampling)
+    const stream = this.context.generate(prompt.slice(reuse), {...rest, pos: reuse, ...(history.length > 0 ? {history} : {})})
     const result = stream.result.then(
       (r) => {
         // Every position the cache holds is a prompt or generated token; the pending ones are not in it.

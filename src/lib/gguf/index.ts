@@ -9,6 +9,7 @@ export {
   type GgufTensorInfo,
   readGgufFile,
 } from './reader.js'
+export {renderMetadata, renderSummary, renderTensors, renderValue} from './render.js'
 export {type GgufModelFiles, readGgufModel, shardPaths} from './shards.js'
 export {modelToJson, type ModelSummary, summarizeModel} from './summary.js'
 export {GGML_TYPES, GgmlType, type GgmlTypeInfo, ggmlTypeById, ggmlTypeByName, LIVE_GGML_TYPES, tensorByteSize} from './types.js'

@@ -3,7 +3,8 @@ import {totalmem} from 'node:os'
 import {basename} from 'node:path'
 
 import {planModel} from '../arch/index.js'
-import {Model} from '../engine/index.js'
+import {Model, Session} from '../engine/index.js'
+import {fitPrompt, generate, type Generation} from '../generate/index.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {resolveSamplingOptions, type SamplingOptions} from '../sampling/index.js'
 import {createTokenizer, encodePrompt} from '../tokenizer/index.js'
@@ -184,7 +185,9 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
       rangeProblem('config.maxTokens', c.maxTokens, 0, 2 ** 31 - 1),
       receipt.prompt.tokens.length === 0 ? 'prompt.tokens is empty' : undefined,
       // The last output token is reported before it would be evaluated, so a run that filled the context has nCtx + 1.
-      receipt.prompt.tokens.length + receipt.output.tokens.length > c.nCtx + 1 ? `prompt and output (${receipt.prompt.tokens.length + receipt.output.tokens.length} tokens) exceed config.nCtx ${c.nCtx}` : undefined,
+      !fitPrompt(receipt.prompt.tokens.length, c.nCtx, Math.max(0, receipt.output.tokens.length - 1)).fits
+        ? `prompt and output (${receipt.prompt.tokens.length + receipt.output.tokens.length} tokens) exceed config.nCtx ${c.nCtx}`
+        : undefined,
       kvProblem(gguf, c),
       receipt.output.tokens.length > c.maxTokens ? `output has ${receipt.output.tokens.length} tokens, more than config.maxTokens ${c.maxTokens}` : undefined,
       receipt.output.logprobs.length !== receipt.output.tokens.length ? 'output.logprobs and output.tokens differ in length' : undefined,
@@ -239,21 +242,22 @@ async function replay(
   const cut = receipt.output.finishReason === 'aborted' || receipt.output.finishReason === 'stopped'
   const ctx = await model.createContext({nCtx: c.nCtx, nBatch: c.nBatch, threads: c.threads, kvType: c.kvType})
   const got: number[] = []
-  const logprobs: number[] = []
   const tok = model.tokenizer
+  let generation: Generation | undefined
   try {
-    const stream = ctx.generate(receipt.prompt.tokens, {maxTokens: cut ? expected.length : c.maxTokens, sampling, stopTokens: c.stopTokens})
-    for await (const t of stream) {
-      if (t.token < 0) continue
+    generation = generate(new Session(ctx), {prompt: receipt.prompt.tokens, maxTokens: cut ? expected.length : c.maxTokens, sampling, stopTokens: c.stopTokens})
+    // Token by token, so a divergence stops the replay at once.
+    for await (const e of generation.events) {
+      if (e.token < 0) continue
       const i = got.length
-      got.push(t.token)
-      logprobs.push(t.logprob)
-      if (t.token !== expected[i]) {
+      got.push(e.token)
+      if (e.token !== expected[i]) {
         const exp = expected[i] === undefined ? `end of output (${receipt.output.finishReason})` : describe(expected[i]!)
-        fail('replay', `diverged at output token ${i}: the receipt has ${exp}, the model produced ${describe(t.token)}`, 'DIVERGED', {at: 'token', index: i, expected: exp, got: describe(t.token)})
+        fail('replay', `diverged at output token ${i}: the receipt has ${exp}, the model produced ${describe(e.token)}`, 'DIVERGED', {at: 'token', index: i, expected: exp, got: describe(e.token)})
       }
     }
-    const result = await stream.result
+    const result = await generation.result
+    const logprobs = result.tokens.map((t) => t.logprob)
     if (got.length < expected.length) {
       const exp = describe(expected[got.length]!)
       fail('replay', `diverged at output token ${got.length}: the receipt has ${exp}, the model ended (${result.finishReason})`, 'DIVERGED', {at: 'token', index: got.length, expected: exp, got: `end (${result.finishReason})`})
@@ -300,6 +304,8 @@ async function replay(
     }
     pass('replay', `${got.length} tokens and ${bytes.length} bytes identical; log-probabilities ${l < 0 ? 'bit-identical' : `differ from token ${l} (another build)`}`)
   } finally {
+    // A divergence leaves the loop early: the engine stops after its token, and must let go of the context first.
+    await generation?.result.catch(() => {})
     ctx.dispose()
   }
 

@@ -2,3 +2,5 @@ export {type ScoreOptions, type ScoreResult, scoreTokens, type WindowResult} fro
 export {type WindowScheme, windowScheme, windowTokens} from './windows.js'
 export {type BaseLogits, type BasePosition, decodeBaseLogits, encodeBaseLogits, readBaseLogits, writeBaseLogits} from './base-logits.js'
 export {basePosition, checkBaseMatches, KLD_MARGIN, type KldResult, positionKld, summarizeKld, topK} from './kld.js'
+export {type CorpusScoreOptions, SCHEME_DESCRIPTION, scoreCorpus, type ScoreDocument} from './corpus.js'
+export {formatScoreReport, scoreProgress} from './report.js'

@@ -8,6 +8,7 @@ import type {FastifyReply, FastifyRequest} from 'fastify'
 import {randomBytes} from 'node:crypto'
 
 import {encodeChatPrompt, validateHistory} from '../chat/index.js'
+import {fitPrompt} from '../generate/index.js'
 import {resolveSamplingOptions} from '../sampling/index.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
 import {type GenerationOutcome, runGeneration} from './generation.js'
@@ -48,8 +49,10 @@ const UNSUPPORTED: Readonly<Record<string, string>> = {
 
 type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence'
 
+const STOP_REASON: Readonly<Record<GenerationOutcome['ended'], StopReason>> = {eos: 'end_turn', stopped: 'end_turn', 'stop-string': 'stop_sequence', length: 'max_tokens', context: 'max_tokens'}
+
 function stopReason(o: GenerationOutcome): StopReason {
-  return o.ended === 'eos' ? 'end_turn' : o.ended === 'stop-string' ? 'stop_sequence' : 'max_tokens'
+  return STOP_REASON[o.ended]
 }
 
 function usage(o: Pick<GenerationOutcome, 'promptTokens' | 'completionTokens' | 'cachedTokens'>) {
@@ -77,11 +80,12 @@ function prepare(env: RequestEnv, raw: unknown) {
     throw toApiError(error)
   }
   const maxTokens = body.max_tokens as number
-  if (prompt.length + maxTokens > env.nCtx) {
+  const fit = fitPrompt(prompt.length, env.nCtx, maxTokens)
+  if (!fit.fits) {
     throw new ApiError(
       400,
       `prompt is too long: ${prompt.length} tokens + max_tokens ${maxTokens} > ${env.nCtx}, the context of a slot (--ctx)`,
-      prompt.length >= env.nCtx ? 'messages' : 'max_tokens',
+      fit.promptAlone ? 'messages' : 'max_tokens',
       'context_length_exceeded',
     )
   }

@@ -4,6 +4,7 @@
  * strings. Every field is honoured or refused here by name.
  */
 import {type ChatTemplate, encodeChatPrompt, validateHistory} from '../chat/index.js'
+import {fitPrompt} from '../generate/index.js'
 import type {Tokenizer} from '../tokenizer/index.js'
 import {resolveSamplingOptions} from '../sampling/index.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
@@ -110,7 +111,9 @@ export function prepareCompletion(env: RequestEnv, raw: unknown): PreparedReques
 }
 
 function finish(env: RequestEnv, body: Body, prompt: number[], promptParam: string, maxTokens: number | undefined, logprobs: boolean, topLogprobs: number): PreparedRequest {
-  if (prompt.length >= env.nCtx) {
+  // At least one position for the completion, and max_tokens of them when it is given.
+  const fit = fitPrompt(prompt.length, env.nCtx, Math.max(1, maxTokens ?? 0))
+  if (fit.promptAlone) {
     throw new ApiError(
       400,
       `This model's maximum context length is ${env.nCtx} tokens per slot (--ctx). However, your ${promptParam} resulted in ${prompt.length} tokens, which leaves no room for a completion`,
@@ -118,7 +121,7 @@ function finish(env: RequestEnv, body: Body, prompt: number[], promptParam: stri
       'context_length_exceeded',
     )
   }
-  if (maxTokens !== undefined && prompt.length + maxTokens > env.nCtx) {
+  if (maxTokens !== undefined && !fit.fits) {
     throw new ApiError(
       400,
       `This model's maximum context length is ${env.nCtx} tokens per slot (--ctx). However, you requested ${prompt.length + maxTokens} tokens (${prompt.length} in the ${promptParam}, ${maxTokens} in the completion)`,

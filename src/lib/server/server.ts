@@ -10,7 +10,7 @@ import {basename} from 'node:path'
 import Fastify, {type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest} from 'fastify'
 
 import {ChatTemplate} from '../chat/index.js'
-import {type Context, Model, Session} from '../engine/index.js'
+import {type Context, Model, Session, defaultContextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
 import {defaultThreads} from '../util/cpu.js'
@@ -93,7 +93,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   const contexts: Context[] = []
   try {
     const template = ChatTemplate.forModel(model.gguf, model.tokenizer, o.chatTemplate)
-    const nCtx = o.nCtx ?? Math.min(model.config.nCtxTrain, 4096)
+    const nCtx = o.nCtx ?? defaultContextSize(model.config.nCtxTrain)
     const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
     for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
     const modelId = o.alias ?? basename(o.modelPath).replace(/\.gguf$/i, '')
@@ -175,7 +175,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       },
       routes: ROUTES.map((r) => ({method: r.method, path: r.url, summary: r.summary})),
     }
-    const state = new ServerState(env, {scheduler, metrics, tokenizer: model.tokenizer}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000)
+    const state = new ServerState(env, {scheduler, metrics}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000)
     const app = buildApp(state, o.bodyLimitBytes, o.apiKey)
     try {
       await app.listen({host: o.host, port: o.port})

@@ -79,4 +79,47 @@ describe('session prefix reuse', {skip: hasShared() ? false : NO_SHARED_REASON},
       ctx.dispose()
     }
   })
+
+  test('with penalties, a long cached prefix is reused whole (its tokens reach the sampler as history) and gives the bits of a fresh context', async () => {
+    const penalized = resolveSamplingOptions({temperature: 0.8, topK: 40, seed: 7n, logprobs: true, repeatPenalty: 1.5, presencePenalty: 0.5, frequencyPenalty: 0.5, penaltyLastN: 48})
+    const tok = model.tokenizer
+    const story = 'Once upon a time there was a little girl named Lily. She loved to play outside in the park with her dog. '
+    const first = tok.encode(story.repeat(4), {addSpecial: true})
+    const second = tok.encode(`${story.repeat(4)}One day she saw a big red ball.`, {addSpecial: true})
+    assert.ok(first.length > 2 * penalized.penaltyLastN, `the cached prefix (${first.length} tokens) is longer than the penalty window`)
+    const freshRun = async () => {
+      const c = await model.createContext({nCtx: 256, threads: 1})
+      try {
+        return await collect(new Session(c).generate(second, {maxTokens: 24, sampling: penalized}))
+      } finally {
+        c.dispose()
+      }
+    }
+    const ctx = await model.createContext({nCtx: 256, threads: 2})
+    try {
+      const session = new Session(ctx)
+      await collect(session.generate(first, {maxTokens: 8, sampling: penalized}))
+      const shared = commonPrefixLength(session.cached, second)
+      assert.ok(shared >= first.length - 1)
+      const b = session.generate(second, {maxTokens: 24, sampling: penalized})
+      assert.equal(b.cachedTokens, shared, 'everything the cache shares with the prompt is reused, penalties or not')
+      const rb = await collect(b)
+      // Before the history was passed, the last penaltyLastN prompt tokens were evaluated again.
+      assert.equal(rb.result.promptTokens, second.length - shared)
+      assert.ok(rb.result.promptTokens < penalized.penaltyLastN, `evaluated ${rb.result.promptTokens} tokens, fewer than the ${penalized.penaltyLastN} of the penalty window`)
+      const fb = await freshRun()
+      assert.deepEqual(rb.result.tokens, fb.result.tokens)
+      assert.deepEqual(Buffer.from(rb.logprobs.buffer), Buffer.from(fb.logprobs.buffer))
+
+      // The control: the same continuation without the history is not what a fresh context gives,
+      // so the equality above is the history's doing.
+      ctx.kvTruncate(shared)
+      const bare = await collect({stream: ctx.generate(second.slice(shared), {maxTokens: 24, sampling: penalized, pos: shared}), get result() {
+        return this.stream.result
+      }})
+      assert.notDeepEqual(bare.result.tokens, fb.result.tokens, 'without the history the penalties see another window')
+    } finally {
+      ctx.dispose()
+    }
+  })
 })

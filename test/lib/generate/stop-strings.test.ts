@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
 
-import {StopMatcher} from '../../src/lib/server/stop-strings.js'
+import {StopMatcher} from '../../../src/lib/generate/stop-strings.js'
 
 function reference(text: string, stops: string[]): {out: string; matched: boolean} {
   let cut = -1

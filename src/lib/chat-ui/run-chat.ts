@@ -1,0 +1,78 @@
+/**
+ * `runner chat` as a library call: load the model, pick the template, make the conversation, then
+ * the Ink screen on a terminal or the line mode otherwise; everything is released at the end, after
+ * any reply still being written has stopped. Resolves with the exit code.
+ */
+import {readFileSync} from 'node:fs'
+import {basename} from 'node:path'
+
+import {ChatTemplate} from '../chat/index.js'
+import {withInterrupt} from '../cli/interrupt.js'
+import {loadProgress} from '../cli/progress.js'
+import {Model, Session, defaultContextSize} from '../engine/index.js'
+import {ExitCode, RunnerError} from '../errors.js'
+import type {SamplingOptions} from '../sampling/index.js'
+import {ChatConversation} from './conversation.js'
+import {runInteractive} from './interactive.js'
+import {runLineMode} from './line-mode.js'
+
+export interface ChatOptions {
+  readonly modelPath: string
+  readonly system?: string
+  /** Most tokens per reply; -1: until the end of the reply or a full context. */
+  readonly nPredict: number
+  /** Default: the model's training context, at most 4096. */
+  readonly nCtx?: number
+  readonly nBatch: number
+  readonly threads?: number
+  readonly kvType: 'f16' | 'f32'
+  readonly contextShift: boolean
+  /** "chatml", or a file holding a Jinja chat template (default: the model's own). */
+  readonly chatTemplate?: string
+  /** Line mode with one JSON document per answer. */
+  readonly json: boolean
+  readonly sampling: SamplingOptions
+}
+
+export async function runChat(options: ChatOptions): Promise<number> {
+  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY) && !options.json
+  const t = options.chatTemplate
+  const override = t === undefined || t === 'chatml' ? t : readTemplate(t)
+  const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive)})
+  const template = ChatTemplate.forModel(model.gguf, model.tokenizer, override)
+  const nCtx = options.nCtx ?? defaultContextSize(model.config.nCtxTrain)
+  const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
+  const modelName = basename(options.modelPath).replace(/(-\d{5}-of-\d{5})?\.gguf$/i, '')
+  const conversation = new ChatConversation({
+    tokenizer: model.tokenizer,
+    template,
+    session: new Session(ctx),
+    nCtx,
+    contextShift: options.contextShift,
+    params: {sampling: options.sampling, maxTokens: options.nPredict},
+    ...(options.system === undefined ? {} : {system: options.system}),
+    modelName,
+  })
+  try {
+    return interactive ? await runInteractive(conversation, modelName, template.origin, nCtx) : await runLines(conversation, options.json)
+  } finally {
+    // A reply still being generated (exit or an error mid-turn) must end before its context goes.
+    await conversation.stop()
+    ctx.dispose()
+    model.dispose()
+  }
+}
+
+function readTemplate(file: string): string {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch (error) {
+    throw new RunnerError('CHAT_TEMPLATE_FILE', `cannot read the chat template ${file}: ${(error as Error).message}`, ExitCode.usage)
+  }
+}
+
+function runLines(conversation: ChatConversation, json: boolean): Promise<number> {
+  return withInterrupt((interrupt) =>
+    runLineMode({conversation, input: process.stdin, write: (s) => process.stdout.write(s), diagnostic: (s) => process.stderr.write(s), json, interrupt}),
+  )
+}

@@ -1,0 +1,127 @@
+/**
+ * The turn logic of the chat screen, as a React hook: the transcript (finished items for <Static>,
+ * the row being written), sending a message, streaming its reply at most one state update per frame,
+ * the notes after a turn, and stopping a reply. ChatApp only renders what this holds.
+ */
+import {useCallback, useRef, useState} from 'react'
+
+import {RunnerError} from '../errors.js'
+import type {RenderStats} from './app.js'
+import type {ChatConversation} from './conversation.js'
+import {type ItemKind, ReplyWrapper, type TranscriptItem} from './transcript.js'
+
+export interface Transcript {
+  readonly items: readonly TranscriptItem[]
+  /** The line of the reply being written (undefined when idle). */
+  readonly live: string | undefined
+  readonly generated: number
+  readonly cached: number
+}
+
+export interface ChatTurnOptions {
+  readonly conversation: ChatConversation
+  readonly stats: RenderStats
+  /** Least time between two frames while streaming (ms). */
+  readonly frameMs: number
+  /** Columns a reply row may take (read when a turn starts). */
+  readonly replyColumns: () => number
+  /** The items the transcript starts with (made once, with the hook's item ids). */
+  readonly initial: (item: (kind: ItemKind, text: string) => TranscriptItem) => TranscriptItem[]
+}
+
+export interface ChatTurnState {
+  readonly transcript: Transcript
+  readonly item: (kind: ItemKind, text: string) => TranscriptItem
+  readonly append: (...items: TranscriptItem[]) => void
+  /** Send a message and stream its reply; resolves when the turn is over (refusals become an error item). */
+  readonly runTurn: (text: string) => Promise<void>
+  /** Stop the reply being written; false when there is none. */
+  readonly stopReply: () => boolean
+  /** A reply or a command is running: a new message must wait. */
+  readonly busy: {current: boolean}
+}
+
+export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
+  const {conversation, stats, frameMs, replyColumns} = options
+  const nextId = useRef(0)
+  const item = useCallback((kind: ItemKind, text: string): TranscriptItem => ({id: nextId.current++, kind, text}), [])
+  const [transcript, setTranscript] = useState<Transcript>(() => ({items: options.initial(item), live: undefined, generated: 0, cached: 0}))
+  const busy = useRef(false)
+  const abortRef = useRef<AbortController | undefined>(undefined)
+  const append = useCallback((...items: TranscriptItem[]) => setTranscript((t) => ({...t, items: [...t.items, ...items]})), [])
+
+  const stopReply = useCallback(() => {
+    if (!abortRef.current) return false
+    abortRef.current.abort()
+    return true
+  }, [])
+
+  const runTurn = useCallback(
+    async (text: string) => {
+      const abort = new AbortController()
+      let turn
+      try {
+        turn = conversation.send(text, abort.signal)
+      } catch (error) {
+        // Refused (it does not fit, or the template cannot render it): nothing changed, nothing sent.
+        append(item('error', `${error instanceof RunnerError ? error.message : String(error)} (not sent; Up recalls it)`))
+        return
+      }
+      busy.current = true
+      abortRef.current = abort
+      stats.generating = true
+      const head = [item('user', text)]
+      if (turn.plan.dropped > 0) head.push(item('notice', `dropped the ${turn.plan.dropped} oldest messages to fit the context (--context-shift)`))
+      setTranscript((t) => ({items: [...t.items, ...head], live: '', generated: 0, cached: turn.cachedTokens}))
+      const wrapper = new ReplyWrapper(replyColumns())
+      let buffer = ''
+      let generated = 0
+      let dirty = false
+      // One state update per frame: finished rows to <Static>, the row being written to the live area.
+      const flush = (final: boolean) => {
+        const {rows, live} = wrapper.push(buffer)
+        buffer = ''
+        if (final) rows.push(...wrapper.end())
+        const chunk = rows.length > 0 ? item('assistant', rows.join('\n')) : undefined
+        setTranscript((t) => ({items: chunk ? [...t.items, chunk] : t.items, live: final ? undefined : live, generated, cached: t.cached}))
+      }
+      const timer = setInterval(() => {
+        if (!dirty) return
+        dirty = false
+        flush(false)
+      }, frameMs)
+      let failure: unknown
+      try {
+        for await (const e of turn.stream) {
+          buffer += e.text
+          if (e.token >= 0) {
+            generated++
+            stats.tokens++
+          }
+          dirty = true
+        }
+      } catch (error) {
+        failure = error
+      } finally {
+        clearInterval(timer)
+      }
+      const result = failure === undefined ? await turn.result.catch((error: unknown) => ((failure = error), undefined)) : undefined
+      flush(true)
+      stats.generating = false
+      busy.current = false
+      abortRef.current = undefined
+      const notes: TranscriptItem[] = []
+      if (failure !== undefined) notes.push(item('error', failure instanceof RunnerError ? failure.message : String(failure)))
+      else if (result && !result.kept) notes.push(item('notice', 'stopped before the first token; nothing was added to the conversation'))
+      else if (result?.finishReason === 'aborted') notes.push(item('notice', `stopped after ${result.tokens.length} tokens (kept in the conversation)`))
+      else if (result && result.reply.trim() === '') notes.push(item('notice', `empty reply (${result.finishReason === 'eos' ? 'the model ended it at once' : result.finishReason})`))
+      else if (result?.finishReason === 'context') {
+        notes.push(item('error', 'the reply stopped because the context is full: /reset starts over (or restart with --context-shift or a larger -c)'))
+      }
+      if (notes.length > 0) append(...notes)
+    },
+    [append, conversation, frameMs, item, replyColumns, stats],
+  )
+
+  return {transcript, item, append, runTurn, stopReply, busy}
+}

@@ -1,0 +1,73 @@
+/**
+ * What `runner inspect` prints, as text: the summary rows, the tensor table, the metadata rows, one
+ * value. The JSON forms are modelToJson (summary.ts) and valueToJson (values.ts).
+ */
+import {formatBytes, formatCount, formatRows} from '../util/format.js'
+import type {GgufModelFiles} from './shards.js'
+import type {ModelSummary} from './summary.js'
+import {formatValue, type GgufKv, valueToJson} from './values.js'
+
+/** One metadata value and nothing else: strings as they are, arrays as JSON. */
+export function renderValue(kv: GgufKv): string {
+  return typeof kv.value === 'string' ? kv.value : typeof kv.value === 'object' ? JSON.stringify(valueToJson(kv.value)) : String(kv.value)
+}
+
+/** Every tensor: name, type, shape (ggml order, ne0 first), offset, bytes. */
+export function renderTensors(model: GgufModelFiles): string {
+  const rows = model.tensors.map((t) => [t.name, t.type.name, `[${t.shape.join(', ')}]`, String(t.offset), String(t.byteSize)])
+  return renderTable(['name', 'type', 'shape', 'offset', 'bytes'], rows)
+}
+
+/** The metadata rows of the summary view (the tokenizer's arrays are left out: they are the vocabulary). */
+export function renderMetadata(model: GgufModelFiles): string | undefined {
+  const meta = model.kvs.filter((kv) => !kv.key.startsWith('tokenizer.ggml.'))
+  return meta.length > 0 ? formatRows(meta.map((kv) => [kv.key, formatValue(kv.value)])) : undefined
+}
+
+export function renderSummary(s: ModelSummary): string {
+  const opt = (v: number | number[] | string | undefined) => (v === undefined ? '-' : Array.isArray(v) ? `[${v.join(', ')}]` : String(v))
+  const heads = s.headCount === undefined ? '-' : `${opt(s.headCount)}${s.headCountKv === undefined ? '' : ` (${opt(s.headCountKv)} KV)`}`
+  const rows: Array<[string, string]> = [
+    ['file', `${s.file}${s.shards > 1 ? ` (+${s.shards - 1} more shards)` : ''}`],
+    ['size', `${formatBytes(s.fileBytes)} (${s.fileBytes} bytes), GGUF v${s.ggufVersion}`],
+    ['architecture', opt(s.architecture)],
+    ['name', opt(s.name)],
+    ['parameters', `${formatCount(s.parameterCount)} (${s.parameterCount})`],
+    ['context length', opt(s.contextLength)],
+    ['embedding size', opt(s.embeddingLength)],
+    ['layers', opt(s.blockCount)],
+    ['heads', heads],
+    ...familyRows(s),
+    ['vocab size', opt(s.vocabSize)],
+    ['tokenizer', opt(s.tokenizerModel)],
+    ['chat template', s.hasChatTemplate ? 'yes' : 'no'],
+    ['tensors', String(s.tensorCount)],
+    ...s.bytesByType.map((t): [string, string] => [`  ${t.type}`, `${t.tensors} tensors, ${formatBytes(t.bytes)} (${t.bytes} bytes)`]),
+  ]
+  return formatRows(rows)
+}
+
+/** Rows only for the families that state them: experts, sliding windows, soft-capping. */
+function familyRows(s: ModelSummary): Array<[string, string]> {
+  const rows: Array<[string, string]> = []
+  if (s.expertCount !== undefined) {
+    const width = s.expertFeedForwardLength === undefined ? '' : `, expert width ${s.expertFeedForwardLength}`
+    rows.push(['experts', `${s.expertCount}, ${s.expertUsedCount ?? '-'} used per token${width}`])
+  }
+  if (s.slidingWindow !== undefined || s.slidingWindowPattern !== undefined) {
+    const p = s.slidingWindowPattern
+    const pattern = p === undefined ? '' : Array.isArray(p) ? `, sliding blocks [${p.map(Number).join(', ')}]` : `, pattern ${p}`
+    const base = s.ropeFreqBaseSwa === undefined ? '' : `, rope base ${s.ropeFreqBaseSwa} there`
+    rows.push(['sliding window', `${s.slidingWindow ?? '-'} tokens${pattern}${base}`])
+  }
+  if (s.attnLogitSoftcapping !== undefined || s.finalLogitSoftcapping !== undefined) {
+    rows.push(['soft-capping', `attention ${s.attnLogitSoftcapping ?? '-'}, final logits ${s.finalLogitSoftcapping ?? '-'}`])
+  }
+  return rows
+}
+
+function renderTable(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
+  const line = (cells: string[]) => cells.map((c, i) => (i >= 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()
+  return [line(header), ...rows.map(line)].join('\n')
+}

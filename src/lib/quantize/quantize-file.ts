@@ -1,0 +1,102 @@
+/**
+ * `runner quantize` as a library call: read the type plan file, plan the removals and the tensor
+ * types, convert with a task list on stderr (silent for --json), and the two renderings of the
+ * summary. The command parses flags and prints one of them.
+ */
+import {readFile} from 'node:fs/promises'
+
+import {Listr, ListrLogger, ProcessOutput} from 'listr2'
+
+import {ExitCode, RunnerError} from '../errors.js'
+import {readGgufModel} from '../gguf/index.js'
+import {defaultThreads} from '../util/cpu.js'
+import {formatBytes, formatRows} from '../util/format.js'
+import {parseTypePlan, planQuantization, type TensorDecision, type TypePlanRule} from './plan.js'
+import {quantizeModel, type QuantizeSummary} from './quantize.js'
+import {parseRemovals, planRemovals} from './remove-sublayer.js'
+
+export interface QuantizeFileOptions {
+  readonly input: string
+  readonly output: string
+  /** A tensor type or one of llama.cpp's mixes. */
+  readonly type: string
+  readonly pure: boolean
+  readonly keepOutput: boolean
+  /** JSON {"rules": [...]}: per-tensor types, first match wins. */
+  readonly typePlanFile?: string
+  /** Also remove sublayers (attn:N,mlp:M). */
+  readonly removeSublayer?: string
+  readonly threads?: number
+  /** No task list (--json). */
+  readonly silent: boolean
+}
+
+export interface QuantizeFileResult {
+  readonly summary: QuantizeSummary
+  readonly decisions: readonly TensorDecision[]
+}
+
+async function readTypePlan(file: string): Promise<readonly TypePlanRule[]> {
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (error) {
+    throw new RunnerError('QUANT_BAD_PLAN', `cannot read ${file}: ${(error as Error).message}`, ExitCode.usage)
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    throw new RunnerError('QUANT_BAD_PLAN', `${file} is not JSON: ${(error as Error).message}`, ExitCode.usage)
+  }
+  return parseTypePlan(json, file)
+}
+
+export async function quantizeFile(o: QuantizeFileOptions): Promise<QuantizeFileResult> {
+  const plan = o.typePlanFile === undefined ? undefined : await readTypePlan(o.typePlanFile)
+  const options = {type: o.type, pure: o.pure, keepOutput: o.keepOutput, plan}
+  const model = readGgufModel(o.input)
+  const removal = o.removeSublayer === undefined ? undefined : planRemovals(model, parseRemovals(o.removeSublayer))
+  const decisions = planQuantization(model, options, removal?.kept)
+  let summary: QuantizeSummary | undefined
+  // The task list is diagnostics: stderr, so stdout stays for results.
+  const logger = () => new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})
+  const tasks = new Listr(
+    [
+      {
+        title: `Quantize ${decisions.filter((d) => d.to.id !== d.from.id).length} of ${decisions.length} tensors to ${o.type.toUpperCase()}`,
+        task: async (_ctx, task) => {
+          const onTensor = (i: number, n: number, d: TensorDecision) => {
+            task.output = `${i + 1}/${n} ${d.tensor.name}: ${d.from.name} -> ${d.to.name}`
+          }
+          summary = await quantizeModel(model, o.output, decisions, options, onTensor, removal?.kvs, o.threads ?? defaultThreads())
+          task.title = `Wrote ${o.output}`
+        },
+        rendererOptions: {outputBar: 1},
+      },
+    ],
+    {
+      renderer: o.silent ? 'silent' : 'default',
+      fallbackRenderer: 'simple',
+      rendererOptions: {logger: logger()},
+      fallbackRendererOptions: {logger: logger()},
+      exitOnError: true,
+    },
+  )
+  await tasks.run()
+  return {summary: summary!, decisions}
+}
+
+/** The --json document: the summary, the type, and every tensor's decision. */
+export function quantizeJson(r: QuantizeFileResult, type: string) {
+  return {...r.summary, type: type.toUpperCase(), tensorsDetail: r.decisions.map((d) => ({name: d.tensor.name, from: d.from.name, to: d.to.name, reason: d.reason}))}
+}
+
+export function formatQuantizeSummary(s: QuantizeSummary): string {
+  return formatRows([
+    ['tensors', `${s.converted} converted, ${s.tensors - s.converted} kept`],
+    ['weights', `${formatBytes(s.bytesBefore)} -> ${formatBytes(s.bytesAfter)} (${s.bitsPerWeight.toFixed(2)} bits per weight)`],
+    ['file', `${s.output}, ${formatBytes(s.fileBytes)}`],
+    ['time', `${(s.ms / 1000).toFixed(2)} s`],
+  ])
+}

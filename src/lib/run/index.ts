@@ -1,0 +1,2 @@
+/** Public face of `runner run`'s use case: one prompt, one generation, an optional receipt. */
+export {type RunOptions, type RunReport, type RunTimings, runPrompt} from './run-prompt.js'

@@ -1,0 +1,121 @@
+/**
+ * `runner run` as a library call: check the receipt's inputs, load the model, tokenize the prompt,
+ * refuse a prompt that does not fit, generate (streaming text to `onText`), write the receipt, and
+ * report what the command prints. The command only parses flags and renders this report.
+ */
+import {Model, Session, defaultContextSize} from '../engine/index.js'
+import {ExitCode, RunnerError} from '../errors.js'
+import {fitPrompt, type FinishReason, generate} from '../generate/index.js'
+import {readGgufModel} from '../gguf/index.js'
+import {prepareReceipt, type ReceiptOptions, writeReceipt} from '../receipt/index.js'
+import type {SamplingOptions} from '../sampling/index.js'
+import {encodePrompt} from '../tokenizer/index.js'
+
+export interface RunOptions {
+  readonly modelPath: string
+  readonly prompt: string
+  /** Tokens to generate; -1: until end of text or a full context. */
+  readonly nPredict: number
+  /** Default: the model's training context, at most 4096. */
+  readonly nCtx?: number
+  readonly nBatch: number
+  readonly threads?: number
+  readonly kvType: 'f16' | 'f32'
+  readonly addBos: boolean
+  readonly parseSpecial: boolean
+  readonly sampling: SamplingOptions
+  /** Write a receipt of the run (its inputs are checked before the model loads). */
+  readonly receipt?: ReceiptOptions
+  readonly onProgress?: (done: number, total: number) => void
+  /** The text as it is generated. */
+  readonly onText?: (text: string) => void
+  /** Ctrl+C: ends the generation with finish reason "aborted", keeping what was generated. */
+  readonly signal?: AbortSignal
+}
+
+export interface RunTimings {
+  readonly loadMs: number
+  readonly promptMs: number
+  readonly decodeMs: number
+  readonly promptTokensPerSecond: number
+  readonly decodeTokensPerSecond: number
+}
+
+export interface RunReport {
+  readonly text: string
+  readonly tokens: readonly number[]
+  readonly promptTokens: readonly number[]
+  /** Prompt tokens the engine evaluated. */
+  readonly evaluatedTokens: number
+  readonly finishReason: FinishReason
+  readonly seed: bigint
+  readonly timings: RunTimings
+  readonly peakRssBytes: number
+  readonly receipt?: {readonly path: string; readonly chain: string; readonly signed: boolean}
+}
+
+export async function runPrompt(options: RunOptions): Promise<RunReport> {
+  // A receipt records each token's log-probability; reporting them does not change sampling.
+  const sampling = options.receipt ? {...options.sampling, logprobs: true} : options.sampling
+  const t0 = performance.now()
+  const setup = options.receipt ? await prepareReceipt(readGgufModel(options.modelPath), options.receipt) : undefined
+  const model = await Model.load(options.modelPath, {onProgress: options.onProgress})
+  try {
+    const loadMs = performance.now() - t0
+    const tokenizer = model.tokenizer
+    const ids = encodePrompt(tokenizer, options.prompt, {addBos: options.addBos, parseSpecial: options.parseSpecial})
+    const nCtx = options.nCtx ?? defaultContextSize(model.config.nCtxTrain)
+    if (!fitPrompt(ids.length, nCtx, 1).fits) {
+      throw new RunnerError('PROMPT_TOO_LONG', `the prompt is ${ids.length} tokens but the context holds ${nCtx}; raise -c (at most the model's ${model.config.nCtxTrain}) or shorten the prompt`, ExitCode.usage)
+    }
+    const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
+    try {
+      // -1: no cap of our own; the engine stops when the context is full and says so (finish reason "context").
+      const maxTokens = options.nPredict < 0 ? nCtx : options.nPredict
+      const stopTokens = [...tokenizer.eogTokens]
+      const started = new Date()
+      const generation = generate(new Session(ctx), {prompt: ids, maxTokens, sampling, signal: options.signal, stopTokens})
+      for await (const e of generation.events) if (e.text) options.onText?.(e.text)
+      const o = await generation.result
+      const finished = new Date()
+      let receipt: RunReport['receipt']
+      if (setup && options.receipt) {
+        const written = await writeReceipt(options.receipt.path, setup, {
+          architecture: model.config.architecture,
+          started,
+          finished,
+          config: {maxTokens, nCtx, nBatch: ctx.options.nBatch, threads: ctx.options.threads, kvType: ctx.options.kvType, addBos: options.addBos, parseSpecial: options.parseSpecial, stopTokens, sampling},
+          prompt: {text: options.prompt, tokens: ids},
+          output: {tokens: [...o.tokenIds], text: o.text, bytes: tokenizer.decodeBytes(o.tokenIds), finishReason: o.finishReason, logprobs: o.tokens.map((t) => t.logprob)},
+        })
+        receipt = {path: options.receipt.path, chain: written.chain, signed: setup.key !== undefined}
+      }
+      const {promptMs, decodeMs} = o.timings
+      return {
+        text: o.text,
+        tokens: o.tokenIds,
+        promptTokens: ids,
+        evaluatedTokens: o.usage.evaluatedTokens,
+        finishReason: o.finishReason,
+        seed: sampling.seed,
+        timings: {
+          loadMs: round(loadMs),
+          promptMs: round(promptMs),
+          decodeMs: round(decodeMs),
+          promptTokensPerSecond: round((1000 * o.usage.evaluatedTokens) / Math.max(promptMs, 1e-9)),
+          decodeTokensPerSecond: round((1000 * o.tokenIds.length) / Math.max(decodeMs, 1e-9)),
+        },
+        peakRssBytes: process.resourceUsage().maxRSS * 1024,
+        ...(receipt ? {receipt} : {}),
+      }
+    } finally {
+      ctx.dispose()
+    }
+  } finally {
+    model.dispose()
+  }
+}
+
+function round(x: number): number {
+  return Math.round(x * 10) / 10
+}

@@ -1,0 +1,152 @@
+/**
+ * `runner score` as a library call: tokenize the corpus, score it window by window (score.ts), and
+ * alongside, per scored position, save this model's distribution (--save-logits) and/or its
+ * KL-divergence and top-1 agreement against a saved base (--kld). Returns the report document the
+ * command prints (its fields are the --json output).
+ */
+import {Model} from '../engine/index.js'
+import {ExitCode, RunnerError} from '../errors.js'
+import {sha256File, sha256Text} from '../util/sha256.js'
+import {type BaseLogits, type BasePosition, readBaseLogits, writeBaseLogits} from './base-logits.js'
+import {basePosition, checkBaseMatches, KLD_MARGIN, positionKld, summarizeKld} from './kld.js'
+import {scoreTokens} from './score.js'
+
+export interface CorpusScoreOptions {
+  readonly modelPath: string
+  readonly corpus: string
+  /** The corpus file, for the report (null: standard input). */
+  readonly corpusFile: string | null
+  readonly ctx: number
+  readonly stride?: number
+  readonly threads?: number
+  readonly nBatch: number
+  readonly kvType: 'f16' | 'f32'
+  /** Save this model's per-position distributions (top-k + the rest) here. */
+  readonly saveLogits?: string
+  readonly saveTopK: number
+  /** Compare against the base saved in this file. */
+  readonly kld?: string
+  readonly signal?: AbortSignal
+  /** After each window: windows done, windows in all, ms since scoring began. */
+  readonly onProgress?: (done: number, total: number, elapsedMs: number) => void
+}
+
+export const SCHEME_DESCRIPTION =
+  'llama-perplexity: tokens = [BOS] + tokenize(corpus); window c = tokens[c*stride, c*stride + ctx) with its first token replaced by BOS, from an empty cache; logits at first..ctx-2 score tokens first+1..ctx-1, first = floor(ctx/2)'
+
+/** KL-divergence against the base and top-1 agreement, as the report states them. */
+class KldTally {
+  readonly klds: number[] = []
+  readonly agree: boolean[] = []
+
+  constructor(
+    private readonly base: BaseLogits,
+    private readonly file: string,
+  ) {}
+
+  add(row: Float32Array, lse: number, target: number, argmax: number): void {
+    const b = this.base.positions[this.klds.length]!
+    if (b.target !== target) throw new RunnerError('KLD_BASE_MISMATCH', `${this.file}: position ${this.klds.length} scores another token`, ExitCode.usage)
+    this.klds.push(positionKld(b, row, lse))
+    this.agree.push(argmax === b.tokens[0])
+  }
+
+  report(ppl: number) {
+    const k = summarizeKld(this.klds, this.agree, this.base)
+    return {
+      mean: k.mean,
+      median: k.median,
+      p99: k.p99,
+      max: k.max,
+      top1_agreement: k.top1Agreement,
+      top1_agreement_margin: k.top1AgreementMargin,
+      margin: KLD_MARGIN,
+      margin_positions: k.marginPositions,
+      base_ppl: k.basePpl,
+      ppl_ratio: ppl / k.basePpl,
+    }
+  }
+}
+
+export type ScoreDocument = Awaited<ReturnType<typeof scoreCorpus>>
+
+export async function scoreCorpus(o: CorpusScoreOptions) {
+  if (o.corpus.length === 0) throw new RunnerError('SCORE_EMPTY_CORPUS', 'the corpus is empty', ExitCode.usage)
+  const model = await Model.load(o.modelPath)
+  try {
+    const tok = model.tokenizer
+    const tokens = tok.encode(o.corpus, {addSpecial: true, parseSpecial: false})
+    if (o.ctx > model.config.nCtxTrain) {
+      throw new RunnerError('SCORE_CTX_TOO_LARGE', `--ctx ${o.ctx} is larger than the model's context of ${model.config.nCtxTrain}`, ExitCode.usage)
+    }
+    const ctx = await model.createContext({nCtx: o.ctx, nBatch: Math.min(o.nBatch, o.ctx), threads: o.threads, kvType: o.kvType})
+    try {
+      const corpusSha = sha256Text(o.corpus)
+      const base = o.kld === undefined ? undefined : await readBaseLogits(o.kld)
+      const stride = o.stride ?? o.ctx
+      if (base) checkBaseMatches(base, tokens, {ctx: o.ctx, stride, first: Math.floor(o.ctx / 2)}, corpusSha, o.kld!)
+      const tally = base ? new KldTally(base, o.kld!) : undefined
+      const saved: BasePosition[] = []
+      const started = performance.now()
+      const result = await scoreTokens(ctx, tokens, {
+        ctx: o.ctx,
+        stride: o.stride,
+        bos: tok.addBos ? tok.bos : undefined,
+        signal: o.signal,
+        onPosition: (row, lse, target, argmax) => {
+          if (o.saveLogits !== undefined) saved.push(basePosition(row, lse, target, Math.min(o.saveTopK, row.length)))
+          tally?.add(row, lse, target, argmax)
+        },
+        onProgress: (done, total) => o.onProgress?.(done, total, performance.now() - started),
+      })
+      const modelSha = await sha256File(model.gguf.path)
+      const doc = {
+        model: {file: o.modelPath, sha256: modelSha, shards: model.gguf.shards.length},
+        corpus: {file: o.corpusFile, sha256: corpusSha, tokens: tokens.length},
+        scheme: {
+          description: SCHEME_DESCRIPTION,
+          ctx: o.ctx,
+          stride: result.scheme.stride,
+          first: result.scheme.first,
+          windows: result.scheme.starts.length,
+          scoredPerWindow: result.scheme.scoredPerWindow,
+          bosReplacesFirst: tok.addBos,
+        },
+        n_scored: result.nScored,
+        nll_mean: result.nllMean,
+        nll_std: result.nllStd,
+        nll_std_error: result.nllStdError,
+        ppl: result.ppl,
+        ppl_ci95: result.pplCi95,
+        n_vocab: result.nVocab,
+        top1: result.top1,
+        top1_rate: result.top1Rate,
+        windows: result.windows,
+        timings: {
+          ms: Math.round(result.ms * 10) / 10,
+          tokensPerSecond: Math.round((result.scheme.starts.length * o.ctx * 1000) / result.ms),
+          scoredPerSecond: Math.round((result.nScored * 1000) / result.ms),
+        },
+        kvType: o.kvType,
+        ...(tally ? {kld: tally.report(result.ppl)} : {}),
+      }
+      if (o.saveLogits !== undefined) {
+        await writeBaseLogits(o.saveLogits, {
+          k: Math.min(o.saveTopK, result.nVocab),
+          nVocab: result.nVocab,
+          ctx: o.ctx,
+          stride,
+          first: result.scheme.first,
+          corpusSha256: corpusSha,
+          tokens: Int32Array.from(tokens),
+          positions: saved,
+        })
+      }
+      return doc
+    } finally {
+      ctx.dispose()
+    }
+  } finally {
+    model.dispose()
+  }
+}

@@ -1,0 +1,30 @@
+import {formatRows} from '../util/format.js'
+import type {ScoreDocument} from './corpus.js'
+
+/** The human form of a score report: one row per figure. */
+export function formatScoreReport(doc: ScoreDocument): string {
+  return formatRows([
+    ['tokens scored', `${doc.n_scored} in ${doc.scheme.windows} windows of ${doc.scheme.ctx} (stride ${doc.scheme.stride})`],
+    ['nll mean', `${doc.nll_mean.toFixed(6)} ± ${doc.nll_std_error.toFixed(6)} (std ${doc.nll_std.toFixed(4)})`],
+    ['perplexity', `${doc.ppl.toFixed(4)} (95%: ${doc.ppl_ci95[0].toFixed(4)} to ${doc.ppl_ci95[1].toFixed(4)})`],
+    ['top-1', `${doc.top1} of ${doc.n_scored} (${(100 * doc.top1_rate).toFixed(2)}%)`],
+    ['speed', `${doc.timings.scoredPerSecond} tokens/s scored (${doc.timings.tokensPerSecond} tokens/s evaluated, ${doc.timings.ms} ms)`],
+    ...(doc.kld
+      ? ([
+          ['KLD vs base', `mean ${doc.kld.mean.toFixed(6)}, median ${doc.kld.median.toFixed(6)}, p99 ${doc.kld.p99.toFixed(6)}, max ${doc.kld.max.toFixed(6)}`],
+          ['top-1 agreement', `${(100 * doc.kld.top1_agreement).toFixed(2)}% (${(100 * doc.kld.top1_agreement_margin).toFixed(2)}% where the base leads by > ${doc.kld.margin} nats, ${doc.kld.margin_positions} positions)`],
+          ['ppl ratio', `${doc.kld.ppl_ratio.toFixed(6)} (base ppl ${doc.kld.base_ppl.toFixed(4)})`],
+        ] as Array<[string, string]>)
+      : []),
+    ['model sha256', doc.model.sha256],
+    ['corpus sha256', doc.corpus.sha256],
+  ])
+}
+
+/** "scoring window i/n" on stderr, on a terminal only, once scoring has taken over a second. */
+export function scoreProgress(enabled: boolean): ((done: number, total: number, elapsedMs: number) => void) | undefined {
+  if (!enabled || !process.stderr.isTTY) return undefined
+  return (done, total, elapsedMs) => {
+    if (elapsedMs > 1000) process.stderr.write(`\rscoring window ${done}/${total}${done === total ? '\n' : ''}`)
+  }
+}
