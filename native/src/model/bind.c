@@ -1,8 +1,9 @@
 /*
- * Binding tensors by role: each descriptor's extent, type and shape are checked against its file and
- * the config (defence in depth: TypeScript checked them too), then it becomes a view in place in the
- * mapped file, with the matmul kernel this CPU runs picked for it. Fused tensors (phi3's attn_qkv and
- * ffn_gate_up, 3-D expert tensors) are bound as one view per weight they stand for.
+ * Binding tensors by role: each descriptor's extent and type are checked against its file, and its
+ * shape against the rules of model/roles.c (defence in depth: TypeScript checked them too); then it
+ * becomes a view in place in the mapped file, with the matmul kernel this CPU runs picked for it.
+ * Fused tensors (phi3's attn_qkv and ffn_gate_up, 3-D expert tensors) are bound as one view per
+ * weight they stand for.
  */
 #include "model/bind.h"
 
@@ -10,53 +11,7 @@
 
 #include "core/alloc.h"
 #include "core/status.h"
-
-static const char *const role_names[RUNNER_ROLE_COUNT] = {
-    "token_embd", "output_norm", "output",      "attn_norm",   "attn_q",      "attn_k",      "attn_v",
-    "attn_output", "ffn_norm",   "ffn_gate",    "ffn_up",      "ffn_down",    "attn_q_bias", "attn_k_bias",
-    "attn_v_bias", "attn_q_norm", "attn_k_norm", "attn_qkv",    "ffn_gate_up", "attn_post_norm", "ffn_post_norm",
-    "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps", "rope_factors_long", "rope_factors_short",
-};
-
-const char *runner_tensor_role_name(int32_t role) {
-    return role >= 0 && role < RUNNER_ROLE_COUNT ? role_names[role] : NULL;
-}
-
-static int role_is_per_layer(int32_t role) {
-    return role >= RUNNER_ROLE_ATTN_NORM && role < RUNNER_ROLE_COUNT && role != RUNNER_ROLE_ROPE_FACTORS_LONG &&
-           role != RUNNER_ROLE_ROPE_FACTORS_SHORT;
-}
-
-/* The shape [ne0, ne1] each role must have under the config (ne1 = 1 for vectors). */
-static void expected_shape(const runner_model_config *c, int32_t role, int64_t *ne0, int64_t *ne1) {
-    const int64_t n_q = (int64_t)c->n_head * c->head_dim, n_kv = (int64_t)c->n_head_kv * c->head_dim;
-    *ne1 = 1;
-    switch (role) {
-    case RUNNER_ROLE_TOKEN_EMBD:
-    case RUNNER_ROLE_OUTPUT: *ne0 = c->n_embd; *ne1 = c->n_vocab; break;
-    case RUNNER_ROLE_ATTN_Q: *ne0 = c->n_embd; *ne1 = n_q; break;
-    case RUNNER_ROLE_ATTN_K:
-    case RUNNER_ROLE_ATTN_V: *ne0 = c->n_embd; *ne1 = n_kv; break;
-    case RUNNER_ROLE_ATTN_OUT: *ne0 = n_q; *ne1 = c->n_embd; break;
-    case RUNNER_ROLE_FFN_GATE:
-    case RUNNER_ROLE_FFN_UP: *ne0 = c->n_embd; *ne1 = c->n_ff; break;
-    case RUNNER_ROLE_FFN_DOWN: *ne0 = c->n_ff; *ne1 = c->n_embd; break;
-    case RUNNER_ROLE_ATTN_Q_BIAS: *ne0 = n_q; break;
-    case RUNNER_ROLE_ATTN_K_BIAS:
-    case RUNNER_ROLE_ATTN_V_BIAS: *ne0 = n_kv; break;
-    case RUNNER_ROLE_ATTN_Q_NORM:
-    case RUNNER_ROLE_ATTN_K_NORM: *ne0 = c->head_dim; break;
-    case RUNNER_ROLE_ATTN_QKV: *ne0 = c->n_embd; *ne1 = n_q + 2 * n_kv; break;
-    case RUNNER_ROLE_FFN_GATE_UP: *ne0 = c->n_embd; *ne1 = 2 * (int64_t)c->n_ff; break;
-    case RUNNER_ROLE_FFN_GATE_INP: *ne0 = c->n_embd; *ne1 = c->n_expert; break;
-    case RUNNER_ROLE_FFN_GATE_EXPS:
-    case RUNNER_ROLE_FFN_UP_EXPS: *ne0 = c->n_embd; *ne1 = c->n_ff_exp; break;
-    case RUNNER_ROLE_FFN_DOWN_EXPS: *ne0 = c->n_ff_exp; *ne1 = c->n_embd; break;
-    case RUNNER_ROLE_ROPE_FACTORS_LONG:
-    case RUNNER_ROLE_ROPE_FACTORS_SHORT: *ne0 = c->n_rot / 2; break;
-    default: *ne0 = c->n_embd; break; /* norms */
-    }
-}
+#include "model/roles.h"
 
 static runner_weight *slot_for(runner_model *m, int32_t role, int32_t layer) {
     switch (role) {
@@ -115,7 +70,7 @@ static runner_status setup_kernel(runner_model *m, runner_weight *w, const char 
 static runner_status bind_experts(runner_model *m, const runner_tensor_desc *t, const runner_mapping *map,
                                   const runner_type_traits *tt, char *err, int32_t err_len) {
     const runner_model_config *c = &m->cfg;
-    const char *name = role_names[t->role];
+    const char *name = runner_tensor_role_name(t->role);
     if (c->n_expert < 1)
         return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): expert weights in a model without experts", name, t->layer);
     const int fused = t->expert < 0;
@@ -123,7 +78,7 @@ static runner_status bind_experts(runner_model *m, const runner_tensor_desc *t, 
         return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): expert %d out of range [0, %d)", name, t->layer,
                            t->expert, c->n_expert);
     int64_t ne0, ne1;
-    expected_shape(c, t->role, &ne0, &ne1);
+    runner_role_shape(c, t->role, &ne0, &ne1);
     const int64_t ne2 = fused ? c->n_expert : 1;
     const int64_t g1 = t->n_dims >= 2 ? t->ne[1] : 1, g2 = t->n_dims >= 3 ? t->ne[2] : 1, g3 = t->n_dims >= 4 ? t->ne[3] : 1;
     if (t->n_dims < 1 || t->n_dims > 4 || t->ne[0] != ne0 || g1 != ne1 || g2 != ne2 || g3 != 1)
@@ -165,8 +120,8 @@ runner_status runner_model_bind_tensor(runner_model *m, const runner_tensor_desc
     const runner_model_config *c = &m->cfg;
     if (t->role < 0 || t->role >= RUNNER_ROLE_COUNT)
         return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %d: unknown role %d", index, t->role);
-    const char *name = role_names[t->role];
-    if (role_is_per_layer(t->role) ? (t->layer < 0 || t->layer >= c->n_layer) : t->layer != -1)
+    const char *name = runner_tensor_role_name(t->role);
+    if (runner_role_is_per_layer(t->role) ? (t->layer < 0 || t->layer >= c->n_layer) : t->layer != -1)
         return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s: layer %d out of range", name, t->layer);
     if (t->file < 0 || t->file >= m->n_maps)
         return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): file index %d out of range", name,
@@ -185,23 +140,21 @@ runner_status runner_model_bind_tensor(runner_model *m, const runner_tensor_desc
     if (t->expert != -1)
         return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): expert index %d on a tensor that is not an expert's", name,
                            t->layer, t->expert);
-    int64_t ne0, ne1;
-    expected_shape(c, t->role, &ne0, &ne1);
+    int64_t want0, want1;
+    runner_role_shape(c, t->role, &want0, &want1);
     /* Vectors read as F32 in place: norms and biases. */
-    int is_vector = t->role == RUNNER_ROLE_OUTPUT_NORM || t->role == RUNNER_ROLE_ATTN_NORM || t->role == RUNNER_ROLE_FFN_NORM ||
-                    (t->role >= RUNNER_ROLE_ATTN_Q_BIAS && t->role <= RUNNER_ROLE_ATTN_K_NORM) ||
-                    t->role == RUNNER_ROLE_ATTN_POST_NORM || t->role == RUNNER_ROLE_FFN_POST_NORM ||
-                    t->role == RUNNER_ROLE_ROPE_FACTORS_LONG || t->role == RUNNER_ROLE_ROPE_FACTORS_SHORT;
+    const int is_vector = runner_role_is_vector(t->role);
     if (t->role == RUNNER_ROLE_FFN_GATE_INP && c->n_expert < 1)
         return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor ffn_gate_inp (layer %d): a router in a model without experts", t->layer);
     int64_t got1 = t->n_dims >= 2 ? t->ne[1] : 1;
     for (int d = 2; d < t->n_dims; d++)
         if (t->ne[d] != 1) got1 = -1;
-    if (t->n_dims < 1 || t->n_dims > 4 || t->ne[0] != ne0 || got1 != ne1)
+    if (t->n_dims < 1 || t->n_dims > 4 || !runner_role_shape_ok(c, t->role, t->ne[0], got1))
         return runner_fail(err, err_len, RUNNER_ERR_MODEL,
                            "tensor %s (layer %d): shape [%lld, %lld] does not match the config, expected [%lld, %lld]",
                            name, t->layer, (long long)t->ne[0], (long long)(t->n_dims >= 2 ? t->ne[1] : 1),
-                           (long long)ne0, (long long)ne1);
+                           (long long)want0, (long long)want1);
+    const int64_t ne0 = t->ne[0], ne1 = got1;
     if (is_vector && t->type != RUNNER_TYPE_F32)
         return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s (layer %d): norm and bias vectors must be F32, got %s",
                            name, t->layer, tt->name);
@@ -245,6 +198,24 @@ runner_status runner_model_bind_tensor(runner_model *m, const runner_tensor_desc
             runner_status st = setup_kernel(m, slots[k], name, t->layer, err, err_len);
             if (st != RUNNER_OK) return st;
         }
+    }
+    return RUNNER_OK;
+}
+
+runner_status runner_model_bind_tied_head(runner_model *m, char *err, int32_t err_len) {
+    if (m->output.data || !m->tok_embd.data) return RUNNER_OK;
+    /* Tied embeddings: the head is token_embd, which then needs a matmul kernel. */
+    m->output = m->tok_embd;
+    m->output.variant = runner_kernel_pick_vec_dot(m->tok_embd.traits, m->cpu);
+    m->output.vec_dot = m->tok_embd.traits->vec_dot[m->output.variant];
+    const runner_type_traits *act = runner_type_traits_get(m->tok_embd.traits->vec_dot_type);
+    if (!m->output.vec_dot || !act)
+        return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tied output: no matmul kernel for %s",
+                           m->tok_embd.traits->name);
+    if (act->type != RUNNER_TYPE_F32) {
+        m->act_from_float[act->type] = act->from_float[runner_kernel_pick_from_float(act, m->cpu)];
+        if (!m->act_from_float[act->type])
+            return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tied output: no quantizer for activations of %s", act->name);
     }
     return RUNNER_OK;
 }

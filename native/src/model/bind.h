@@ -8,4 +8,7 @@
  * into the mapped file, picking its matmul kernel; the message names the tensor and the value. */
 runner_status runner_model_bind_tensor(runner_model *m, const runner_tensor_desc *t, int32_t index, char *err, int32_t err_len);
 
+/* No output weight: the head is token_embd (tied embeddings), which then needs a matmul kernel. */
+runner_status runner_model_bind_tied_head(runner_model *m, char *err, int32_t err_len);
+
 #endif

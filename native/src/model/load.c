@@ -14,9 +14,9 @@
 #include "core/cpu_cap.h"
 #include "core/status.h"
 #include "model/bind.h"
-#include "model/check.h"
 #include "model/config.h"
 #include "model/model.h"
+#include "model/roles.h"
 #include "ops/activation.h"
 
 static runner_status map_file(const char *path, runner_mapping *out, char *err, int32_t err_len) {
@@ -141,6 +141,7 @@ runner_status runner_model_load(const runner_model_config *config, const char *c
         m->n_maps = i + 1;
     }
     for (int32_t i = 0; i < n_tensors && st == RUNNER_OK; i++) st = runner_model_bind_tensor(m, &tensors[i], i, err, err_len);
+    if (st == RUNNER_OK) st = runner_model_bind_tied_head(m, err, err_len);
     if (st == RUNNER_OK) st = runner_model_check_complete(m, err, err_len);
     if (st == RUNNER_OK) st = prefault(m, tensors, n_tensors, progress, progress_user, err, err_len);
     if (st != RUNNER_OK) {

@@ -1,29 +1,74 @@
 /*
- * Completeness: after binding, every block has exactly the weights its declared sublayers need
- * (a removed sublayer none but its pre-norm), and the tied head gets its kernel.
+ * What each tensor role is: its name, the shape it must have under the config, whether it is an F32
+ * vector read in place, and which roles a block must (or must not) have. The one place that says what
+ * a valid model's weights look like; model/bind.c does the binding itself. TypeScript's tables
+ * (src/lib/arch) say the same for each family; this is the engine's own check (defence in depth).
  */
-#include "model/check.h"
+#include "model/roles.h"
 
 #include "core/status.h"
+
+static const char *const role_names[RUNNER_ROLE_COUNT] = {
+    "token_embd", "output_norm", "output",      "attn_norm",   "attn_q",      "attn_k",      "attn_v",
+    "attn_output", "ffn_norm",   "ffn_gate",    "ffn_up",      "ffn_down",    "attn_q_bias", "attn_k_bias",
+    "attn_v_bias", "attn_q_norm", "attn_k_norm", "attn_qkv",    "ffn_gate_up", "attn_post_norm", "ffn_post_norm",
+    "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps", "rope_factors_long", "rope_factors_short",
+};
+
+const char *runner_tensor_role_name(int32_t role) {
+    return role >= 0 && role < RUNNER_ROLE_COUNT ? role_names[role] : NULL;
+}
+
+int runner_role_is_per_layer(int32_t role) {
+    return role >= RUNNER_ROLE_ATTN_NORM && role < RUNNER_ROLE_COUNT && role != RUNNER_ROLE_ROPE_FACTORS_LONG &&
+           role != RUNNER_ROLE_ROPE_FACTORS_SHORT;
+}
+
+void runner_role_shape(const runner_model_config *c, int32_t role, int64_t *ne0, int64_t *ne1) {
+    const int64_t n_q = (int64_t)c->n_head * c->head_dim, n_kv = (int64_t)c->n_head_kv * c->head_dim;
+    *ne1 = 1;
+    switch (role) {
+    case RUNNER_ROLE_TOKEN_EMBD:
+    case RUNNER_ROLE_OUTPUT: *ne0 = c->n_embd; *ne1 = c->n_vocab; break;
+    case RUNNER_ROLE_ATTN_Q: *ne0 = c->n_embd; *ne1 = n_q; break;
+    case RUNNER_ROLE_ATTN_K:
+    case RUNNER_ROLE_ATTN_V: *ne0 = c->n_embd; *ne1 = n_kv; break;
+    case RUNNER_ROLE_ATTN_OUT: *ne0 = n_q; *ne1 = c->n_embd; break;
+    case RUNNER_ROLE_FFN_GATE:
+    case RUNNER_ROLE_FFN_UP: *ne0 = c->n_embd; *ne1 = c->n_ff; break;
+    case RUNNER_ROLE_FFN_DOWN: *ne0 = c->n_ff; *ne1 = c->n_embd; break;
+    case RUNNER_ROLE_ATTN_Q_BIAS: *ne0 = n_q; break;
+    case RUNNER_ROLE_ATTN_K_BIAS:
+    case RUNNER_ROLE_ATTN_V_BIAS: *ne0 = n_kv; break;
+    case RUNNER_ROLE_ATTN_Q_NORM:
+    case RUNNER_ROLE_ATTN_K_NORM: *ne0 = c->head_dim; break;
+    case RUNNER_ROLE_ATTN_QKV: *ne0 = c->n_embd; *ne1 = n_q + 2 * n_kv; break;
+    case RUNNER_ROLE_FFN_GATE_UP: *ne0 = c->n_embd; *ne1 = 2 * (int64_t)c->n_ff; break;
+    case RUNNER_ROLE_FFN_GATE_INP: *ne0 = c->n_embd; *ne1 = c->n_expert; break;
+    case RUNNER_ROLE_FFN_GATE_EXPS:
+    case RUNNER_ROLE_FFN_UP_EXPS: *ne0 = c->n_embd; *ne1 = c->n_ff_exp; break;
+    case RUNNER_ROLE_FFN_DOWN_EXPS: *ne0 = c->n_ff_exp; *ne1 = c->n_embd; break;
+    case RUNNER_ROLE_ROPE_FACTORS_LONG:
+    case RUNNER_ROLE_ROPE_FACTORS_SHORT: *ne0 = c->n_rot / 2; break;
+    default: *ne0 = c->n_embd; break; /* norms */
+    }
+}
+
+int runner_role_is_vector(int32_t role) {
+    return role == RUNNER_ROLE_OUTPUT_NORM || role == RUNNER_ROLE_ATTN_NORM || role == RUNNER_ROLE_FFN_NORM ||
+           (role >= RUNNER_ROLE_ATTN_Q_BIAS && role <= RUNNER_ROLE_ATTN_K_NORM) || role == RUNNER_ROLE_ATTN_POST_NORM ||
+           role == RUNNER_ROLE_FFN_POST_NORM || role == RUNNER_ROLE_ROPE_FACTORS_LONG || role == RUNNER_ROLE_ROPE_FACTORS_SHORT;
+}
+
+int runner_role_shape_ok(const runner_model_config *c, int32_t role, int64_t ne0, int64_t ne1) {
+    int64_t want0, want1;
+    runner_role_shape(c, role, &want0, &want1);
+    return ne0 == want0 && ne1 == want1;
+}
 
 runner_status runner_model_check_complete(runner_model *m, char *err, int32_t err_len) {
     if (!m->tok_embd.data) return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor token_embd is missing");
     if (!m->output_norm.data) return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor output_norm is missing");
-    if (!m->output.data) {
-        /* Tied embeddings: the head is token_embd, which then needs a matmul kernel. */
-        m->output = m->tok_embd;
-        m->output.variant = runner_kernel_pick_vec_dot(m->tok_embd.traits, m->cpu);
-        m->output.vec_dot = m->tok_embd.traits->vec_dot[m->output.variant];
-        const runner_type_traits *act = runner_type_traits_get(m->tok_embd.traits->vec_dot_type);
-        if (!m->output.vec_dot || !act)
-            return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tied output: no matmul kernel for %s",
-                               m->tok_embd.traits->name);
-        if (act->type != RUNNER_TYPE_F32) {
-            m->act_from_float[act->type] = act->from_float[runner_kernel_pick_from_float(act, m->cpu)];
-            if (!m->act_from_float[act->type])
-                return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tied output: no quantizer for activations of %s", act->name);
-        }
-    }
     int post_norms = 0;
     for (int32_t i = 0; i < m->cfg.n_layer; i++) post_norms |= m->layers[i].attn_post_norm.data || m->layers[i].ffn_post_norm.data;
     for (int32_t i = 0; i < m->cfg.n_layer; i++) {
