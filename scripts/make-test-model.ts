@@ -4,11 +4,22 @@
  *   npx tsx scripts/make-test-model.ts --out /tmp/tiny.gguf --n-embd 128 --n-layer 2 --n-head 8 \
  *     --n-head-kv 2 --n-ff 352 --context 256 --type f16 --seed 7
  *
+ * A family's tensors come from its table in the architecture registry (src/lib/arch/families.ts):
+ * each TensorSpec whose `when` holds for the config the spec describes (dense FFN or experts), per
+ * block where it is per-layer, with the shape its rule gives; optional tensors only when asked
+ * (output.weight unless tied, the rope factors with longrope); experts fused or, in the legacy
+ * layout, split per expert (TensorSpec.split). So a family added to the registry is written with no
+ * change here unless its files carry metadata beyond the common keys (WRITER_FAMILIES: granite's
+ * multipliers, gemma's windows and soft-caps, the experts' counts) or it brings a new 1-D role
+ * (ROLE_INIT). The writer's own pseudo-family mixtral is a llama file with experts.
+ *
  * The tokenizer metadata (every `tokenizer.*` key) is copied from an existing GGUF, by default
- * ../shared/models/stories260K.gguf, so the model tokenizes real text. Weights follow the shared
- * fixtures' initialisation: projections N(0, 1/in), norms 1 + N(0, 0.05²), embeddings N(0, 0.5²),
- * output N(0, 9/n_embd). Each tensor draws from its own stream (seed + tensor name), so a tensor's
- * bytes do not depend on the shape of the others. 1-D tensors stay F32, as llama.cpp writes them.
+ * ../shared/models/stories260K.gguf, so the model tokenizes real text. Weights are initialised by
+ * role, as the shared fixtures (ROLE_INIT): projections N(0, 1/n_in), norms 1 + N(0, 0.05²),
+ * post-norms 4 + N(0, 0.05²), biases and embeddings N(0, 0.5²), output N(0, (3·logit_scale)²/n_embd);
+ * a tied model other than llama has token_embd N(0, 1/n_embd) and output_norm 3 + N(0, 0.05²). Each
+ * tensor draws from its own stream (seed + tensor name), so a tensor's bytes depend neither on the
+ * other tensors nor on their order. 1-D tensors stay F32, as llama.cpp writes them.
  *
  * Quantized types (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k..q6_k, iq4_nl, mxfp4) quantize the very float32 weights the f32 model of
  * the same seed holds, with the engine's weight quantizer (bit-identical to llama.cpp's
@@ -20,14 +31,78 @@ import {resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 
+import {ARCHITECTURES, type ArchitectureSpec, type ModelConfig, type TensorRole, type TensorSpec} from '../src/lib/arch/index.js'
 import {quantizeRef} from '../src/lib/engine/index.js'
 import {GgmlType, type GgmlTypeInfo, ggmlTypeById, type GgufKv, GgufValueType, readGgufModel, writeGguf} from '../src/lib/gguf/index.js'
 import {f32ToF16Bits} from '../src/lib/util/half.js'
 import {deriveSeed, SeededRandom} from '../src/lib/util/random.js'
 
-/** Families the writer knows (mixtral is `general.architecture = llama` with experts). */
-export const TEST_MODEL_ARCHS = ['llama', 'qwen2', 'qwen3', 'granite', 'phi3', 'gemma2', 'gemma3', 'qwen3moe', 'mixtral'] as const
-export type TestModelArch = (typeof TEST_MODEL_ARCHS)[number]
+/** granite's multipliers in the files we write (the shared fixture's values). */
+const GRANITE = {embeddingScale: 12, residualScale: 0.22, attentionScale: 0.125, logitScale: 4}
+
+/**
+ * What the writer adds to a registry family: only metadata, and only where the family's files carry
+ * more than the common keys. A family absent here (a new one whose metadata is the common keys) needs
+ * nothing: its tensors come from its table in src/lib/arch/families.ts.
+ */
+interface WriterFamily {
+  /** general.architecture, and the registry entry whose tensors are written (default: the family's name). */
+  readonly arch?: string
+  /** Experts in every block, and the metadata key of their width: feed_forward_length (nFf) or expert_feed_forward_length (nFfExp). */
+  readonly experts?: 'feed_forward_length' | 'expert_feed_forward_length'
+  /** Metadata beyond the common keys (as llama.cpp's llama-arch.cpp names them). */
+  readonly kvs?: (s: TestModelSpec, kv: KvMaker) => GgufKv[]
+  /** general.name is runner-test-<this> (default: the family's name). */
+  readonly nameSuffix?: string
+  /** Tied, keeps the untied initialisation of token_embd and output_norm (its files predate the tied rule). */
+  readonly historicalTiedInit?: boolean
+}
+
+interface KvMaker {
+  u32: (key: string, value: number) => GgufKv
+  f32: (key: string, value: number) => GgufKv
+  str: (key: string, value: string) => GgufKv
+  boolArray: (key: string, items: readonly boolean[]) => GgufKv
+}
+
+const WRITER_FAMILIES: Readonly<Record<string, WriterFamily>> = {
+  llama: {historicalTiedInit: true},
+  /** Not a registry family: a llama file with experts (llama.cpp's Mixtral). */
+  mixtral: {arch: 'llama', experts: 'feed_forward_length'},
+  qwen3moe: {experts: 'expert_feed_forward_length'},
+  granite: {
+    kvs: (_, {f32}) => [
+      f32('embedding_scale', GRANITE.embeddingScale),
+      f32('residual_scale', GRANITE.residualScale),
+      f32('attention.scale', GRANITE.attentionScale),
+      f32('logit_scale', GRANITE.logitScale),
+    ],
+  },
+  // llama.cpp's vocab loader special-cases a general.name containing "phi3" (README: fixture-phi).
+  phi3: {nameSuffix: 'fused-qkv'},
+  gemma2: {
+    kvs: (s, {u32, f32}) => [u32('attention.sliding_window', s.slidingWindow ?? 8), f32('attn_logit_softcapping', s.attnSoftcap ?? 5), f32('final_logit_softcapping', s.finalSoftcap ?? 10)],
+  },
+  gemma3: {
+    kvs: (s, {u32, f32, boolArray}) => [
+      u32('attention.sliding_window', s.slidingWindow ?? 8),
+      typeof s.slidingWindowPattern === 'object' ? boolArray('attention.sliding_window_pattern', s.slidingWindowPattern) : u32('attention.sliding_window_pattern', s.slidingWindowPattern ?? 2),
+      f32('rope.freq_base_swa', s.ropeBaseSwa ?? 10000),
+    ],
+  },
+}
+
+const writerFamily = (arch: string): WriterFamily => WRITER_FAMILIES[arch] ?? {}
+const ggufArch = (arch: string): string => writerFamily(arch).arch ?? arch
+
+/**
+ * Families the writer knows: every architecture of the registry (src/lib/arch/families.ts), whose
+ * tensors it derives from the family's table, and its own pseudo-families (WRITER_FAMILIES with an
+ * `arch`: mixtral is `general.architecture = llama` with experts).
+ */
+export const TEST_MODEL_ARCHS: readonly string[] = [...ARCHITECTURES.keys(), ...Object.keys(WRITER_FAMILIES).filter((k) => WRITER_FAMILIES[k]!.arch !== undefined)]
+/** A name of TEST_MODEL_ARCHS (checked when a model is written: the registry is data). */
+export type TestModelArch = string
 
 export interface TestModelSpec {
   readonly arch: TestModelArch
@@ -70,9 +145,6 @@ export interface TestModelSpec {
   readonly longrope?: {readonly originalContext: number; readonly attnFactor: number}
 }
 
-/** granite's multipliers in the files we write (the shared fixture's values). */
-const GRANITE = {embeddingScale: 12, residualScale: 0.22, attentionScale: 0.125, logitScale: 4}
-
 export const DEFAULT_TOKENIZER = resolve(fileURLToPath(import.meta.url), '../../../shared/models/stories260K.gguf')
 
 const TOKEN_TYPE_UNUSED = 5
@@ -112,113 +184,164 @@ interface TensorPlan {
   shape: number[]
   /** Returns the next weight; called shape-product times in ggml order. */
   init: (rng: SeededRandom) => number
-  /** Never quantized (the MoE router, as llama-quantize keeps ffn_gate_inp). */
+  /** Never quantized: 1-D weights the engine reads as F32 only, and the MoE router (llama-quantize keeps ffn_gate_inp). */
   keepF32?: boolean
 }
 
-function validate(s: TestModelSpec): void {
-  const positive = {nEmbd: s.nEmbd, nLayer: s.nLayer, nHead: s.nHead, nHeadKv: s.nHeadKv, nFf: s.nFf, nCtx: s.nCtx}
-  for (const [k, v] of Object.entries(positive)) {
-    if (!Number.isSafeInteger(v) || v < 1) throw new Error(`${k} must be a positive integer, got ${v}`)
-  }
-  if (s.headDim === undefined && s.nEmbd % s.nHead !== 0) throw new Error(`nEmbd ${s.nEmbd} is not divisible by nHead ${s.nHead}`)
-  if (!TEST_MODEL_ARCHS.includes(s.arch)) throw new Error(`arch ${String(s.arch)} is not one of ${TEST_MODEL_ARCHS.join(', ')}`)
-  if (s.arch === 'qwen3moe' || s.arch === 'mixtral') {
-    const n = s.nExpert ?? 0
-    const k = s.nExpertUsed ?? 0
-    if (n < 1 || k < 1 || k > n) throw new Error(`${s.arch} needs 1 <= nExpertUsed (${k}) <= nExpert (${n})`)
-    if (s.arch === 'qwen3moe' && !(s.nFfExp! >= 1)) throw new Error('qwen3moe needs nFfExp')
-  }
-  if (s.nHead % s.nHeadKv !== 0) throw new Error(`nHead ${s.nHead} is not a multiple of nHeadKv ${s.nHeadKv}`)
+/** A spec resolved against the registry: the file's architecture, its table, and the config its shape rules read. */
+interface Resolved {
+  readonly arch: string
+  readonly family: WriterFamily
+  readonly entry: ArchitectureSpec
+  readonly config: ModelConfig
 }
 
-function plan(s: TestModelSpec, nVocab: number): TensorPlan[] {
-  const a = s.arch
+function resolveSpec(s: TestModelSpec, nVocab: number): Resolved {
+  const family = writerFamily(s.arch)
+  const arch = ggufArch(s.arch)
+  const entry = ARCHITECTURES.get(arch)!
   const headDim = s.headDim ?? s.nEmbd / s.nHead
-  const qDim = headDim * s.nHead
-  const kvDim = headDim * s.nHeadKv
-  const normal = (std: number, mean = 0) => (rng: SeededRandom) => mean + std * rng.normal()
-  const proj = (nIn: number) => normal(1 / Math.sqrt(nIn))
-  const norm = normal(0.05, 1)
-  const gemma = a === 'gemma2' || a === 'gemma3'
-  const moe = a === 'qwen3moe' || a === 'mixtral'
-  const tied = s.tied || a === 'gemma2'
-  // As the shared fixtures: a tied non-llama model gets token_embd N(0, 1/n_embd) and output_norm
-  // centred on 3 (llama keeps its historical initialisation); gemma's post-norms are centred on 4.
-  const fixtureTied = tied && a !== 'llama'
-  const logitScale = a === 'granite' ? GRANITE.logitScale : 1
-  const tensors: TensorPlan[] = [
-    {name: 'token_embd.weight', shape: [s.nEmbd, nVocab], init: fixtureTied ? normal(1 / Math.sqrt(s.nEmbd)) : normal(0.5)},
-    {name: 'output_norm.weight', shape: [s.nEmbd], init: fixtureTied ? normal(0.05, 3) : norm},
-  ]
-  if (!tied) tensors.push({name: 'output.weight', shape: [s.nEmbd, nVocab], init: normal((3 * logitScale) / Math.sqrt(s.nEmbd))})
-  if (s.longrope) {
-    // Frequency divisors >= 1, as Phi-3's: large for the long-context set, near 1 for the short one.
-    tensors.push(
-      {name: 'rope_factors_long.weight', shape: [headDim / 2], init: (rng) => 1 + 4 * Math.abs(rng.normal())},
-      {name: 'rope_factors_short.weight', shape: [headDim / 2], init: (rng) => 1 + 0.25 * Math.abs(rng.normal())},
-    )
+  const experts = family.experts
+    ? {nExpert: s.nExpert!, nExpertUsed: s.nExpertUsed!, nFfExp: family.experts === 'feed_forward_length' ? s.nFf : s.nFfExp!}
+    : {}
+  // Tied when asked, or when the family's table has no head (gemma2: llama.cpp never reads one).
+  const tied = !!s.tied || !entry.tensors.some((t) => t.role === 'output')
+  const config: ModelConfig = {
+    architecture: arch,
+    nVocab,
+    nEmbd: s.nEmbd,
+    nLayer: s.nLayer,
+    nHead: s.nHead,
+    nHeadKv: s.nHeadKv,
+    headDim,
+    nFf: s.nFf,
+    nCtxTrain: s.nCtx,
+    nRot: headDim,
+    ropeType: entry.ropeType,
+    ropeFreqBase: s.ropeFreqBase ?? 10000,
+    ropeFreqScale: 1,
+    normEps: s.rmsEps ?? 1e-5,
+    attnRemoved: Array.from({length: s.nLayer}, () => false),
+    ffnRemoved: Array.from({length: s.nLayer}, () => false),
+    tiedEmbeddings: tied,
+    ...experts,
   }
-  for (let i = 0; i < s.nLayer; i++) {
-    const b = `blk.${i}`
-    tensors.push({name: `${b}.attn_norm.weight`, shape: [s.nEmbd], init: norm})
-    if (a === 'phi3') {
-      tensors.push({name: `${b}.attn_qkv.weight`, shape: [s.nEmbd, qDim + 2 * kvDim], init: proj(s.nEmbd)})
-    } else {
-      tensors.push(
-        {name: `${b}.attn_q.weight`, shape: [s.nEmbd, qDim], init: proj(s.nEmbd)},
-        {name: `${b}.attn_k.weight`, shape: [s.nEmbd, kvDim], init: proj(s.nEmbd)},
-        {name: `${b}.attn_v.weight`, shape: [s.nEmbd, kvDim], init: proj(s.nEmbd)},
-      )
+  return {arch, family, entry, config}
+}
+
+/** Optional tensors are written only when the spec asks for them; any other optional role is left out. */
+const WANTED: Partial<Record<TensorRole, (s: TestModelSpec, c: ModelConfig) => boolean>> = {
+  output: (_, c) => !c.tiedEmbeddings,
+  rope_factors_long: (s) => !!s.longrope,
+  rope_factors_short: (s) => !!s.longrope,
+}
+
+/** What a role's initialisation may depend on besides its shape. */
+interface InitContext {
+  readonly config: ModelConfig
+  /** A tied model of the shared fixtures' kind: token_embd N(0, 1/n_embd), output_norm centred on 3. */
+  readonly fixtureTied: boolean
+  /** The file's logit_scale (granite's), which output.weight's spread follows. */
+  readonly logitScale: number
+}
+type RoleInit = (shape: readonly number[], x: InitContext) => TensorPlan['init']
+
+const normal =
+  (std: number, mean = 0): TensorPlan['init'] =>
+  (rng) =>
+    mean + std * rng.normal()
+const NORM: RoleInit = () => normal(0.05, 1)
+const POST_NORM: RoleInit = () => normal(0.05, 4)
+const BIAS: RoleInit = () => normal(0.5)
+/** Projections (and any role of two or more dimensions not listed): N(0, 1/n_in), n_in = ne0. */
+const PROJECTION: RoleInit = (shape) => normal(1 / Math.sqrt(shape[0]!))
+
+/**
+ * Each role's initialisation, as the shared fixtures': embeddings N(0, 0.5²), output N(0, (3·logit
+ * scale)²/n_embd), norms 1 + N(0, 0.05²), post-norms 4 + N(0, 0.05²), biases N(0, 0.5²), projections
+ * N(0, 1/n_in); the router N(0, 4/n_embd). Experts are drawn per expert (expertTensors).
+ */
+const ROLE_INIT: Partial<Record<TensorRole, RoleInit>> = {
+  token_embd: (_, x) => (x.fixtureTied ? normal(1 / Math.sqrt(x.config.nEmbd)) : normal(0.5)),
+  output_norm: (_, x) => (x.fixtureTied ? normal(0.05, 3) : normal(0.05, 1)),
+  output: (_, x) => normal((3 * x.logitScale) / Math.sqrt(x.config.nEmbd)),
+  attn_norm: NORM,
+  ffn_norm: NORM,
+  attn_q_norm: NORM,
+  attn_k_norm: NORM,
+  attn_post_norm: POST_NORM,
+  ffn_post_norm: POST_NORM,
+  attn_q_bias: BIAS,
+  attn_k_bias: BIAS,
+  attn_v_bias: BIAS,
+  // Frequency divisors >= 1, as Phi-3's: large for the long-context set, near 1 for the short one.
+  rope_factors_long: () => (rng) => 1 + 4 * Math.abs(rng.normal()),
+  rope_factors_short: () => (rng) => 1 + 0.25 * Math.abs(rng.normal()),
+  ffn_gate_inp: (_, x) => (rng) => (2 / Math.sqrt(x.config.nEmbd)) * rng.normal(),
+}
+/** Roles never quantized although 2-D (llama-quantize keeps the router in F32). */
+const KEEP_F32: ReadonlySet<TensorRole> = new Set(['ffn_gate_inp'])
+
+function roleInit(t: TensorSpec, shape: readonly number[], x: InitContext): TensorPlan['init'] {
+  const init = ROLE_INIT[t.role] ?? (shape.length > 1 ? PROJECTION : undefined)
+  if (!init) throw new Error(`the writer has no initialisation for the 1-D role ${t.role} (${t.name}): add it to ROLE_INIT`)
+  return init(shape, x)
+}
+
+const SUBLAYER_ORDER = {attn: 0, ffn: 1} as const
+
+/**
+ * The family's tensors, from its registry table: model-wide ones, then each block's (attention, then FFN, each in table order);
+ * `when` decides dense FFN or experts, optional tensors only when WANTED.
+ */
+function plan(s: TestModelSpec, r: Resolved, familyKvList: readonly GgufKv[]): TensorPlan[] {
+  const {config: c, entry} = r
+  const logitScale = familyKvList.find((kv) => kv.key === `${r.arch}.logit_scale`)?.value
+  const x: InitContext = {
+    config: c,
+    // As the shared fixtures: a tied model's token_embd is N(0, 1/n_embd) and its output_norm centred on 3.
+    fixtureTied: c.tiedEmbeddings && !r.family.historicalTiedInit,
+    logitScale: typeof logitScale === 'number' ? logitScale : 1,
+  }
+  const specs = entry.tensors.filter((t) => (!t.when || t.when(c)) && (!t.optional || !!WANTED[t.role]?.(s, c)))
+  const one = (t: TensorSpec, name: string, shape: number[]): TensorPlan => ({
+    name,
+    shape,
+    init: roleInit(t, shape, x),
+    ...(t.f32Only || KEEP_F32.has(t.role) ? {keepF32: true} : {}),
+  })
+  const tensors = specs.filter((t) => !t.perLayer).map((t) => one(t, t.name, [...t.shape(c)]))
+  // A block's attention tensors before its FFN's (a stable sort keeps table order within each), as converters write them.
+  const perBlock = specs.filter((t) => t.perLayer).sort((p, q) => SUBLAYER_ORDER[p.sublayer ?? 'ffn'] - SUBLAYER_ORDER[q.sublayer ?? 'ffn'])
+  for (let i = 0; i < c.nLayer; i++) {
+    const block = (name: string) => name.replace('{L}', String(i))
+    for (const t of perBlock) {
+      if (t.split) tensors.push(...expertTensors(s, t, c, block))
+      else tensors.push(one(t, block(t.name), [...t.shape(c)]))
     }
-    if (a === 'qwen2') {
-      tensors.push(
-        {name: `${b}.attn_q.bias`, shape: [qDim], init: normal(0.5)},
-        {name: `${b}.attn_k.bias`, shape: [kvDim], init: normal(0.5)},
-        {name: `${b}.attn_v.bias`, shape: [kvDim], init: normal(0.5)},
-      )
-    }
-    if (a === 'qwen3' || a === 'qwen3moe' || a === 'gemma3') {
-      tensors.push({name: `${b}.attn_q_norm.weight`, shape: [headDim], init: norm}, {name: `${b}.attn_k_norm.weight`, shape: [headDim], init: norm})
-    }
-    tensors.push({name: `${b}.attn_output.weight`, shape: [qDim, s.nEmbd], init: proj(qDim)})
-    if (gemma) tensors.push({name: `${b}.post_attention_norm.weight`, shape: [s.nEmbd], init: normal(0.05, 4)})
-    tensors.push({name: `${b}.ffn_norm.weight`, shape: [s.nEmbd], init: norm})
-    if (moe) {
-      tensors.push(...expertTensors(s, b))
-    } else if (a === 'phi3') {
-      tensors.push({name: `${b}.ffn_up.weight`, shape: [s.nEmbd, 2 * s.nFf], init: proj(s.nEmbd)})
-    } else {
-      tensors.push({name: `${b}.ffn_gate.weight`, shape: [s.nEmbd, s.nFf], init: proj(s.nEmbd)}, {name: `${b}.ffn_up.weight`, shape: [s.nEmbd, s.nFf], init: proj(s.nEmbd)})
-    }
-    if (!moe) tensors.push({name: `${b}.ffn_down.weight`, shape: [s.nFf, s.nEmbd], init: proj(s.nFf)})
-    if (gemma) tensors.push({name: `${b}.post_ffw_norm.weight`, shape: [s.nEmbd], init: normal(0.05, 4)})
   }
   return tensors
 }
 
 /**
- * A block's router and experts. Expert e of ffn_gate draws from the stream named like its tensor in
- * the split layout (blk.N.ffn_gate.E.weight), so the fused and split files hold the same weights; with
- * identicalExperts every expert draws the dense blk.N.ffn_gate.weight stream instead.
+ * A block's fused expert tensor ([ne0, ne1, n_expert]), or in the split layout one 2-D tensor per
+ * expert (TensorSpec.split). Expert e draws from the stream named like its split tensor
+ * (blk.N.ffn_gate.E.weight), so the fused and split files hold the same weights; with
+ * identicalExperts every expert draws the dense tensor's stream (the split name without `.{E}`:
+ * blk.N.ffn_gate.weight) instead. Values N(0, 1/ne0).
  */
-function expertTensors(s: TestModelSpec, b: string): TensorPlan[] {
-  const nExpert = s.nExpert!
-  const nFf = s.arch === 'qwen3moe' ? s.nFfExp! : s.nFf
-  const out: TensorPlan[] = [{name: `${b}.ffn_gate_inp.weight`, shape: [s.nEmbd, nExpert], init: (rng) => (2 / Math.sqrt(s.nEmbd)) * rng.normal(), keepF32: true}]
-  for (const [kind, nIn, nOut] of [['gate', s.nEmbd, nFf], ['up', s.nEmbd, nFf], ['down', nFf, s.nEmbd]] as const) {
-    const std = 1 / Math.sqrt(nIn)
-    const stream = (e: number) => (s.identicalExperts ? `${b}.ffn_${kind}.weight` : `${b}.ffn_${kind}.${e}.weight`)
-    if (s.expertLayout === 'split') {
-      for (let e = 0; e < nExpert; e++) {
-        const own = stream(e)
-        out.push({name: `${b}.ffn_${kind}.${e}.weight`, shape: [nIn, nOut], init: slabs(s.seed, nIn * nOut, () => own, std)})
-      }
-    } else {
-      out.push({name: `${b}.ffn_${kind}_exps.weight`, shape: [nIn, nOut, nExpert], init: slabs(s.seed, nIn * nOut, stream, std)})
-    }
+function expertTensors(s: TestModelSpec, t: TensorSpec, c: ModelConfig, block: (name: string) => string): TensorPlan[] {
+  const [nIn, nOut, nExpert] = t.shape(c) as [number, number, number]
+  const split = block(t.split!)
+  const std = 1 / Math.sqrt(nIn)
+  const stream = (e: number) => (s.identicalExperts ? split.replace('.{E}', '') : split.replace('{E}', String(e)))
+  if (s.expertLayout === 'split') {
+    return Array.from({length: nExpert}, (_, e) => {
+      const own = stream(e)
+      return {name: split.replace('{E}', String(e)), shape: [nIn, nOut], init: slabs(s.seed, nIn * nOut, () => own, std)}
+    })
   }
-  return out
+  return [{name: block(t.name), shape: [nIn, nOut, nExpert], init: slabs(s.seed, nIn * nOut, stream, std)}]
 }
 
 /** Values of N(0, std²), slab k (of `per` values) drawn from the stream named stream(k). */
@@ -316,19 +439,38 @@ function tokenizerKvs(path: string, nVocab: number | undefined): {kvs: GgufKv[];
   return {kvs: padded, nVocab}
 }
 
+function validate(s: TestModelSpec): void {
+  const positive = {nEmbd: s.nEmbd, nLayer: s.nLayer, nHead: s.nHead, nHeadKv: s.nHeadKv, nFf: s.nFf, nCtx: s.nCtx}
+  for (const [k, v] of Object.entries(positive)) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new Error(`${k} must be a positive integer, got ${v}`)
+  }
+  if (s.headDim === undefined && s.nEmbd % s.nHead !== 0) throw new Error(`nEmbd ${s.nEmbd} is not divisible by nHead ${s.nHead}`)
+  if (!TEST_MODEL_ARCHS.includes(s.arch)) throw new Error(`arch ${String(s.arch)} is not one of ${TEST_MODEL_ARCHS.join(', ')}`)
+  const {experts} = writerFamily(s.arch)
+  if (experts) {
+    const n = s.nExpert ?? 0
+    const k = s.nExpertUsed ?? 0
+    if (n < 1 || k < 1 || k > n) throw new Error(`${s.arch} needs 1 <= nExpertUsed (${k}) <= nExpert (${n})`)
+    if (experts === 'expert_feed_forward_length' && !(s.nFfExp! >= 1)) throw new Error(`${s.arch} needs nFfExp`)
+  }
+  if (s.nHead % s.nHeadKv !== 0) throw new Error(`nHead ${s.nHead} is not a multiple of nHeadKv ${s.nHeadKv}`)
+  const table = ARCHITECTURES.get(ggufArch(s.arch))!.tensors
+  const has = (role: TensorRole) => table.some((t) => t.role === role)
+  if (s.longrope && !(has('rope_factors_long') && has('rope_factors_short'))) throw new Error(`${s.arch} has no longrope factor tensors in its table`)
+  if (s.tied && table.some((t) => t.role === 'output' && !t.optional)) throw new Error(`${s.arch} cannot be tied: its output tensor is not optional`)
+}
+
 export async function makeTestModel(out: string, spec: TestModelSpec, onProgress?: (done: number, total: number) => void): Promise<void> {
   validate(spec)
   const {kvs: tokenizer, nVocab} = tokenizerKvs(spec.tokenizerFrom, spec.nVocab)
-  const a = spec.arch === 'mixtral' ? 'llama' : spec.arch
-  const headDim = spec.headDim ?? spec.nEmbd / spec.nHead
-  const u32 = (key: string, value: number): GgufKv => ({key, type: GgufValueType.UINT32, value})
-  const f32 = (key: string, value: number): GgufKv => ({key, type: GgufValueType.FLOAT32, value})
-  const str = (key: string, value: string): GgufKv => ({key, type: GgufValueType.STRING, value})
+  const r = resolveSpec(spec, nVocab)
+  const a = r.arch
+  const {u32, f32, str} = kvMaker('')
+  const family = familyKvs(spec, r)
   const kvs: GgufKv[] = [
     str('general.architecture', a),
     str('general.type', 'model'),
-    // llama.cpp's vocab loader special-cases a general.name containing "phi3" (README: fixture-phi).
-    str('general.name', spec.name ?? `runner-test-${spec.arch === 'phi3' ? 'fused-qkv' : spec.arch}`),
+    str('general.name', spec.name ?? `runner-test-${r.family.nameSuffix ?? spec.arch}`),
     u32('general.file_type', FILE_TYPES[spec.type]),
     ...(isQuantized(spec.type) ? [u32('general.quantization_version', QUANTIZATION_VERSION)] : []),
     u32(`${a}.vocab_size`, nVocab),
@@ -338,59 +480,48 @@ export async function makeTestModel(out: string, spec: TestModelSpec, onProgress
     u32(`${a}.feed_forward_length`, spec.nFf),
     u32(`${a}.attention.head_count`, spec.nHead),
     u32(`${a}.attention.head_count_kv`, spec.nHeadKv),
-    u32(`${a}.rope.dimension_count`, headDim),
-    f32(`${a}.rope.freq_base`, spec.ropeFreqBase ?? 10000),
-    f32(`${a}.attention.layer_norm_rms_epsilon`, spec.rmsEps ?? 1e-5),
-    ...familyKvs(spec, a, headDim),
+    u32(`${a}.rope.dimension_count`, r.config.nRot),
+    f32(`${a}.rope.freq_base`, r.config.ropeFreqBase),
+    f32(`${a}.attention.layer_norm_rms_epsilon`, r.config.normEps),
+    ...family,
     ...tokenizer,
   ]
   if (!TEST_MODEL_TYPES.includes(spec.type)) throw new Error(`type ${String(spec.type)} is not one of ${TEST_MODEL_TYPES.join(', ')}`)
-  const tensors = plan(spec, nVocab).map((t) => {
+  const tensors = plan(spec, r, family).map((t) => {
     const type = t.keepF32 ? WEIGHT_TYPES.f32 : tensorType(t.shape, spec.type)
     return {name: t.name, type, shape: t.shape, data: () => weights(t, type, spec.seed, isQuantized(spec.type))}
   })
   await writeGguf(out, {kvs, tensors}, {inputs: [spec.tokenizerFrom], onProgress})
 }
 
-/** The metadata each family adds (keys as llama.cpp's llama-arch.cpp names them). */
-function familyKvs(spec: TestModelSpec, a: string, headDim: number): GgufKv[] {
-  const u32 = (key: string, value: number): GgufKv => ({key: `${a}.${key}`, type: GgufValueType.UINT32, value})
-  const f32 = (key: string, value: number): GgufKv => ({key: `${a}.${key}`, type: GgufValueType.FLOAT32, value})
+/** Metadata constructors; keys get `prefix` (the architecture and a dot, or nothing). */
+function kvMaker(prefix: string): KvMaker {
+  return {
+    u32: (key, value) => ({key: `${prefix}${key}`, type: GgufValueType.UINT32, value}),
+    f32: (key, value) => ({key: `${prefix}${key}`, type: GgufValueType.FLOAT32, value}),
+    str: (key, value) => ({key: `${prefix}${key}`, type: GgufValueType.STRING, value}),
+    boolArray: (key, items) => ({key: `${prefix}${key}`, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.BOOL, items: [...items]}}),
+  }
+}
+
+/**
+ * The metadata beyond the common keys (as llama.cpp's llama-arch.cpp names them): the head width when
+ * given, the family's own (WRITER_FAMILIES), the experts' counts and width, and longrope's keys.
+ */
+function familyKvs(spec: TestModelSpec, r: Resolved): GgufKv[] {
+  const kv = kvMaker(`${r.arch}.`)
+  const {u32, f32, str} = kv
+  const c = r.config
   const kvs: GgufKv[] = []
-  if (spec.headDim !== undefined) kvs.push(u32('attention.key_length', headDim), u32('attention.value_length', headDim))
-  switch (spec.arch) {
-    case 'granite':
-      kvs.push(
-        f32('embedding_scale', GRANITE.embeddingScale),
-        f32('residual_scale', GRANITE.residualScale),
-        f32('attention.scale', GRANITE.attentionScale),
-        f32('logit_scale', GRANITE.logitScale),
-      )
-      break
-    case 'gemma2':
-      kvs.push(u32('attention.sliding_window', spec.slidingWindow ?? 8), f32('attn_logit_softcapping', spec.attnSoftcap ?? 5), f32('final_logit_softcapping', spec.finalSoftcap ?? 10))
-      break
-    case 'gemma3':
-      kvs.push(
-        u32('attention.sliding_window', spec.slidingWindow ?? 8),
-        typeof spec.slidingWindowPattern === 'object'
-          ? {key: `${a}.attention.sliding_window_pattern`, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.BOOL, items: [...spec.slidingWindowPattern]}}
-          : u32('attention.sliding_window_pattern', spec.slidingWindowPattern ?? 2),
-        f32('rope.freq_base_swa', spec.ropeBaseSwa ?? 10000),
-      )
-      break
-    case 'qwen3moe':
-      kvs.push(u32('expert_count', spec.nExpert!), u32('expert_used_count', spec.nExpertUsed!), u32('expert_feed_forward_length', spec.nFfExp!))
-      break
-    case 'mixtral':
-      kvs.push(u32('expert_count', spec.nExpert!), u32('expert_used_count', spec.nExpertUsed!))
-      break
-    default:
-      break
+  if (spec.headDim !== undefined) kvs.push(u32('attention.key_length', c.headDim), u32('attention.value_length', c.headDim))
+  kvs.push(...(r.family.kvs?.(spec, kv) ?? []))
+  if (r.family.experts) {
+    kvs.push(u32('expert_count', c.nExpert!), u32('expert_used_count', c.nExpertUsed!))
+    if (r.family.experts === 'expert_feed_forward_length') kvs.push(u32('expert_feed_forward_length', c.nFfExp!))
   }
   if (spec.longrope) {
     kvs.push(
-      {key: `${a}.rope.scaling.type`, type: GgufValueType.STRING, value: 'longrope'},
+      str('rope.scaling.type', 'longrope'),
       f32('rope.scaling.attn_factor', spec.longrope.attnFactor),
       u32('rope.scaling.original_context_length', spec.longrope.originalContext),
     )
@@ -399,11 +530,13 @@ function familyKvs(spec: TestModelSpec, a: string, headDim: number): GgufKv[] {
 }
 
 const USAGE = `usage: tsx scripts/make-test-model.ts --out FILE [--arch llama] [--n-embd 128] [--n-layer 2]
-  [--n-head 8] [--n-head-kv 2] [--n-ff 352] [--context 256] [--type f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|iq4_nl|mxfp4] [--seed 1]
-  [--vocab N] [--tokenizer-from FILE.gguf] [--tied] [--rope-base 10000] [--eps 1e-5] [--name NAME]
-  [--arch llama|qwen2|qwen3|granite|phi3|gemma2|gemma3|qwen3moe|mixtral] [--head-dim N]
+  [--n-head 8] [--n-head-kv 2] [--n-ff 352] [--context 256] [--type ${TEST_MODEL_TYPES.join('|')}] [--seed 1]
+  [--vocab N] [--tokenizer-from FILE.gguf] [--tied] [--rope-base 10000] [--eps 1e-5] [--name NAME] [--head-dim N]
   [--experts N --experts-used K [--expert-ff N] [--split-experts] [--identical-experts]]
   [--sliding-window N] [--sliding-window-pattern N]
+
+--arch: every family of the architecture registry (its tensor table gives the file's tensors) and mixtral
+  (a llama file with experts): ${TEST_MODEL_ARCHS.join(', ')}
 
 TinyLlama-1.1B shape: --n-embd 2048 --n-layer 22 --n-head 32 --n-head-kv 4 --n-ff 5632 --vocab 32000 --context 2048`
 
