@@ -203,7 +203,8 @@ typedef struct runner_tensor_desc {
     X(I32, n_expert_used, OPTIONAL, "experts chosen per token: softmax over the router, top k, renormalised") \
     X(I32, n_ff_exp, OPTIONAL, "width of one expert FFN") \
     X(F32, rope_attn_factor, OPTIONAL, "longrope: cos and sin are multiplied by it (0: 1) (phi3)") \
-    X(I32, n_ctx_orig, OPTIONAL, "longrope: the long factors apply when the context padded to 256 exceeds it (0: n_ctx_train)")
+    X(I32, n_ctx_orig, OPTIONAL, "longrope: the long factors apply when the context padded to 256 exceeds it (0: n_ctx_train)") \
+    X(LAYER_FLAGS, nope_layers, OPTIONAL, "blocks without rope (NoPE): their queries and keys are not rotated (smollm3)")
 
 /* The values of the config's enumerated int fields: X(field, constant, name, value, doc). */
 #define RUNNER_MODEL_CONFIG_ENUMS(X) \

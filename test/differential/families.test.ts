@@ -38,6 +38,8 @@ const FAMILIES: Family[] = [
   {...base, arch: 'qwen2', ropeFreqBase: 1e6, rmsEps: 1e-6},
   {...base, arch: 'qwen3', headDim: 64, tied: true, ropeFreqBase: 1e6, rmsEps: 1e-6},
   {...base, arch: 'granite'},
+  // Four blocks, so that block 3 is one of smollm3's NoPE blocks ((i + 1) % 4 == 0: no rope there).
+  {...base, arch: 'smollm3', nLayer: 4},
   {...base, arch: 'phi3', nHeadKv: 4},
   {...base, arch: 'gemma2', slidingWindow: 8, rmsEps: 1e-6},
   {...base, arch: 'gemma3', nHeadKv: 1, tied: true, slidingWindow: 8, slidingWindowPattern: 2, ropeFreqBase: 1e6, rmsEps: 1e-6},

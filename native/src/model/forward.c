@@ -53,6 +53,8 @@ static void rope_store_task(void *arg, int64_t t0, int64_t t1, int ith) {
     const runner_layer *L = &ctx->model->layers[st->layer];
     const int swa_rope = L->swa && ctx->rope_cos_swa;
     const float *rc = swa_rope ? ctx->rope_cos_swa : ctx->rope_cos, *rs = swa_rope ? ctx->rope_sin_swa : ctx->rope_sin;
+    /* A NoPE block (smollm3) attends without positions: llama.cpp skips ggml_rope_ext there. */
+    const int rope = !(c->nope_layers && c->nope_layers[st->layer]);
     for (int64_t t = t0; t < t1; t++) {
         const int32_t p = st->pos + (int32_t)t;
         const float *cs = rc + (size_t)p * half, *sn = rs + (size_t)p * half;
@@ -64,8 +66,10 @@ static void rope_store_task(void *arg, int64_t t0, int64_t t1, int ith) {
             runner_head_norm_row(q, c->n_head, c->head_dim, (const float *)L->q_norm.data, c->norm_eps);
             runner_head_norm_row(k, c->n_head_kv, c->head_dim, (const float *)L->k_norm.data, c->norm_eps);
         }
-        runner_rope_row(q, c->n_head, c->head_dim, c->n_rot, neox, cs, sn);
-        runner_rope_row(k, c->n_head_kv, c->head_dim, c->n_rot, neox, cs, sn);
+        if (rope) {
+            runner_rope_row(q, c->n_head, c->head_dim, c->n_rot, neox, cs, sn);
+            runner_rope_row(k, c->n_head_kv, c->head_dim, c->n_rot, neox, cs, sn);
+        }
         if (c->query_scale > 0.0f) /* gemma: the query is scaled before the scores (ggml_scale of Qcur) */
             for (size_t i = 0; i < n_q; i++) q[i] = q[i] * c->query_scale;
         runner_kv_cache_store(&ctx->kv, st->layer, p, k, v);

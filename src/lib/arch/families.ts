@@ -93,6 +93,16 @@ const FAMILIES: readonly ArchitectureSpec[] = [
     ],
     tensors: [...LLAMA_TENSORS, ...POST_NORMS, ...QK_NORMS],
   },
+  /**
+   * smollm3: llama's tensors and rope (NORM), without rope on every fourth block (llama.cpp's
+   * n_no_rope_layer_step, fixed at 4: no metadata key says so).
+   */
+  {
+    name: 'smollm3',
+    ropeType: 'norm',
+    features: [{name: 'no rope on every 4th block', read: ({base}) => ({nopeLayers: Array.from({length: base.nLayer}, (_, i) => (i + 1) % 4 === 0)})}],
+    tensors: LLAMA_TENSORS,
+  },
 ]
 
 /** The architectures the engine admits, by name; any other is refused by name. */
