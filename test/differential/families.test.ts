@@ -40,6 +40,7 @@ const FAMILIES: Family[] = [
   {...base, arch: 'granite'},
   // Four blocks, so that block 3 is one of smollm3's NoPE blocks ((i + 1) % 4 == 0: no rope there).
   {...base, arch: 'smollm3', nLayer: 4},
+  {...base, arch: 'olmo2'},
   {...base, arch: 'phi3', nHeadKv: 4},
   {...base, arch: 'gemma2', slidingWindow: 8, rmsEps: 1e-6},
   {...base, arch: 'gemma3', nHeadKv: 1, tied: true, slidingWindow: 8, slidingWindowPattern: 2, ropeFreqBase: 1e6, rmsEps: 1e-6},

@@ -27,6 +27,13 @@ static void add_row(float *x, const float *b, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = x[i] + b[i];
 }
 
+/* RMS norm of q or k before rope: per head (qwen3, gemma3) or over the whole projection (olmo2), as
+ * the weight's width says (model/roles.c admits exactly these two). */
+static void qk_norm_row(float *x, const runner_weight *w, int32_t n_heads, int32_t head_dim, float eps) {
+    if (w->ne[0] == head_dim) runner_head_norm_row(x, n_heads, head_dim, (const float *)w->data, eps);
+    else runner_rmsnorm_row(x, (const float *)w->data, x, w->ne[0], eps);
+}
+
 /* ---- per-token element-wise tasks --------------------------------------------------------- */
 
 static void embed_task(void *arg, int64_t t0, int64_t t1, int ith) {
@@ -63,8 +70,8 @@ static void rope_store_task(void *arg, int64_t t0, int64_t t1, int ith) {
         if (L->bk.data) add_row(k, (const float *)L->bk.data, (int64_t)n_kv);
         if (L->bv.data) add_row(v, (const float *)L->bv.data, (int64_t)n_kv);
         if (L->q_norm.data) {
-            runner_head_norm_row(q, c->n_head, c->head_dim, (const float *)L->q_norm.data, c->norm_eps);
-            runner_head_norm_row(k, c->n_head_kv, c->head_dim, (const float *)L->k_norm.data, c->norm_eps);
+            qk_norm_row(q, &L->q_norm, c->n_head, c->head_dim, c->norm_eps);
+            qk_norm_row(k, &L->k_norm, c->n_head_kv, c->head_dim, c->norm_eps);
         }
         if (rope) {
             runner_rope_row(q, c->n_head, c->head_dim, c->n_rot, neox, cs, sn);
@@ -116,7 +123,10 @@ static void attention_block(runner_context *ctx, const runner_layer *L, runner_s
     runner_scratch *s = &ctx->s;
     const runner_model_config *c = &ctx->model->cfg;
     const int32_t n = st->n_tok;
-    runner_matmul_group qkv = {.ctx = ctx, .n_tok = n, .in = s->xn, .n_in = c->n_embd, .norm_src = s->x, .norm_w = (const float *)L->attn_norm.data};
+    /* Without a pre-norm (olmo2: its post-norm norms the output instead) the projections read x as it is. */
+    const int pre = L->attn_norm.data != NULL;
+    runner_matmul_group qkv = {.ctx = ctx, .n_tok = n, .in = pre ? s->xn : s->x, .n_in = c->n_embd, .norm_src = pre ? s->x : NULL,
+                               .norm_w = (const float *)L->attn_norm.data};
     runner_group_add(&qkv, &L->wq, s->q, 0);
     runner_group_add(&qkv, &L->wk, s->k, 0);
     runner_group_add(&qkv, &L->wv, s->v, 0);
@@ -139,7 +149,9 @@ static void ffn_block(runner_context *ctx, const runner_layer *L, runner_step *s
     runner_scratch *s = &ctx->s;
     const runner_model_config *c = &ctx->model->cfg;
     const int32_t n = st->n_tok;
-    runner_matmul_group ffn = {.ctx = ctx, .n_tok = n, .in = s->xn, .n_in = c->n_embd, .norm_src = s->x, .norm_w = (const float *)L->ffn_norm.data};
+    const int pre = L->ffn_norm.data != NULL;
+    runner_matmul_group ffn = {.ctx = ctx, .n_tok = n, .in = pre ? s->xn : s->x, .n_in = c->n_embd, .norm_src = pre ? s->x : NULL,
+                               .norm_w = (const float *)L->ffn_norm.data};
     runner_group_add(&ffn, &L->w_gate, s->gate, 0);
     runner_group_add(&ffn, &L->w_up, s->up, 0);
     runner_group_run(&ffn);

@@ -63,7 +63,13 @@ int runner_role_is_vector(int32_t role) {
 int runner_role_shape_ok(const runner_model_config *c, int32_t role, int64_t ne0, int64_t ne1) {
     int64_t want0, want1;
     runner_role_shape(c, role, &want0, &want1);
-    return ne0 == want0 && ne1 == want1;
+    if (ne0 == want0 && ne1 == want1) return 1;
+    /* Q and K norms are per head [head_dim] (qwen3, gemma3) or over the whole projection (olmo2); the
+     * forward pass reads which from the weight's width. */
+    const int64_t whole = role == RUNNER_ROLE_ATTN_Q_NORM   ? (int64_t)c->n_head * c->head_dim
+                          : role == RUNNER_ROLE_ATTN_K_NORM ? (int64_t)c->n_head_kv * c->head_dim
+                                                            : -1;
+    return ne0 == whole && ne1 == 1;
 }
 
 runner_status runner_model_check_complete(runner_model *m, char *err, int32_t err_len) {
@@ -87,7 +93,11 @@ runner_status runner_model_check_complete(runner_model *m, char *err, int32_t er
                                    j >= 5 && moe && !l->ffn_removed ? "tensor blk.%d.%s: a dense FFN weight in a model with experts"
                                                                     : "tensor blk.%d.%s is present but its sublayer is declared removed",
                                    i, runner_tensor_role_name(roles[j]));
-            if (!removed && !ws[j]->data)
+            /* A pre-norm may be absent where its sublayer has a post-norm instead (olmo2 norms each
+             * sublayer's output, not its input); a mixture of experts always has one. */
+            const runner_weight *post = j == 0 ? &l->attn_post_norm : &l->ffn_post_norm;
+            const int norm_optional = norm && post->data && !(j == 5 && moe);
+            if (!removed && !ws[j]->data && !norm_optional)
                 return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor blk.%d.%s is missing", i, runner_tensor_role_name(roles[j]));
         }
         if (l->attn_removed && (l->bq.data || l->bk.data || l->bv.data || l->q_norm.data || l->k_norm.data))

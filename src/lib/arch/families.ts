@@ -103,6 +103,23 @@ const FAMILIES: readonly ArchitectureSpec[] = [
     features: [{name: 'no rope on every 4th block', read: ({base}) => ({nopeLayers: Array.from({length: base.nLayer}, (_, i) => (i + 1) % 4 === 0)})}],
     tensors: LLAMA_TENSORS,
   },
+  /**
+   * olmo2: no pre-norms; each sublayer's output is RMS-normed (post_attention_norm, post_ffw_norm)
+   * before the residual add; Q and K are RMS-normed over the whole projection before rope (not per
+   * head); rope NEOX; output.weight required. A sliding window (olmo3) is refused by name.
+   */
+  {
+    name: 'olmo2',
+    ropeType: 'neox',
+    features: [],
+    tensors: [
+      ...without(LLAMA_TENSORS, 'attn_norm', 'ffn_norm', 'output'),
+      {role: 'output', name: 'output.weight', perLayer: false, shape: (c) => [c.nEmbd, c.nVocab]},
+      ...POST_NORMS,
+      {role: 'attn_q_norm', name: 'blk.{L}.attn_q_norm.weight', perLayer: true, shape: (c) => [c.nHead * c.headDim], f32Only: true, sublayer: 'attn'},
+      {role: 'attn_k_norm', name: 'blk.{L}.attn_k_norm.weight', perLayer: true, shape: (c) => [c.nHeadKv * c.headDim], f32Only: true, sublayer: 'attn'},
+    ],
+  },
 ]
 
 /** The architectures the engine admits, by name; any other is refused by name. */
