@@ -121,11 +121,18 @@ struct LoadState {
   ~LoadState() { runner_model_free(model); }
 };
 
+Napi::Int32Array FlagsFrom(const Napi::Value &v);
+
 class LoadWorker : public Napi::AsyncWorker {
  public:
-  LoadWorker(Napi::Env env, ConfigArg cfg, std::vector<std::string> paths, std::vector<runner_tensor_desc> tensors, Napi::Function progress)
+  LoadWorker(Napi::Env env, ConfigArg cfg, std::vector<std::string> paths, std::vector<runner_tensor_desc> tensors, Napi::Function progress,
+             Napi::Int32Array flags)
       : Napi::AsyncWorker(env), state_(std::make_shared<LoadState>(env)), cfg_(std::move(cfg)), paths_(std::move(paths)),
         tensors_(std::move(tensors)) {
+    if (!flags.IsEmpty()) {
+      flags_ref_ = Napi::Persistent(flags);
+      abort_ = flags.Data();
+    }
     if (!progress.IsEmpty()) {
       std::shared_ptr<LoadState> state = state_;
       tsfn_ = Napi::ThreadSafeFunction::New(env, progress, "runner.modelLoad.progress", 0, 1,
@@ -140,7 +147,7 @@ class LoadWorker : public Napi::AsyncWorker {
       for (auto &p : paths_) cpaths.push_back(p.c_str());
       char err[kErrLen] = {0};
       const runner_status st = runner_model_load(&cfg_.Bind(), cpaths.data(), static_cast<int32_t>(cpaths.size()), tensors_.data(),
-                                                 static_cast<int32_t>(tensors_.size()), tsfn_ ? &LoadWorker::OnProgress : nullptr, this,
+                                                 static_cast<int32_t>(tensors_.size()), tsfn_ || abort_ ? &LoadWorker::OnProgress : nullptr, this,
                                                  &state_->model, err, kErrLen);
       state_->message = err;
       return st;
@@ -159,20 +166,25 @@ class LoadWorker : public Napi::AsyncWorker {
   }
 
  private:
+  // Between chunks of the prefault: report progress (if asked) and cancel when the abort flag is raised
+  // (Ctrl+C while a large model loads: RUNNER_ERR_ABORTED, "model load cancelled").
   static int OnProgress(void *user, uint64_t done, uint64_t total) {
     auto *self = static_cast<LoadWorker *>(user);
-    auto *data = new (std::nothrow) ProgressData{done, total};
-    if (!data) return 0;  // a report is dropped, the load goes on
-    napi_status s = self->tsfn_.NonBlockingCall(data, [](Napi::Env env, Napi::Function fn, ProgressData *d) {
-      // A throwing progress callback must not reach native code: swallow it here.
-      try {
-        fn.Call({Napi::Number::New(env, static_cast<double>(d->done)), Napi::Number::New(env, static_cast<double>(d->total))});
-      } catch (...) {
+    if (self->tsfn_) {
+      auto *data = new (std::nothrow) ProgressData{done, total};
+      if (data) {  // else a report is dropped, the load goes on
+        napi_status s = self->tsfn_.NonBlockingCall(data, [](Napi::Env env, Napi::Function fn, ProgressData *d) {
+          std::unique_ptr<ProgressData> owned(d);
+          // A throwing progress callback must not reach native code: swallow it here.
+          try {
+            fn.Call({Napi::Number::New(env, static_cast<double>(owned->done)), Napi::Number::New(env, static_cast<double>(owned->total))});
+          } catch (...) {
+          }
+        });
+        if (s != napi_ok) delete data;
       }
-      delete d;
-    });
-    if (s != napi_ok) delete data;
-    return 0;
+    }
+    return self->abort_ && self->abort_[0] != 0;
   }
 
   std::shared_ptr<LoadState> state_;
@@ -180,13 +192,15 @@ class LoadWorker : public Napi::AsyncWorker {
   std::vector<std::string> paths_;
   std::vector<runner_tensor_desc> tensors_;
   Napi::ThreadSafeFunction tsfn_;
+  Napi::Reference<Napi::Int32Array> flags_ref_;
+  const volatile int32_t *abort_ = nullptr;
 };
 
-// modelLoad(config, paths, tensors, onProgress?) -> Promise<model handle>
+// modelLoad(config, paths, tensors, onProgress?, flags?) -> Promise<model handle>; flags[0] cancels the load.
 Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   if (!info[0].IsObject() || !info[1].IsArray() || !info[2].IsArray())
-    ThrowInvalid(env, Kind::kTypeError, "modelLoad(config, paths, tensors, onProgress?)");
+    ThrowInvalid(env, Kind::kTypeError, "modelLoad(config, paths, tensors, onProgress?, flags?)");
   ConfigArg cfg = ReadConfig(env, info[0].As<Napi::Object>());
 
   std::vector<std::string> paths;
@@ -226,7 +240,8 @@ Napi::Value ModelLoad(const Napi::CallbackInfo &info) {
   }
   Napi::Function progress;
   if (info.Length() > 3 && info[3].IsFunction()) progress = info[3].As<Napi::Function>();
-  auto *w = new LoadWorker(env, std::move(cfg), std::move(paths), std::move(tensors), progress);
+  Napi::Int32Array flags = info.Length() > 4 ? FlagsFrom(info[4]) : Napi::Int32Array();
+  auto *w = new LoadWorker(env, std::move(cfg), std::move(paths), std::move(tensors), progress, flags);
   Napi::Promise p = w->Promise();
   w->Queue();
   return p;
@@ -502,24 +517,26 @@ class GenerateWorker : public Napi::AsyncWorker {
     auto *self = static_cast<GenerateWorker *>(user);
     auto *ev = new (std::nothrow) TokenEvent{*r};
     if (!ev) return 1;  // out of memory: stop rather than lose a token silently
-    napi_status s = self->tsfn_.NonBlockingCall(ev, [](Napi::Env env, Napi::Function fn, TokenEvent *e) {
-      Napi::Value top_ids = env.Null(), top_lp = env.Null();
-      if (e->r.n_top > 0) {
-        Napi::Int32Array ids = Napi::Int32Array::New(env, static_cast<size_t>(e->r.n_top));
-        Napi::Float32Array lps = Napi::Float32Array::New(env, static_cast<size_t>(e->r.n_top));
-        for (int32_t i = 0; i < e->r.n_top; i++) {
-          ids[i] = e->r.top_tokens[i];
-          lps[i] = e->r.top_logprobs[i];
-        }
-        top_ids = ids;
-        top_lp = lps;
-      }
+    napi_status s = self->tsfn_.NonBlockingCall(ev, [](Napi::Env env, Napi::Function fn, TokenEvent *raw) {
+      std::unique_ptr<TokenEvent> e(raw);  // freed however this ends
+      // Nothing may escape this callback: an exception here would surface as an uncaught one and end
+      // the process (building the arrays can throw too, out of memory).
       try {
+        Napi::Value top_ids = env.Null(), top_lp = env.Null();
+        if (e->r.n_top > 0) {
+          Napi::Int32Array ids = Napi::Int32Array::New(env, static_cast<size_t>(e->r.n_top));
+          Napi::Float32Array lps = Napi::Float32Array::New(env, static_cast<size_t>(e->r.n_top));
+          for (int32_t i = 0; i < e->r.n_top; i++) {
+            ids[i] = e->r.top_tokens[i];
+            lps[i] = e->r.top_logprobs[i];
+          }
+          top_ids = ids;
+          top_lp = lps;
+        }
         fn.Call({Napi::Number::New(env, e->r.token), Napi::Number::New(env, e->r.logprob), top_ids, top_lp});
       } catch (...) {
         // A throwing callback must never unwind into native code; the JS wrapper reports it.
       }
-      delete e;
     });
     if (s != napi_ok) delete ev;
     return self->flags_ && self->flags_[1] != 0;

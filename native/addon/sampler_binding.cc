@@ -189,8 +189,11 @@ Napi::Value SamplerCreate(const Napi::CallbackInfo& info) {
   const runner_sampler_params &p = params.Bind();
 
   char err[256] = {0};
-  runner_sampler* s = runner_sampler_create(&p, n_vocab, err, static_cast<int32_t>(sizeof err));
-  if (s == nullptr) Throw(env, Kind::kRangeError, "SAMPLER_BAD_PARAM", std::string("samplerCreate: ") + err);
+  runner_sampler* s = nullptr;
+  const runner_status st = runner_sampler_create(&p, n_vocab, &s, err, static_cast<int32_t>(sizeof err));
+  // Out of memory keeps its own code (exit 1), never the parameter refusal's (exit 2).
+  if (st == RUNNER_ERR_NO_MEMORY) Throw(env, Kind::kError, runner_status_code(st), std::string("samplerCreate: ") + err);
+  if (st != RUNNER_OK) Throw(env, Kind::kRangeError, "SAMPLER_BAD_PARAM", std::string("samplerCreate: ") + err);
 
   SamplerBox* box = new SamplerBox{s, n_vocab};  // std::bad_alloc becomes a JS error (CPP_EXCEPTIONS_ALL)
   Napi::External<SamplerBox> handle;

@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 9
+#define RUNNER_ABI_VERSION 10
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -373,10 +373,11 @@ typedef struct runner_sample_result {
 
 typedef struct runner_sampler runner_sampler;
 
-/* Copies what it needs from params (arrays included). NULL on bad params or allocation failure;
- * `err` (if not NULL and err_len > 0) then holds a NUL-terminated message naming the parameter
- * and its value. */
-runner_sampler *runner_sampler_create(const runner_sampler_params *params, int32_t n_vocab, char *err, int32_t err_len);
+/* Copies what it needs from params (arrays included) into *out. RUNNER_ERR_INVALID_ARGUMENT on bad
+ * params, RUNNER_ERR_NO_MEMORY when its scratch cannot be allocated; `err` (if not NULL and err_len > 0)
+ * then holds a NUL-terminated message naming the parameter and its value. */
+runner_status runner_sampler_create(const runner_sampler_params *params, int32_t n_vocab, runner_sampler **out, char *err,
+                                    int32_t err_len);
 void runner_sampler_free(runner_sampler *s);
 
 int32_t runner_sampler_n_vocab(const runner_sampler *s);

@@ -27,8 +27,9 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         (p->n_history > 0 && !p->history) || p->n_history < 0)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: missing prompt, sampling or token lists");
     const int32_t n_vocab = ctx->model->cfg.n_vocab;
-    runner_sampler *sampler = runner_sampler_create(p->sampling, n_vocab, err, err_len);
-    if (!sampler) return RUNNER_ERR_INVALID_ARGUMENT;
+    runner_sampler *sampler = NULL;
+    const runner_status created = runner_sampler_create(p->sampling, n_vocab, &sampler, err, err_len);
+    if (created != RUNNER_OK) return created;
     for (int32_t i = 0; i < p->n_history; i++) runner_sampler_accept(sampler, p->history[i]);
     for (int32_t i = 0; i < p->n_prompt; i++) runner_sampler_accept(sampler, p->prompt[i]);
 

@@ -104,11 +104,9 @@ runner_status runner_model_check_complete(runner_model *m, char *err, int32_t er
             return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: attention biases or q/k norms are present but its attention is declared removed", i);
         if ((l->q_norm.data != NULL) != (l->k_norm.data != NULL))
             return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: attn_q_norm and attn_k_norm come together", i);
-        /* Post-norms (gemma): on every sublayer a block has, or on none; a removed sublayer has none. */
-        if (l->attn_removed && l->attn_post_norm.data)
-            return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: attn_post_norm is present but its attention is declared removed", i);
-        if (l->ffn_removed && l->ffn_post_norm.data)
-            return runner_fail(err, err_len, RUNNER_ERR_MODEL, "block %d: ffn_post_norm is present but its FFN is declared removed", i);
+        /* Post-norms (gemma, olmo2): on every sublayer a block has, or on none. A removed sublayer may
+         * still carry its post-norm, as its pre-norm (runner 0.1's remove-sublayer kept it): the
+         * forward pass skips the sublayer, so neither is used. */
         const int missing_attn_post = post_norms && !l->attn_removed && !l->attn_post_norm.data;
         if (missing_attn_post || (post_norms && !l->ffn_removed && !l->ffn_post_norm.data))
             return runner_fail(err, err_len, RUNNER_ERR_MODEL,

@@ -191,12 +191,13 @@ bad:
     return 0;
 }
 
-runner_sampler *runner_sampler_create(const runner_sampler_params *params, int32_t n_vocab, char *err, int32_t err_len) {
+runner_status runner_sampler_create(const runner_sampler_params *params, int32_t n_vocab, runner_sampler **out, char *err, int32_t err_len) {
+    *out = NULL;
     if (params == NULL) {
         set_err(err, err_len, "params is NULL");
-        return NULL;
+        return RUNNER_ERR_INVALID_ARGUMENT;
     }
-    if (!validate_params(params, n_vocab, err, err_len)) return NULL;
+    if (!validate_params(params, n_vocab, err, err_len)) return RUNNER_ERR_INVALID_ARGUMENT;
 
     runner_sampler *s = (runner_sampler *)calloc(1, sizeof *s);
     if (s == NULL) goto oom;
@@ -238,7 +239,7 @@ runner_sampler *runner_sampler_create(const runner_sampler_params *params, int32
             snprintf(msg, sizeof msg, "logit_bias lists token %d more than once", (int)t);
             set_err(err, err_len, msg);
             runner_sampler_free(s);
-            return NULL;
+            return RUNNER_ERR_INVALID_ARGUMENT;
         }
         s->work[t] = 1.0f;
         s->bias_tokens[i] = t;
@@ -259,7 +260,8 @@ runner_sampler *runner_sampler_create(const runner_sampler_params *params, int32
             for (int32_t i = 0; i < params->n_exempt; ++i) s->exempt[params->exempt_tokens[i]] = 1;
         }
     }
-    return s;
+    *out = s;
+    return RUNNER_OK;
 
 oom:
     {
@@ -269,7 +271,7 @@ oom:
         set_err(err, err_len, msg);
     }
     runner_sampler_free(s);
-    return NULL;
+    return RUNNER_ERR_NO_MEMORY;
 }
 
 int32_t runner_sampler_n_vocab(const runner_sampler *s) {

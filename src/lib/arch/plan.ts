@@ -186,8 +186,8 @@ function bindTensors(model: GgufModelFiles, spec: ArchitectureSpec, config: Mode
         continue
       }
       const removed = layer >= 0 && ((s.sublayer === 'attn' && config.attnRemoved[layer]) || (s.sublayer === 'ffn' && config.ffnRemoved[layer]))
-      // A removed sublayer keeps at most its pre-norm (the engine refuses anything else of it too).
-      if (removed && !s.preNorm) {
+      // A removed sublayer keeps at most its norms, which it no longer uses (the engine refuses anything else of it too).
+      if (removed && !s.preNorm && !s.postNorm) {
         if (t) {
           const why = s.sublayer === 'attn' ? 'attention.head_count is 0 there' : 'feed_forward_length is 0 there'
           bad('ARCH_SUBLAYER_PRESENT', `tensor ${name} is present but block ${layer}'s ${s.sublayer === 'attn' ? 'attention' : 'FFN'} is declared removed (${why})`)

@@ -51,8 +51,8 @@ export const QK_NORMS: readonly TensorSpec[] = [
 
 /** RMS norms of each sublayer's output before the residual add (gemma2, gemma3). */
 export const POST_NORMS: readonly TensorSpec[] = [
-  {role: 'attn_post_norm', name: 'blk.{L}.post_attention_norm.weight', perLayer: true, shape: vec, f32Only: true, sublayer: 'attn'},
-  {role: 'ffn_post_norm', name: 'blk.{L}.post_ffw_norm.weight', perLayer: true, shape: vec, f32Only: true, sublayer: 'ffn'},
+  {role: 'attn_post_norm', name: 'blk.{L}.post_attention_norm.weight', perLayer: true, shape: vec, f32Only: true, sublayer: 'attn', postNorm: true},
+  {role: 'ffn_post_norm', name: 'blk.{L}.post_ffw_norm.weight', perLayer: true, shape: vec, f32Only: true, sublayer: 'ffn', postNorm: true},
 ]
 
 /**

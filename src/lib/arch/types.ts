@@ -55,6 +55,11 @@ export interface TensorSpec {
   readonly sublayer?: 'attn' | 'ffn'
   /** The sublayer's input norm: the one tensor a removed sublayer may keep (llama.cpp's deci files do). */
   readonly preNorm?: boolean
+  /**
+   * The sublayer's output norm. A removed sublayer may still carry it (files from runner 0.1's
+   * remove-sublayer kept it); it changes nothing, since a removed sublayer adds nothing.
+   */
+  readonly postNorm?: boolean
   /** Only under configs for which this holds (dense FFN vs experts). */
   readonly when?: (c: ModelConfig) => boolean
   /**

@@ -19,7 +19,7 @@ import {cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 9
+export const ADDON_ABI_VERSION = 10
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -192,11 +192,13 @@ export interface NativeAddon {
   modelConfigFields(): NativeConfigField[]
   /** runner.h RUNNER_MODEL_CONFIG_ENUMS as the engine compiled it. */
   modelConfigEnums(): NativeConfigEnumValue[]
+  /** flags: Int32Array [abort, stop]; a raised abort cancels the load between chunks (ENGINE_ABORTED). */
   modelLoad(
     config: NativeModelConfig,
     paths: string[],
     tensors: NativeTensorDesc[],
     onProgress?: (done: number, total: number) => void,
+    flags?: Int32Array,
   ): Promise<NativeModelHandle>
   modelFree(model: NativeModelHandle): void
   contextCreate(model: NativeModelHandle, params: {nCtx: number; nBatch: number; threads: number; kvType: number}): Promise<NativeContextHandle>

@@ -1,6 +1,7 @@
 import {ExitCode, RunnerError} from '../errors.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {loadAddon, type NativeContextHandle, type NativeGenerateStats} from './addon.js'
+import {abortFlags} from './abort-flags.js'
 import {engineError} from './errors.js'
 import type {Model} from './model.js'
 
@@ -187,18 +188,6 @@ export class Context {
   }
 }
 
-/** An Int32Array [abort, stop] the engine polls, raised by an AbortSignal. */
-function abortFlags(signal: AbortSignal | undefined): {array: Int32Array; release: () => void} {
-  const array = new Int32Array(2)
-  if (!signal) return {array, release: () => {}}
-  const onAbort = () => {
-    array[0] = 1
-  }
-  if (signal.aborted) onAbort()
-  signal.addEventListener('abort', onAbort)
-  return {array, release: () => signal.removeEventListener('abort', onAbort)}
-}
-
 /** The tokens of one generation, as an async iterator, and its result once it ends. */
 export class TokenStream implements AsyncIterable<GeneratedToken> {
   readonly result: Promise<GenerationResult>
@@ -236,12 +225,17 @@ export class TokenStream implements AsyncIterable<GeneratedToken> {
         // Whatever of prompt + generated (+ end-of-generation token) lies past what the cache holds.
         const nPast = ctx.nPast
         const sequence = [...prompt, ...tokens, ...(stats.eogToken >= 0 ? [stats.eogToken] : [])]
+        const finishReason = FINISH[stats.finish]
+        // runner_finish_reason and this table must agree: a reason it lacks is a stale or newer engine, never "length".
+        if (finishReason === undefined) {
+          throw new RunnerError('ENGINE_INTERNAL', `the engine ended a generation with finish reason ${stats.finish}, which this runner does not know`)
+        }
         return {
           tokens,
           pending: sequence.slice(nPast - started.pos),
           nPast,
           text,
-          finishReason: FINISH[stats.finish] ?? 'length',
+          finishReason,
           promptTokens: stats.nPrompt,
           promptMs: stats.promptMs,
           decodeMs: stats.decodeMs,

@@ -3,6 +3,7 @@ import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {createTokenizer, type Tokenizer} from '../tokenizer/index.js'
 import {defaultThreads} from '../util/cpu.js'
+import {abortFlags} from './abort-flags.js'
 import {loadAddon, type NativeModelHandle, type NativeTensorDesc} from './addon.js'
 import {Context, type ContextOptions} from './context.js'
 import {defaultContextSize} from './context-size.js'
@@ -11,6 +12,8 @@ import {engineError} from './errors.js'
 export interface LoadOptions {
   /** Bytes of weights made resident so far, and the total (called on the main thread). */
   readonly onProgress?: (done: number, total: number) => void
+  /** Cancels the load (Ctrl+C while a large model is made resident): ENGINE_ABORTED, exit 130. */
+  readonly signal?: AbortSignal
 }
 
 /**
@@ -37,11 +40,14 @@ export class Model {
       throw new RunnerError('ARCH_BAD_VOCAB', `the tokenizer has ${tokenizer.vocabSize} tokens but the model ${plan.config.nVocab}`, ExitCode.invalidModel)
     }
     const addon = loadAddon()
+    const flags = abortFlags(options.signal)
     try {
-      const handle = await addon.modelLoad(nativeConfig(plan.config), [...plan.files], plan.tensors.map(nativeTensor), options.onProgress)
+      const handle = await addon.modelLoad(nativeConfig(plan.config), [...plan.files], plan.tensors.map(nativeTensor), options.onProgress, flags.array)
       return new Model(gguf, plan, tokenizer, handle)
     } catch (error) {
       throw engineError(error)
+    } finally {
+      flags.release()
     }
   }
 

@@ -59,7 +59,8 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
   const sampling = options.receipt ? {...options.sampling, logprobs: true} : options.sampling
   const t0 = performance.now()
   const setup = options.receipt ? await prepareReceipt(readGgufModel(options.modelPath), options.receipt) : undefined
-  const model = await Model.load(options.modelPath, {onProgress: options.onProgress})
+  // Ctrl+C while a large model loads cancels the load (ENGINE_ABORTED, exit 130): nothing is written.
+  const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal})
   try {
     const loadMs = performance.now() - t0
     const tokenizer = model.tokenizer
@@ -70,6 +71,8 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
     }
     const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
     try {
+      // Interrupted before the first token: nothing ran, so there is no run to report or receipt to write.
+      if (options.signal?.aborted) throw new RunnerError('INTERRUPTED', 'interrupted before the generation started', ExitCode.interrupted)
       // -1: no cap of our own; the engine stops when the context is full and says so (finish reason "context").
       const maxTokens = options.nPredict < 0 ? nCtx : options.nPredict
       const stopTokens = [...tokenizer.eogTokens]

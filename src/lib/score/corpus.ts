@@ -72,7 +72,7 @@ export type ScoreDocument = Awaited<ReturnType<typeof scoreCorpus>>
 
 export async function scoreCorpus(o: CorpusScoreOptions) {
   if (o.corpus.length === 0) throw new RunnerError('SCORE_EMPTY_CORPUS', 'the corpus is empty', ExitCode.usage)
-  const model = await Model.load(o.modelPath)
+  const model = await Model.load(o.modelPath, {signal: o.signal})
   try {
     const tok = model.tokenizer
     const tokens = tok.encode(o.corpus, {addSpecial: true, parseSpecial: false})

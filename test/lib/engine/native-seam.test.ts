@@ -87,6 +87,15 @@ describe('errors across the seam', {skip: hasShared() ? false : NO_SHARED_REASON
     await addon.decode(ctx, Int32Array.of(1), 0, 1)
   })
 
+  test('a raised abort cancels a model load (ENGINE_ABORTED, exit 130, "cancelled"); an unraised one loads', async () => {
+    const {Model} = await import('../../../src/lib/engine/index.js')
+    const raised = new AbortController()
+    raised.abort()
+    await refused(() => Model.load(STORIES, {signal: raised.signal}), 'ENGINE_ABORTED', ExitCode.interrupted, 'cancelled')
+    const loaded = await Model.load(STORIES, {signal: new AbortController().signal})
+    assert.equal(loaded.config.nVocab, 512)
+    loaded.dispose()
+  })
   test('a C++ exception inside a worker keeps its meaning: out of memory is ENGINE_NO_MEMORY (exit 1), never usage', async () => {
     const hooks = loadTestAddon()
     await refused(() => hooks.testWorkerThrow('bad_alloc'), 'ENGINE_NO_MEMORY', ExitCode.failure, 'out of memory')
