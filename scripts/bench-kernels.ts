@@ -17,7 +17,7 @@ import {parseArgs} from 'node:util'
 
 import {quantizeRef, rowBytes, typeTraits} from '../src/lib/engine/index.js'
 import {benchVecDot, fromFloat} from '../src/lib/engine/test-addon.js'
-import {SeededRandom} from '../src/lib/util/random.js'
+import {SeededRandom} from '../src/lib/util/index.js'
 
 interface Row {
   type: string

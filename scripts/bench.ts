@@ -40,7 +40,7 @@ import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 
 import {readGgufModel} from '../src/lib/gguf/index.js'
-import {defaultThreads} from '../src/lib/util/cpu.js'
+import {defaultThreads} from '../src/lib/util/index.js'
 
 const SCRIPT = fileURLToPath(import.meta.url)
 const ROOT = resolve(SCRIPT, '../..')
@@ -222,7 +222,12 @@ async function workerLlamaCpp(o: WorkerOptions): Promise<WorkerResult> {
   const baseRssMiB = rssMiB()
   const t0 = performance.now()
   const model = await llama.loadModel({modelPath: o.model})
-  const ctx = await model.createContext({contextSize: o.nCtx, batchSize: N_BATCH, threads: {ideal: o.threads, min: o.threads}, flashAttention: FLASH_ATTENTION[o.flashAttention]})
+  const ctx = await model.createContext({
+    contextSize: o.nCtx,
+    batchSize: N_BATCH,
+    threads: {ideal: o.threads, min: o.threads},
+    flashAttention: FLASH_ATTENTION[o.flashAttention],
+  })
   const loadMs = performance.now() - t0
   const seq = ctx.getSequence()
   const ids = promptIds(o.pp, vocabSize(o.model))
@@ -441,7 +446,10 @@ function warmPageCache(path: string): void {
   }
 }
 
-/** Bytes of weights one decoded token reads: every weight tensor once, but one row of token_embd (unless it is also the output) and only the used experts' share of expert tensors. */
+/**
+ * Bytes of weights one decoded token reads: every weight tensor once, but one row of token_embd
+ * (unless it is also the output) and only the used experts' share of expert tensors.
+ */
 function weightBytesPerToken(path: string): number {
   const g = readGgufModel(path)
   const arch = String(g.metadata.get('general.architecture')?.value)

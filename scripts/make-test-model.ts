@@ -34,8 +34,7 @@ import {parseArgs} from 'node:util'
 import {ARCHITECTURES, type ArchitectureSpec, type ModelConfig, type TensorRole, type TensorSpec} from '../src/lib/arch/index.js'
 import {quantizeRef} from '../src/lib/engine/index.js'
 import {GgmlType, type GgmlTypeInfo, ggmlTypeById, type GgufKv, GgufValueType, readGgufModel, writeGguf} from '../src/lib/gguf/index.js'
-import {f32ToF16Bits} from '../src/lib/util/half.js'
-import {deriveSeed, SeededRandom} from '../src/lib/util/random.js'
+import {deriveSeed, f32ToF16Bits, SeededRandom} from '../src/lib/util/index.js'
 
 /** granite's multipliers in the files we write (the shared fixture's values). */
 const GRANITE = {embeddingScale: 12, residualScale: 0.22, attentionScale: 0.125, logitScale: 4}
@@ -100,7 +99,10 @@ const ggufArch = (arch: string): string => writerFamily(arch).arch ?? arch
  * tensors it derives from the family's table, and its own pseudo-families (WRITER_FAMILIES with an
  * `arch`: mixtral is `general.architecture = llama` with experts).
  */
-export const TEST_MODEL_ARCHS: readonly string[] = [...ARCHITECTURES.keys(), ...Object.keys(WRITER_FAMILIES).filter((k) => WRITER_FAMILIES[k]!.arch !== undefined)]
+export const TEST_MODEL_ARCHS: readonly string[] = [
+  ...ARCHITECTURES.keys(),
+  ...Object.keys(WRITER_FAMILIES).filter((k) => WRITER_FAMILIES[k]!.arch !== undefined),
+]
 /** A name of TEST_MODEL_ARCHS (checked when a model is written: the registry is data). */
 export type TestModelArch = string
 
@@ -174,7 +176,23 @@ const WEIGHT_TYPES: Record<TestModelType, GgmlTypeInfo> = {
  * for the K-quants what `llama-quantize --pure` writes for the all-one-type mix: _Q2_K (10), _Q3_K_S (11),
  * _Q4_K_S (14), _Q5_K_S (16), _Q6_K (18); _IQ4_NL (25) and _MXFP4_MOE (38).
  */
-const FILE_TYPES: Record<TestModelType, number> = {f32: 0, f16: 1, bf16: 32, q8_0: 7, q4_0: 2, q4_1: 3, q5_0: 8, q5_1: 9, q2_k: 10, q3_k: 11, q4_k: 14, q5_k: 16, q6_k: 18, iq4_nl: 25, mxfp4: 38}
+const FILE_TYPES: Record<TestModelType, number> = {
+  f32: 0,
+  f16: 1,
+  bf16: 32,
+  q8_0: 7,
+  q4_0: 2,
+  q4_1: 3,
+  q5_0: 8,
+  q5_1: 9,
+  q2_k: 10,
+  q3_k: 11,
+  q4_k: 14,
+  q5_k: 16,
+  q6_k: 18,
+  iq4_nl: 25,
+  mxfp4: 38,
+}
 /** llama.cpp's GGML_QNT_VERSION, written as general.quantization_version in quantized files. */
 const QUANTIZATION_VERSION = 2
 const isQuantized = (t: TestModelType) => t !== 'f32' && t !== 'f16' && t !== 'bf16'

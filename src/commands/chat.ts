@@ -1,8 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {runChat} from '../lib/chat-ui/index.js'
-import {RunnerCommand} from '../lib/cli/runner-command.js'
-import {samplingFlags, samplingFromFlags} from '../lib/cli/sampling-flags.js'
+import {RunnerCommand, samplingFlags, samplingFromFlags} from '../lib/cli/index.js'
 import {ExitCode} from '../lib/errors.js'
 
 export default class Chat extends RunnerCommand {

@@ -1,10 +1,10 @@
 import {Flags} from '@oclif/core'
 import {existsSync} from 'node:fs'
 
-import {RunnerCommand} from '../lib/cli/runner-command.js'
+import {RunnerCommand} from '../lib/cli/index.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {generateKeyPair, hex, privateKeyPem, publicKeyPem} from '../lib/receipt/index.js'
-import {writeFileAtomic} from '../lib/util/atomic-write.js'
+import {writeFileAtomic} from '../lib/util/index.js'
 
 export default class Keygen extends RunnerCommand {
   static override summary = 'Create an Ed25519 key pair for signing receipts.'

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {RunnerCommand} from '../lib/cli/runner-command.js'
+import {RunnerCommand} from '../lib/cli/index.js'
 import {formatQuantizeSummary, QUANTIZE_MIXES, QUANTIZE_TYPES, quantizeFile, quantizeJson} from '../lib/quantize/index.js'
 
 export default class Quantize extends RunnerCommand {

@@ -1,9 +1,9 @@
 import {Args, Flags} from '@oclif/core'
 
-import {RunnerCommand} from '../lib/cli/runner-command.js'
+import {RunnerCommand} from '../lib/cli/index.js'
 import {readGgufModel} from '../lib/gguf/index.js'
 import {parseRemovals, removeSublayers} from '../lib/quantize/index.js'
-import {formatBytes, formatRows} from '../lib/util/format.js'
+import {formatBytes, formatRows} from '../lib/util/index.js'
 
 export default class RemoveSublayer extends RunnerCommand {
   static override summary = "Physically remove blocks' attention or FFN sublayers from a GGUF model."

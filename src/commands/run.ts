@@ -1,13 +1,9 @@
 import {Flags} from '@oclif/core'
 
-import {withInterrupt} from '../lib/cli/interrupt.js'
-import {loadProgress} from '../lib/cli/progress.js'
-import {RunnerCommand} from '../lib/cli/runner-command.js'
-import {samplingFlags, samplingFromFlags} from '../lib/cli/sampling-flags.js'
+import {loadProgress, RunnerCommand, samplingFlags, samplingFromFlags, withInterrupt} from '../lib/cli/index.js'
 import {ExitCode} from '../lib/errors.js'
 import {runPrompt} from '../lib/run/index.js'
-import {formatBytes} from '../lib/util/format.js'
-import {readPrompt} from '../lib/util/prompt-input.js'
+import {formatBytes, readPrompt} from '../lib/util/index.js'
 
 export default class Run extends RunnerCommand {
   static override summary = 'Generate text from a prompt with a GGUF model.'

@@ -1,9 +1,8 @@
 import {Flags} from '@oclif/core'
 
-import {withInterrupt} from '../lib/cli/interrupt.js'
-import {RunnerCommand} from '../lib/cli/runner-command.js'
+import {RunnerCommand, withInterrupt} from '../lib/cli/index.js'
 import {formatScoreReport, scoreCorpus, scoreProgress} from '../lib/score/index.js'
-import {readPrompt} from '../lib/util/prompt-input.js'
+import {readPrompt} from '../lib/util/index.js'
 
 export default class Score extends RunnerCommand {
   static override summary = 'Score a corpus: teacher-forced NLL, perplexity and top-1 accuracy.'

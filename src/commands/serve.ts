@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {RunnerCommand} from '../lib/cli/runner-command.js'
+import {RunnerCommand} from '../lib/cli/index.js'
 import {closeOnSignal, exposureWarning, parseTimeoutFlag, readTemplateFlag, SERVE_DEFAULTS, startServer, startupLine} from '../lib/server/index.js'
 
 export default class Serve extends RunnerCommand {

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {RunnerCommand} from '../lib/cli/runner-command.js'
+import {RunnerCommand} from '../lib/cli/index.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {verifyReceipt} from '../lib/receipt/index.js'
 

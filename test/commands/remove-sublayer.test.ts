@@ -33,7 +33,12 @@ describe('runner remove-sublayer', {skip: hasShared() ? false : NO_SHARED_REASON
     const src = readGgufModel(parent())
     await writeGguf(out, {
       kvs: src.kvs,
-      tensors: src.tensors.map((t) => ({name: t.name, type: t.type, shape: t.shape, data: names.includes(t.name) ? new Uint8Array(t.byteSize) : {file: t.file, offset: t.offset}})),
+      tensors: src.tensors.map((t) => ({
+        name: t.name,
+        type: t.type,
+        shape: t.shape,
+        data: names.includes(t.name) ? new Uint8Array(t.byteSize) : {file: t.file, offset: t.offset},
+      })),
     })
     return out
   }

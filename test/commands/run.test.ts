@@ -424,7 +424,9 @@ describe('runner run: Ctrl+C stops cleanly and keeps what was generated', {skip:
   })
 
   /** Spawn a long run, wait for its first output, send SIGINT; resolve with how it ended. */
-  function interrupt(extra: string[]): Promise<{code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; sawOutputBeforeSigint: boolean}> {
+  function interrupt(
+    extra: string[],
+  ): Promise<{code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; sawOutputBeforeSigint: boolean}> {
     return new Promise((resolve, reject) => {
       const child = spawn(process.execPath, ['bin/run.js', 'run', '-m', big, '-p', PROMPT, '-n', '3000', '--temp', '0', '-t', '1', ...extra], {
         cwd: REPO_ROOT,

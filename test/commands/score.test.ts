@@ -122,7 +122,12 @@ describe('runner score --save-logits / --kld', {skip: hasShared() ? false : NO_S
     const noise = Float32Array.from(original, () => std * rng.normal())
     await writeGguf(perturbed, {
       kvs: src.kvs,
-      tensors: src.tensors.map((t) => ({name: t.name, type: t.type, shape: t.shape, data: t === victim ? new Uint8Array(noise.buffer) : {file: t.file, offset: t.offset}})),
+      tensors: src.tensors.map((t) => ({
+        name: t.name,
+        type: t.type,
+        shape: t.shape,
+        data: t === victim ? new Uint8Array(noise.buffer) : {file: t.file, offset: t.offset},
+      })),
     })
     const bad = kldOf(perturbed)
     assert.ok(bad.mean > q4.mean, `perturbed ${bad.mean} should exceed Q4_0 ${q4.mean}`)

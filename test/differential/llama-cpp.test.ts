@@ -6,7 +6,6 @@
  * same token for token until a step where llama.cpp's own top-1/top-2 margin is below that tolerance
  * (after which another token is legitimate: shared/reference/README.md's rule).
  */
-import assert from 'node:assert/strict'
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'

@@ -62,7 +62,11 @@ export async function compareWithLlamaCpp(llama: Llama, c: Comparison): Promise<
     await seq.clearHistory()
     const theirTokens: number[] = []
     const margins: number[] = []
-    let next = await seq.controlledEvaluate(ids.map((id, i) => (i === ids.length - 1 ? [id, {generateNext: {logits: true}}] : id)) as Parameters<typeof seq.controlledEvaluate>[0])
+    let next = await seq.controlledEvaluate(
+      ids.map((id, i) => (i === ids.length - 1 ? [id, {generateNext: {logits: true}}] : id)) as Parameters<
+        typeof seq.controlledEvaluate
+      >[0],
+    )
     for (let step = 0; step < c.greedySteps; step++) {
       const row = [...next[next.length - 1]!.next.logits!.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])
       theirTokens.push(row[0]![0])

@@ -170,12 +170,16 @@ describe('typeTraits(): the native type table', () => {
     for (const t of traits) {
       const g = GGML_TYPES.get(t.type)
       assert.ok(g, `types.ts knows type ${t.type}`)
-      assert.deepEqual({id: t.type, name: t.name, blockSize: t.blockSize, bytesPerBlock: t.typeSize}, {id: g.id, name: g.name, blockSize: g.blockSize, bytesPerBlock: g.bytesPerBlock})
+      assert.deepEqual(
+        {id: t.type, name: t.name, blockSize: t.blockSize, bytesPerBlock: t.typeSize},
+        {id: g.id, name: g.name, blockSize: g.blockSize, bytesPerBlock: g.bytesPerBlock},
+      )
     }
   })
 
   it("dots each weight type against ggml's activation type", () => {
-    for (const name of [...WEIGHT_TYPES, ...K_WEIGHT_TYPES]) assert.equal(traits.find((t) => t.type === T(name).vecDotType)?.name, GGML_VEC_DOT_TYPE[name], name)
+    for (const name of [...WEIGHT_TYPES, ...K_WEIGHT_TYPES])
+      assert.equal(traits.find((t) => t.type === T(name).vecDotType)?.name, GGML_VEC_DOT_TYPE[name], name)
   })
 
   it('lists variants slowest first, always has the scalar reference, and picks the fastest', () => {
@@ -396,7 +400,14 @@ describe('F16 and BF16 conversions', () => {
   for (let i = 0; i < samples.length; i++) {
     // Bit patterns spread over every exponent, plus the rounding boundaries of both formats.
     const r = rng.nextU32()
-    samples[i] = i % 4 === 0 ? fromBits(r) : i % 4 === 1 ? fromBits((r & 0x8000_0000) | ((r % 0x2000) + 0x33000000 + (rng.nextU32() % 0x15000000))) : i % 4 === 2 ? fromBits((r & ~0x1fff) | 0x1000) : fromBits((r & ~0xffff) | 0x8000)
+    samples[i] =
+      i % 4 === 0
+        ? fromBits(r)
+        : i % 4 === 1
+          ? fromBits((r & 0x8000_0000) | ((r % 0x2000) + 0x33000000 + (rng.nextU32() % 0x15000000)))
+          : i % 4 === 2
+            ? fromBits((r & ~0x1fff) | 0x1000)
+            : fromBits((r & ~0xffff) | 0x8000)
   }
 
   it('fp32 -> fp16 agrees with src/lib/util/half.ts (ties to even, subnormals, overflow, NaN as F16C)', () => {

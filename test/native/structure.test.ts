@@ -31,7 +31,12 @@ test('no two files of the engine depend on each other (no cycle among its object
     else if (/[TDBRCVW]/.test(kind)) defines.set(symbol, member)
   }
   assert.ok(uses.size > 30, `nm listed the engine's members (${uses.size})`)
-  const deps = new Map([...uses].map(([member, symbols]) => [member, new Set([...symbols].flatMap((s) => (defines.has(s) && defines.get(s) !== member ? [defines.get(s)!] : [])))]))
+  const deps = new Map(
+    [...uses].map(([member, symbols]) => [
+      member,
+      new Set([...symbols].flatMap((s) => (defines.has(s) && defines.get(s) !== member ? [defines.get(s)!] : []))),
+    ]),
+  )
   // Depth-first search; a back edge is a cycle, reported as the path that closes it.
   const state = new Map<string, 'open' | 'done'>()
   const path: string[] = []

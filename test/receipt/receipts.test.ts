@@ -18,8 +18,12 @@ import {hasShared, NO_SHARED_REASON, runCli, runCliAsync, sharedPath} from '../h
 
 const SKIP = hasShared() ? false : NO_SHARED_REASON
 
+/** A receipt as parsed JSON: a forgery writes any value anywhere (verify must refuse it), so no schema type fits. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a forgery's whole point is to break the receipt's types
+type ReceiptJson = Record<string, any>
+
 /** Re-chain a receipt the way anyone could: JSON in key order, sha256 of the prefix, no signature. */
-function forge(file: string, edit: (r: Record<string, any>) => void): string {
+function forge(file: string, edit: (r: ReceiptJson) => void): string {
   const r = JSON.parse(readFileSync(file, 'utf8'))
   edit(r)
   delete r.chain
@@ -61,7 +65,8 @@ describe('receipts', {skip: SKIP}, () => {
   })
   after(() => rmSync(dir, {recursive: true, force: true}))
 
-  const verify = (receiptPath: string, extra: Partial<Parameters<typeof verifyReceipt>[0]> = {}): Promise<VerifyReport> => verifyReceipt({receiptPath, modelPath: model, ...extra})
+  const verify = (receiptPath: string, extra: Partial<Parameters<typeof verifyReceipt>[0]> = {}): Promise<VerifyReport> =>
+    verifyReceipt({receiptPath, modelPath: model, ...extra})
 
   test('keygen: private key 0600, refused when present, PEM that node:crypto and OpenSSL read', () => {
     assert.equal(statSync(key).mode & 0o777, 0o600)
@@ -267,9 +272,9 @@ describe('receipts', {skip: SKIP}, () => {
     assert.equal(r2.verdict, 'DIVERGED', r2.reason)
     assert.equal(r2.divergence?.at, 'logprob')
     for (const [edit, why] of [
-      [(r: Record<string, any>) => (r.profile = {name: 'bogus', version: 99}), /malformed.*profile/],
-      [(r: Record<string, any>) => (r.model.architecture = 'gpt9'), /wrong model.*gpt9/],
-      [(r: Record<string, any>) => (r.model.files[0].bytes = 1), /wrong model.*bytes/],
+      [(r: ReceiptJson) => (r.profile = {name: 'bogus', version: 99}), /malformed.*profile/],
+      [(r: ReceiptJson) => (r.model.architecture = 'gpt9'), /wrong model.*gpt9/],
+      [(r: ReceiptJson) => (r.model.files[0].bytes = 1), /wrong model.*bytes/],
     ] as const) {
       const r = await verify(forge(plain, edit))
       assert.equal(r.verdict, 'UNVERIFIABLE', r.reason)

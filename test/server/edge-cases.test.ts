@@ -9,9 +9,10 @@ import {metric, startTestServer, type TestServer} from './helpers.js'
 const STORIES = sharedPath('models', 'stories260K.gguf')
 const SKIP = hasShared() ? false : NO_SHARED_REASON
 
-async function post(url: string, path: string, body: unknown, headers: Record<string, string> = {'content-type': 'application/json'}) {
+/** POST a JSON body; `T` is the response body's shape as the caller expects it (unchecked). */
+async function post<T = unknown>(url: string, path: string, body: unknown, headers: Record<string, string> = {'content-type': 'application/json'}) {
   const r = await fetch(`${url}${path}`, {method: 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body)})
-  return {status: r.status, json: (await r.json()) as any}
+  return {status: r.status, json: (await r.json()) as T}
 }
 
 describe('runner serve edge cases', {skip: SKIP}, () => {
@@ -39,15 +40,15 @@ describe('runner serve edge cases', {skip: SKIP}, () => {
     const empty = await fetch(`${t.url}/v1/chat/completions`, {method: 'POST', headers: {authorization: 'Bearer K'}})
     assert.equal(empty.status, 400)
     assert.equal(((await empty.json()) as {error: {code: string}}).error.code, 'invalid_json')
-    const r = await post(t.url, '/v1/chat/completions', {model: 'stories260K', messages: [{role: 'user', content: 'hi'}], max_tokens: 2, response_format: {type: 'text', json_schema: {name: 'x', schema: {}}}}, auth)
+    const r = await post<{error: {param: string}}>(t.url, '/v1/chat/completions', {model: 'stories260K', messages: [{role: 'user', content: 'hi'}], max_tokens: 2, response_format: {type: 'text', json_schema: {name: 'x', schema: {}}}}, auth)
     assert.equal(r.status, 400)
     assert.equal(r.json.error.param, 'response_format.json_schema')
   })
 
   test('/apply-template honours add_generation_prompt and refuses unknown fields', async () => {
     const messages = [{role: 'user', content: 'hi'}]
-    const withPrompt = await post(t.url, '/apply-template', {messages}, auth)
-    const without = await post(t.url, '/apply-template', {messages, add_generation_prompt: false}, auth)
+    const withPrompt = await post<{prompt: string}>(t.url, '/apply-template', {messages}, auth)
+    const without = await post<{prompt: string}>(t.url, '/apply-template', {messages, add_generation_prompt: false}, auth)
     assert.equal(withPrompt.json.prompt, '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n')
     assert.equal(without.json.prompt, '<|im_start|>user\nhi<|im_end|>\n')
     const bogus = await post(t.url, '/apply-template', {messages, bogus: 1}, auth)
@@ -56,7 +57,7 @@ describe('runner serve edge cases', {skip: SKIP}, () => {
 
   test('streamed text_offset equals the non-streamed one when a stop string holds text back', async () => {
     const body = {model: 'stories260K', prompt: 'Once upon a time', max_tokens: 12, temperature: 0, logprobs: 0, stop: 'rl X'}
-    const plain = await post(t.url, '/v1/completions', body, auth)
+    const plain = await post<{choices: Array<{logprobs: {text_offset: number[]}}>}>(t.url, '/v1/completions', body, auth)
     const r = await fetch(`${t.url}/v1/completions`, {method: 'POST', headers: auth, body: JSON.stringify({...body, stream: true})})
     const offsets: number[] = []
     for (const line of (await r.text()).split('\n')) {
@@ -64,7 +65,7 @@ describe('runner serve edge cases', {skip: SKIP}, () => {
       const chunk = JSON.parse(line.slice(6)) as {choices: Array<{logprobs: {text_offset: number[]} | null}>}
       offsets.push(...(chunk.choices[0]?.logprobs?.text_offset ?? []))
     }
-    assert.deepEqual(offsets, plain.json.choices[0].logprobs.text_offset)
+    assert.deepEqual(offsets, plain.json.choices[0]?.logprobs.text_offset)
     assert.ok(offsets.length > 0)
   })
 

@@ -94,7 +94,14 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
     const byIds = await t.client.completions.create({model: MODEL, prompt: ref.prompt_ids, max_tokens: n, temperature: 0})
     assert.equal(byIds.choices[0]!.text, whole.choices[0]!.text)
 
-    const stream = await t.client.completions.create({model: MODEL, prompt: ref.prompt, max_tokens: n, temperature: 0, stream: true, stream_options: {include_usage: true}})
+    const stream = await t.client.completions.create({
+      model: MODEL,
+      prompt: ref.prompt,
+      max_tokens: n,
+      temperature: 0,
+      stream: true,
+      stream_options: {include_usage: true},
+    })
     let text = ''
     let finish: string | null = null
     let usage: OpenAI.CompletionUsage | undefined | null
@@ -117,7 +124,14 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
   test('chat streaming: role first, content deltas, finish reason, usage with cached_tokens last', async () => {
     const messages = [{role: 'user' as const, content: 'Tell me about a cat.'}]
     const whole = await t.client.chat.completions.create({model: MODEL, messages, max_tokens: 24, temperature: 0})
-    const stream = await t.client.chat.completions.create({model: MODEL, messages, max_tokens: 24, temperature: 0, stream: true, stream_options: {include_usage: true}})
+    const stream = await t.client.chat.completions.create({
+      model: MODEL,
+      messages,
+      max_tokens: 24,
+      temperature: 0,
+      stream: true,
+      stream_options: {include_usage: true},
+    })
     const seen: OpenAI.ChatCompletionChunk[] = []
     for await (const chunk of stream) seen.push(chunk)
     assert.equal(seen[0]!.choices[0]!.delta.role, 'assistant')

@@ -169,7 +169,7 @@ function bindTensors(model: GgufModelFiles, spec: ArchitectureSpec, config: Mode
     const layers = s.perLayer ? Array.from({length: config.nLayer}, (_, i) => i) : [-1]
     for (const layer of layers) {
       const name = s.name.replace('{L}', String(layer))
-      let t = byName.get(name)
+      const t = byName.get(name)
       // Experts in the legacy split layout: one 2-D tensor per expert, bound to the same role.
       const splitName = (e: number) => s.split!.replace('{L}', String(layer)).replace('{E}', String(e))
       if (s.split && byName.has(splitName(0))) {

@@ -7,7 +7,7 @@ import {writeFileSync} from 'node:fs'
 import {render} from 'ink'
 
 import type {ChatTemplate} from '../chat/index.js'
-import {listenForInterrupt} from '../cli/interrupt.js'
+import {listenForInterrupt} from '../cli/index.js'
 import {ExitCode} from '../errors.js'
 import {ChatApp, type RenderStats} from './app.js'
 import type {ChatConversation} from './conversation.js'

@@ -1,4 +1,4 @@
-import {formatBytes} from '../util/format.js'
+import {formatBytes} from '../util/index.js'
 
 /**
  * A progress line on stderr while a big model loads: only on a terminal, and never when `enabled`

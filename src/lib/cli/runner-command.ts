@@ -1,7 +1,7 @@
 import {Command} from '@oclif/core'
 
 import {RunnerError} from '../errors.js'
-import {GgufError} from '../gguf/errors.js'
+import {GgufError} from '../gguf/index.js'
 
 /**
  * Base of every command: turns a RunnerError into one line on stderr (message and code) and the

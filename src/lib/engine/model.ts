@@ -2,7 +2,7 @@ import {camelCase, enumValue, isEnumField, MODEL_CONFIG_FIELDS, type ModelConfig
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {createTokenizer, type Tokenizer} from '../tokenizer/index.js'
-import {defaultThreads} from '../util/cpu.js'
+import {defaultThreads} from '../util/index.js'
 import {abortFlags} from './abort-flags.js'
 import {loadAddon, type NativeModelHandle, type NativeTensorDesc} from './addon.js'
 import {Context, type ContextOptions} from './context.js'

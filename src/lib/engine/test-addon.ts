@@ -139,6 +139,14 @@ export function roundF16(variant: string, a: number, x: Float32Array): Float32Ar
  * in turn against the one row `y`; `rowsPerCall` 2 takes them in pairs through vec_dot2 where the
  * variant has it. For scripts/bench-kernels.ts.
  */
-export function benchVecDot(type: KernelTypeRef, variant: KernelVariant, n: number, x: Uint8Array, y: Uint8Array, iters: number, rowsPerCall: 1 | 2 = 1): number {
+export function benchVecDot(
+  type: KernelTypeRef,
+  variant: KernelVariant,
+  n: number,
+  x: Uint8Array,
+  y: Uint8Array,
+  iters: number,
+  rowsPerCall: 1 | 2 = 1,
+): number {
   return call(() => hooks().kernelBenchVecDot(kernelTypeId(type), variant, n, x, y, iters, rowsPerCall))
 }

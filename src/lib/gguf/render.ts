@@ -2,7 +2,7 @@
  * What `runner inspect` prints, as text: the summary rows, the tensor table, the metadata rows, one
  * value. The JSON forms are modelToJson (summary.ts) and valueToJson (values.ts).
  */
-import {formatBytes, formatCount, formatRows} from '../util/format.js'
+import {formatBytes, formatCount, formatRows} from '../util/index.js'
 import type {GgufModelFiles} from './shards.js'
 import type {ModelSummary} from './summary.js'
 import {formatValue, type GgufKv, valueToJson} from './values.js'

@@ -9,8 +9,7 @@ import {Listr, ListrLogger, ProcessOutput} from 'listr2'
 
 import {ExitCode, RunnerError} from '../errors.js'
 import {readGgufModel} from '../gguf/index.js'
-import {defaultThreads} from '../util/cpu.js'
-import {formatBytes, formatRows} from '../util/format.js'
+import {defaultThreads, formatBytes, formatRows} from '../util/index.js'
 import {parseTypePlan, planQuantization, type TensorDecision, type TypePlanRule} from './plan.js'
 import {quantizeModel, type QuantizeSummary} from './quantize.js'
 import {parseRemovals, planRemovals} from './remove-sublayer.js'
@@ -89,7 +88,11 @@ export async function quantizeFile(o: QuantizeFileOptions): Promise<QuantizeFile
 
 /** The --json document: the summary, the type, and every tensor's decision. */
 export function quantizeJson(r: QuantizeFileResult, type: string) {
-  return {...r.summary, type: type.toUpperCase(), tensorsDetail: r.decisions.map((d) => ({name: d.tensor.name, from: d.from.name, to: d.to.name, reason: d.reason}))}
+  return {
+    ...r.summary,
+    type: type.toUpperCase(),
+    tensorsDetail: r.decisions.map((d) => ({name: d.tensor.name, from: d.from.name, to: d.to.name, reason: d.reason})),
+  }
 }
 
 export function formatQuantizeSummary(s: QuantizeSummary): string {

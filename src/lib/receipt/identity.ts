@@ -5,7 +5,7 @@ import {dirname, join, relative, sep} from 'node:path'
 import {fileURLToPath} from 'node:url'
 
 import {ADDON_ABI_VERSION, addonPath, cpuFeatures, findPackageRoot, effectiveCpuLevel} from '../engine/index.js'
-import {sha256File} from '../util/sha256.js'
+import {sha256File} from '../util/index.js'
 import type {ReceiptBody} from './format.js'
 
 /** The source root this module was loaded from: dist/src when compiled, src under tsx. */

@@ -5,8 +5,7 @@ import {basename, dirname, resolve} from 'node:path'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {GgufModelFiles} from '../gguf/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
-import {writeFileAtomic} from '../util/atomic-write.js'
-import {sha256File} from '../util/sha256.js'
+import {sha256File, writeFileAtomic} from '../util/index.js'
 import {chainedPrefix, RECEIPT_FORMAT, RECEIPT_VERSION, type ReceiptBody, type ReceiptSignature, receiptBytes, withChain} from './format.js'
 import {engineIdentity} from './identity.js'
 import {intactChain} from './prev.js'
@@ -62,7 +61,13 @@ export interface RunRecord {
   readonly finished: Date
   readonly config: Omit<ReceiptBody['config'], 'sampling'> & {readonly sampling: SamplingOptions}
   readonly prompt: {readonly text: string; readonly tokens: readonly number[]}
-  readonly output: {readonly tokens: readonly number[]; readonly text: string; readonly bytes: Uint8Array; readonly finishReason: string; readonly logprobs: readonly number[]}
+  readonly output: {
+    readonly tokens: readonly number[]
+    readonly text: string
+    readonly bytes: Uint8Array
+    readonly finishReason: string
+    readonly logprobs: readonly number[]
+  }
 }
 
 /** Assemble, chain, sign (when set up to) and atomically write a receipt; returns its chain hash. */

@@ -8,7 +8,7 @@ import {fitPrompt, generate, type Generation} from '../generate/index.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {resolveSamplingOptions, type SamplingOptions} from '../sampling/index.js'
 import {createTokenizer, encodePrompt} from '../tokenizer/index.js'
-import {sha256File} from '../util/sha256.js'
+import {sha256File} from '../util/index.js'
 import {chainedPrefix, RECEIPT_FORMAT, RECEIPT_VERSION, receiptBytes, sha256Hex, splitReceipt, withChain} from './format.js'
 import {engineIdentity} from './identity.js'
 import {readPublicKey, verifySignature} from './keys.js'
@@ -217,7 +217,17 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
     }
     return {verdict: 'VERIFIED', exitCode: 0, reason: `replayed ${receipt.output.tokens.length} tokens: every token and byte matches`, checks, chain, signer, modelLoaded}
   } catch (error) {
-    if (error instanceof Stop) return {verdict: error.verdict, exitCode: VERDICT_EXIT[error.verdict], reason: error.reason, checks, chain, signer, modelLoaded, ...(error.divergence ? {divergence: error.divergence} : {})}
+    if (error instanceof Stop)
+      return {
+        verdict: error.verdict,
+        exitCode: VERDICT_EXIT[error.verdict],
+        reason: error.reason,
+        checks,
+        chain,
+        signer,
+        modelLoaded,
+        ...(error.divergence ? {divergence: error.divergence} : {}),
+      }
     throw error
   }
 }

@@ -87,9 +87,25 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
           architecture: model.config.architecture,
           started,
           finished,
-          config: {maxTokens, nCtx, nBatch: ctx.options.nBatch, threads: ctx.options.threads, kvType: ctx.options.kvType, addBos: options.addBos, parseSpecial: options.parseSpecial, stopTokens, sampling},
+          config: {
+            maxTokens,
+            nCtx,
+            nBatch: ctx.options.nBatch,
+            threads: ctx.options.threads,
+            kvType: ctx.options.kvType,
+            addBos: options.addBos,
+            parseSpecial: options.parseSpecial,
+            stopTokens,
+            sampling,
+          },
           prompt: {text: options.prompt, tokens: ids},
-          output: {tokens: [...o.tokenIds], text: o.text, bytes: tokenizer.decodeBytes(o.tokenIds), finishReason: o.finishReason, logprobs: o.tokens.map((t) => t.logprob)},
+          output: {
+            tokens: [...o.tokenIds],
+            text: o.text,
+            bytes: tokenizer.decodeBytes(o.tokenIds),
+            finishReason: o.finishReason,
+            logprobs: o.tokens.map((t) => t.logprob),
+          },
         })
         receipt = {path: options.receipt.path, chain: written.chain, signed: setup.key !== undefined}
       }

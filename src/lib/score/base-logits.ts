@@ -2,7 +2,7 @@ import {createHash} from 'node:crypto'
 import {readFile} from 'node:fs/promises'
 
 import {ExitCode, RunnerError} from '../errors.js'
-import {writeFileAtomic} from '../util/atomic-write.js'
+import {writeFileAtomic} from '../util/index.js'
 
 /**
  * The base model's per-position distributions, saved by `runner score --save-logits` and read by

@@ -6,7 +6,7 @@
  */
 import {Model} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
-import {sha256File, sha256Text} from '../util/sha256.js'
+import {sha256File, sha256Text} from '../util/index.js'
 import {type BaseLogits, type BasePosition, readBaseLogits, writeBaseLogits} from './base-logits.js'
 import {basePosition, checkBaseMatches, KLD_MARGIN, positionKld, summarizeKld} from './kld.js'
 import {scoreTokens} from './score.js'

@@ -69,7 +69,13 @@ export interface KldResult {
 }
 
 /** Checks that the base file scored the same tokens with the same windows. */
-export function checkBaseMatches(base: BaseLogits, tokens: readonly number[], scheme: {ctx: number; stride: number; first: number}, corpusSha256: string, file: string): void {
+export function checkBaseMatches(
+  base: BaseLogits,
+  tokens: readonly number[],
+  scheme: {ctx: number; stride: number; first: number},
+  corpusSha256: string,
+  file: string,
+): void {
   const why =
     base.corpusSha256 !== corpusSha256 ? 'it was saved on another corpus (sha256 differs)'
     : base.tokens.length !== tokens.length || base.tokens.some((t, i) => t !== tokens[i]) ? 'it was saved on other tokens (another tokenizer)'

@@ -1,4 +1,4 @@
-import {formatRows} from '../util/format.js'
+import {formatRows} from '../util/index.js'
 import type {ScoreDocument} from './corpus.js'
 
 /** The human form of a score report: one row per figure. */

@@ -91,7 +91,11 @@ function prepare(env: RequestEnv, raw: unknown) {
   }
   let sampling
   try {
-    sampling = resolveSamplingOptions({temperature: body.temperature as number | undefined, topP: body.top_p as number | undefined, topK: body.top_k as number | undefined})
+    sampling = resolveSamplingOptions({
+      temperature: body.temperature as number | undefined,
+      topP: body.top_p as number | undefined,
+      topK: body.top_k as number | undefined,
+    })
   } catch (error) {
     throw toApiError(error, {temperature: 'temperature', topP: 'top_p', topK: 'top_k'})
   }

@@ -69,7 +69,14 @@ export async function runGeneration(
   const t0 = performance.now()
   let settled: Promise<unknown> = Promise.resolve()
   try {
-    const generation = generate(lease.slot.session, {prompt: request.prompt, maxTokens: request.maxTokens, sampling: request.sampling, stop: request.stop, signal, maxReuse})
+    const generation = generate(lease.slot.session, {
+      prompt: request.prompt,
+      maxTokens: request.maxTokens,
+      sampling: request.sampling,
+      stop: request.stop,
+      signal,
+      maxReuse,
+    })
     settled = generation.result.catch(() => {})
     for await (const e of generation.events) if (e.text.length > 0 || e.tokens.length > 0) onDelta({text: e.text, tokens: e.tokens})
     const o = await generation.result

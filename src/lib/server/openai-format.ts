@@ -36,7 +36,12 @@ export function chatLogprobs(tokens: readonly TokenReport[]): {content: unknown[
 }
 
 /** The legacy completions form: parallel arrays, top alternatives as {text: logprob} objects. */
-export function completionLogprobs(tokens: readonly TokenReport[]): {tokens: string[]; token_logprobs: number[]; top_logprobs: Array<Record<string, number>>; text_offset: number[]} {
+export function completionLogprobs(tokens: readonly TokenReport[]): {
+  tokens: string[]
+  token_logprobs: number[]
+  top_logprobs: Array<Record<string, number>>
+  text_offset: number[]
+} {
   // Each token's own position in the completion: right when a stop string held text back, and
   // when a character spans several byte tokens (whose own texts are U+FFFD).
   const offsets = tokens.map((t) => t.offset)
@@ -72,7 +77,11 @@ export function chatCompletion(meta: ResponseMeta, o: GenerationOutcome, logprob
   }
 }
 
-export function chatChunk(meta: ResponseMeta, delta: Record<string, unknown>, extra: {logprobs?: unknown; finishReason?: OpenAiFinishReason | null; usage?: boolean}): unknown {
+export function chatChunk(
+  meta: ResponseMeta,
+  delta: Record<string, unknown>,
+  extra: {logprobs?: unknown; finishReason?: OpenAiFinishReason | null; usage?: boolean},
+): unknown {
   return {
     id: meta.id,
     object: 'chat.completion.chunk',

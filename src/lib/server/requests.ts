@@ -110,7 +110,15 @@ export function prepareCompletion(env: RequestEnv, raw: unknown): PreparedReques
   return finish(env, body, prompt, 'prompt', opt<number>(body, 'max_tokens') ?? COMPLETION_DEFAULT_MAX_TOKENS, logprobs !== undefined, logprobs ?? 0)
 }
 
-function finish(env: RequestEnv, body: Body, prompt: number[], promptParam: string, maxTokens: number | undefined, logprobs: boolean, topLogprobs: number): PreparedRequest {
+function finish(
+  env: RequestEnv,
+  body: Body,
+  prompt: number[],
+  promptParam: string,
+  maxTokens: number | undefined,
+  logprobs: boolean,
+  topLogprobs: number,
+): PreparedRequest {
   // At least one position for the completion, and max_tokens of them when it is given.
   const fit = fitPrompt(prompt.length, env.nCtx, Math.max(1, maxTokens ?? 0))
   if (fit.promptAlone) {

@@ -5,7 +5,7 @@
  */
 import {readFileSync} from 'node:fs'
 
-import {listenForInterrupt} from '../cli/interrupt.js'
+import {listenForInterrupt} from '../cli/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type RunningServer, SHUTDOWN_GRACE_MS} from './server.js'
 

@@ -13,7 +13,7 @@ import {ChatTemplate} from '../chat/index.js'
 import {type Context, Model, Session, defaultContextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
-import {defaultThreads} from '../util/cpu.js'
+import {defaultThreads} from '../util/index.js'
 import {ApiError, toApiError} from './api-error.js'
 import {Metrics} from './metrics.js'
 import {COMPLETION_DEFAULT_MAX_TOKENS, type RequestEnv} from './requests.js'
@@ -106,7 +106,13 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     const metrics = new Metrics(() => {
       // Without the prefix cache the slots' KV rows are never reused, so none count as cached.
       const tokens = o.prefixCache ? scheduler.slots.reduce((n, s) => n + s.session.cached.length, 0) : 0
-      return {queueDepth: scheduler.queued, slotsBusy: scheduler.busy, slotsTotal: scheduler.slots.length, prefixCacheTokens: tokens, prefixCacheBytes: Math.round(tokens * bytesPerPosition)}
+      return {
+        queueDepth: scheduler.queued,
+        slotsBusy: scheduler.busy,
+        slotsTotal: scheduler.slots.length,
+        prefixCacheTokens: tokens,
+        prefixCacheBytes: Math.round(tokens * bytesPerPosition),
+      }
     })
     scheduler.onAssign = (_slot, reused) => metrics.recordPrefix(reused)
     const concurrent = Math.min(o.parallel, uvThreadpoolSize())

@@ -16,7 +16,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
 
-import {ENGINE_WEIGHT_TYPES, planModel, TENSOR_ROLES, roleId} from '../../../src/lib/arch/index.js'
+import {ENGINE_WEIGHT_TYPES, planModel, TENSOR_ROLES} from '../../../src/lib/arch/index.js'
 import type {ModelPlan} from '../../../src/lib/arch/index.js'
 import {loadAddon, type NativeAddon, type NativeModelConfig, type NativeTensorDesc} from '../../../src/lib/engine/addon.js'
 import {quantizeRef, typeTraits} from '../../../src/lib/engine/kernels.js'
@@ -109,7 +109,9 @@ let counter = 0
 async function variant(edit: {kvs?: KvEdit; tensors?: TensorEdit} = {}): Promise<string> {
   const m = stories()
   const kvs = (edit.kvs ?? ((x) => x))([...m.kvs])
-  const tensors = (edit.tensors ?? ((x) => x))(m.tensors.map((t) => ({name: t.name, type: t.type, shape: [...t.shape], data: {file: t.file, offset: t.offset}})))
+  const tensors = (edit.tensors ?? ((x) => x))(
+    m.tensors.map((t) => ({name: t.name, type: t.type, shape: [...t.shape], data: {file: t.file, offset: t.offset}})),
+  )
   const path = join(dir, `hostile-${counter++}.gguf`)
   await writeGguf(path, {kvs, tensors})
   return path
@@ -317,7 +319,9 @@ async function familyVariant(fixture: string, edit: {kvs?: KvEdit; tensors?: Ten
   if (!familySources.has(fixture)) familySources.set(fixture, readGgufModel(sharedPath('fixtures', `${fixture}.gguf`)))
   const m = familySources.get(fixture)!
   const kvs = (edit.kvs ?? ((x) => x))([...m.kvs])
-  const tensors = (edit.tensors ?? ((x) => x))(m.tensors.map((t) => ({name: t.name, type: t.type, shape: [...t.shape], data: {file: t.file, offset: t.offset}})))
+  const tensors = (edit.tensors ?? ((x) => x))(
+    m.tensors.map((t) => ({name: t.name, type: t.type, shape: [...t.shape], data: {file: t.file, offset: t.offset}})),
+  )
   const path = join(dir, `family-${counter++}.gguf`)
   await writeGguf(path, {kvs, tensors})
   return path
@@ -678,38 +682,45 @@ describe('TypeScript tables agree with the engine', () => {
     assert.deepEqual([...ENGINE_WEIGHT_TYPES].sort(), [...native].sort())
   })
 
-  test("a weight type the TypeScript side admits really runs: stories260K in Q8_1 generates llama.cpp's greedy tokens", {skip: SKIP}, async () => {
-    // Q8_1 is in both tables (llama.cpp never writes it as a weight, the engine dots it against Q8_1
-    // activations). Every 2-D weight whose rows fill whole blocks (all but ffn_down, ne0 = 172) is
-    // quantized with the engine's reference quantizer; 8-bit error is far below the margins of the first
-    // 16 greedy tokens in shared/reference/stories260K.json (all > 0.8).
-    const m = stories()
-    const q81 = ggmlTypeById(GgmlType.Q8_1)!
-    const bytes = readFileSync(STORIES)
-    const tensors = m.tensors.map((t): GgufWriteTensor => {
-      if (t.shape.length !== 2 || t.shape[0]! % q81.blockSize !== 0) return {name: t.name, type: t.type, shape: [...t.shape], data: {file: t.file, offset: t.offset}}
-      const f32 = new Float32Array(bytes.buffer.slice(bytes.byteOffset + t.offset, bytes.byteOffset + t.offset + t.byteSize))
-      return {name: t.name, type: q81, shape: [...t.shape], data: quantizeRef(q81, f32)}
-    })
-    const path = join(dir, 'stories260K-q8_1.gguf')
-    await writeGguf(path, {kvs: [...m.kvs], tensors})
-    const reference = JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')) as {greedy: Array<{prompt_ids: number[]; ids: number[]}>}
-    const g = reference.greedy[0]!
-    const model = await Model.load(path)
-    try {
-      assert.ok(model.plan.tensors.filter((t) => t.type.name === 'Q8_1').length >= 20, 'most weights are Q8_1')
-      const ctx = await model.createContext({nCtx: 64, threads: 1})
-      const stream = ctx.generate(g.prompt_ids, {maxTokens: 16, sampling: resolveSamplingOptions({temperature: 0})})
-      for await (const _ of stream) {
-        // drain
+  test(
+    "a weight type the TypeScript side admits really runs: stories260K in Q8_1 generates llama.cpp's greedy tokens",
+    {skip: SKIP},
+    async () => {
+      // Q8_1 is in both tables (llama.cpp never writes it as a weight, the engine dots it against Q8_1
+      // activations). Every 2-D weight whose rows fill whole blocks (all but ffn_down, ne0 = 172) is
+      // quantized with the engine's reference quantizer; 8-bit error is far below the margins of the first
+      // 16 greedy tokens in shared/reference/stories260K.json (all > 0.8).
+      const m = stories()
+      const q81 = ggmlTypeById(GgmlType.Q8_1)!
+      const bytes = readFileSync(STORIES)
+      const tensors = m.tensors.map((t): GgufWriteTensor => {
+        if (t.shape.length !== 2 || t.shape[0]! % q81.blockSize !== 0)
+          return {name: t.name, type: t.type, shape: [...t.shape], data: {file: t.file, offset: t.offset}}
+        const f32 = new Float32Array(bytes.buffer.slice(bytes.byteOffset + t.offset, bytes.byteOffset + t.offset + t.byteSize))
+        return {name: t.name, type: q81, shape: [...t.shape], data: quantizeRef(q81, f32)}
+      })
+      const path = join(dir, 'stories260K-q8_1.gguf')
+      await writeGguf(path, {kvs: [...m.kvs], tensors})
+      const reference = JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')) as {
+        greedy: Array<{prompt_ids: number[]; ids: number[]}>
       }
-      const result = await stream.result
-      assert.deepEqual(result.tokens, g.ids.slice(0, 16))
-      ctx.dispose()
-    } finally {
-      model.dispose()
-    }
-  })
+      const g = reference.greedy[0]!
+      const model = await Model.load(path)
+      try {
+        assert.ok(model.plan.tensors.filter((t) => t.type.name === 'Q8_1').length >= 20, 'most weights are Q8_1')
+        const ctx = await model.createContext({nCtx: 64, threads: 1})
+        const stream = ctx.generate(g.prompt_ids, {maxTokens: 16, sampling: resolveSamplingOptions({temperature: 0})})
+        for await (const _ of stream) {
+          // drain
+        }
+        const result = await stream.result
+        assert.deepEqual(result.tokens, g.ids.slice(0, 16))
+        ctx.dispose()
+      } finally {
+        model.dispose()
+      }
+    },
+  )
 })
 
 // Keep the GgufError import honest: the metadata refusals above are GgufErrors (a RunnerError subclass).

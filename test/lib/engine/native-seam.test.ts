@@ -67,7 +67,11 @@ describe('errors across the seam', {skip: hasShared() ? false : NO_SHARED_REASON
   })
 
   test('a disposed handle is ENGINE_DISPOSED (exit 1), for contexts and models', async () => {
-    const m = await addon.modelLoad(nativeConfig(planModel(readGgufModel(STORIES)).config), [STORIES], planModel(readGgufModel(STORIES)).tensors.map(nativeTensor))
+    const m = await addon.modelLoad(
+      nativeConfig(planModel(readGgufModel(STORIES)).config),
+      [STORIES],
+      planModel(readGgufModel(STORIES)).tensors.map(nativeTensor),
+    )
     const c = await addon.contextCreate(m, {nCtx: 16, nBatch: 16, threads: 1, kvType: 1})
     addon.contextFree(c)
     await refused(() => addon.decode(c, Int32Array.of(1), 0, 1), 'ENGINE_DISPOSED', ExitCode.failure, 'context', 'disposed')

@@ -81,7 +81,16 @@ describe('session prefix reuse', {skip: hasShared() ? false : NO_SHARED_REASON},
   })
 
   test('with penalties, a long cached prefix is reused whole (its tokens reach the sampler as history) and gives the bits of a fresh context', async () => {
-    const penalized = resolveSamplingOptions({temperature: 0.8, topK: 40, seed: 7n, logprobs: true, repeatPenalty: 1.5, presencePenalty: 0.5, frequencyPenalty: 0.5, penaltyLastN: 48})
+    const penalized = resolveSamplingOptions({
+      temperature: 0.8,
+      topK: 40,
+      seed: 7n,
+      logprobs: true,
+      repeatPenalty: 1.5,
+      presencePenalty: 0.5,
+      frequencyPenalty: 0.5,
+      penaltyLastN: 48,
+    })
     const tok = model.tokenizer
     const story = 'Once upon a time there was a little girl named Lily. She loved to play outside in the park with her dog. '
     const first = tok.encode(story.repeat(4), {addSpecial: true})

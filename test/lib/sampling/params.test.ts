@@ -52,7 +52,18 @@ describe('resolveSamplingOptions', () => {
   })
 
   it('keeps given values and accepts the edges of each range', () => {
-    const o = resolveSamplingOptions({temperature: 0, topK: 0, topP: 1, minP: 1, repeatPenalty: 0.5, presencePenalty: -2, frequencyPenalty: 3, penaltyLastN: 0, logprobs: true, topLogprobs: 20})
+    const o = resolveSamplingOptions({
+      temperature: 0,
+      topK: 0,
+      topP: 1,
+      minP: 1,
+      repeatPenalty: 0.5,
+      presencePenalty: -2,
+      frequencyPenalty: 3,
+      penaltyLastN: 0,
+      logprobs: true,
+      topLogprobs: 20,
+    })
     assert.deepEqual(
       [o.temperature, o.topK, o.topP, o.minP, o.repeatPenalty, o.presencePenalty, o.frequencyPenalty, o.penaltyLastN, o.logprobs, o.topLogprobs],
       [0, 0, 1, 1, 0.5, -2, 3, 0, true, 20],

@@ -6,9 +6,21 @@ export const str = (key: string, value: string): GgufKv => ({key, type: GgufValu
 export const u32 = (key: string, value: number): GgufKv => ({key, type: GgufValueType.UINT32, value})
 export const i32 = (key: string, value: number): GgufKv => ({key, type: GgufValueType.INT32, value})
 export const bool = (key: string, value: boolean): GgufKv => ({key, type: GgufValueType.BOOL, value})
-export const strings = (key: string, items: string[]): GgufKv => ({key, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.STRING, items}})
-export const f32s = (key: string, items: number[]): GgufKv => ({key, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.FLOAT32, items: Float32Array.from(items)}})
-export const i32s = (key: string, items: number[]): GgufKv => ({key, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.INT32, items: Int32Array.from(items)}})
+export const strings = (key: string, items: string[]): GgufKv => ({
+  key,
+  type: GgufValueType.ARRAY,
+  value: {itemType: GgufValueType.STRING, items},
+})
+export const f32s = (key: string, items: number[]): GgufKv => ({
+  key,
+  type: GgufValueType.ARRAY,
+  value: {itemType: GgufValueType.FLOAT32, items: Float32Array.from(items)},
+})
+export const i32s = (key: string, items: number[]): GgufKv => ({
+  key,
+  type: GgufValueType.ARRAY,
+  value: {itemType: GgufValueType.INT32, items: Int32Array.from(items)},
+})
 
 export function kvMap(kvs: readonly GgufKv[]): Map<string, GgufKv> {
   return new Map(kvs.map((kv) => [kv.key, kv]))

@@ -1,0 +1,8 @@
+/**
+ * Public face of the cli area: what the commands (src/commands) share, the base command, the
+ * sampling flags, load progress, and the Ctrl-C handling the chat UI and the server use too.
+ */
+export {type Interrupt, listenForInterrupt, withInterrupt} from './interrupt.js'
+export {loadProgress} from './progress.js'
+export {RunnerCommand} from './runner-command.js'
+export {parseNumberFlag, parseSeed, samplingFlags, samplingFromFlags} from './sampling-flags.js'
