@@ -96,7 +96,9 @@ function main(): void {
   )
   for (const r of rows) {
     const two = r.hot2Ns === undefined ? '- | - | -' : `${f(r.hot2Ns, 1)} | ${f(r.stream2Ns!, 1)} | ${f(r.rowBytes / r.stream2Ns!, 1)}`
-    process.stdout.write(`| ${r.type} | ${r.variant} | ${r.rowBytes} | ${f(r.hotNs, 1)} | ${f(r.rowBytes / r.hotNs, 1)} | ${f(r.streamNs, 1)} | ${f(r.streamGBs, 1)} | ${two} |\n`)
+    process.stdout.write(
+      `| ${r.type} | ${r.variant} | ${r.rowBytes} | ${f(r.hotNs, 1)} | ${f(r.rowBytes / r.hotNs, 1)} | ${f(r.streamNs, 1)} | ${f(r.streamGBs, 1)} | ${two} |\n`,
+    )
   }
 }
 

@@ -80,14 +80,48 @@ interface SuiteShape {
   readonly seed: number
   readonly experts?: {readonly count: number; readonly used: number; readonly ff: number}
 }
-const TINYLLAMA: SuiteShape = {name: 'tinyllama', label: 'TinyLlama-shape', arch: 'llama', nEmbd: 2048, nLayer: 22, nHead: 32, nHeadKv: 4, nFf: 5632, vocab: 32000, context: 2048, seed: 1}
+const TINYLLAMA: SuiteShape = {
+  name: 'tinyllama',
+  label: 'TinyLlama-shape',
+  arch: 'llama',
+  nEmbd: 2048,
+  nLayer: 22,
+  nHead: 32,
+  nHeadKv: 4,
+  nFf: 5632,
+  vocab: 32000,
+  context: 2048,
+  seed: 1,
+}
 /** A mixture of experts in the shape of the small Qwen3 MoE models: 32 experts, 4 per token, about 0.9 B weights of which a fifth are read per token. */
 const QWEN3MOE: SuiteShape = {
-  name: 'qwen3moe', label: 'Qwen3-MoE-shape', arch: 'qwen3moe', nEmbd: 1024, nLayer: 16, nHead: 16, nHeadKv: 4, nFf: 3072, vocab: 32000, context: 2048, seed: 1,
+  name: 'qwen3moe',
+  label: 'Qwen3-MoE-shape',
+  arch: 'qwen3moe',
+  nEmbd: 1024,
+  nLayer: 16,
+  nHead: 16,
+  nHeadKv: 4,
+  nFf: 3072,
+  vocab: 32000,
+  context: 2048,
+  seed: 1,
   experts: {count: 32, used: 4, ff: 512},
 }
 /** A small model in SmolLM2-135M's shape (30 blocks of width 576): the issue's check that small models do not get slower with threads. */
-const SMOLLM2: SuiteShape = {name: 'smollm2', label: 'SmolLM2-135M-shape', arch: 'llama', nEmbd: 576, nLayer: 30, nHead: 9, nHeadKv: 3, nFf: 1536, vocab: 49152, context: 2048, seed: 1}
+const SMOLLM2: SuiteShape = {
+  name: 'smollm2',
+  label: 'SmolLM2-135M-shape',
+  arch: 'llama',
+  nEmbd: 576,
+  nLayer: 30,
+  nHead: 9,
+  nHeadKv: 3,
+  nFf: 1536,
+  vocab: 49152,
+  context: 2048,
+  seed: 1,
+}
 const SUITE_TYPES = ['q4_0', 'q8_0', 'q4_k', 'q6_k', 'f16'] as const
 const SUITE_MOE_TYPES = ['q4_0'] as const
 const SUITE_SMALL_TYPES = ['q8_0'] as const
@@ -192,7 +226,8 @@ async function workerRunner(o: WorkerOptions): Promise<WorkerResult> {
   ctx.kvTruncate(0)
 
   const r = await ctx.generate(ids.slice(0, TG_PROMPT), {maxTokens: o.tg + 1, sampling, stopTokens: [], pos: 0}).result
-  if (r.tokens.length !== o.tg + 1) throw new Error(`runner: generated ${r.tokens.length} tokens, expected ${o.tg + 1} (finish: ${r.finishReason})`)
+  if (r.tokens.length !== o.tg + 1)
+    throw new Error(`runner: generated ${r.tokens.length} tokens, expected ${o.tg + 1} (finish: ${r.finishReason})`)
   const coresUsed = cpu()
   const anonRssMiB = statusMiB('RssAnon')
   const fileRssMiB = statusMiB('RssFile')
@@ -298,7 +333,21 @@ interface BenchModel {
 /** Run one worker; resolves with its result, or rejects with its stderr. */
 function runWorker(o: WorkerOptions, tools: NativeTools | undefined): Promise<WorkerResult> {
   let command = process.execPath
-  let args = ['--import', 'tsx', SCRIPT, '--worker', o.engine, '--model', o.model, '--threads', String(o.threads), '--pp', String(o.pp), '--tg', String(o.tg)]
+  let args = [
+    '--import',
+    'tsx',
+    SCRIPT,
+    '--worker',
+    o.engine,
+    '--model',
+    o.model,
+    '--threads',
+    String(o.threads),
+    '--pp',
+    String(o.pp),
+    '--tg',
+    String(o.tg),
+  ]
   args.push('--n-ctx', String(o.nCtx), '--flash-attention', o.flashAttention)
   if (o.engine === 'llama.cpp-c') {
     if (!tools) throw new Error('the llama.cpp C driver was not built')
@@ -316,7 +365,12 @@ function runWorker(o: WorkerOptions, tools: NativeTools | undefined): Promise<Wo
     child.on('close', (code, signal) => {
       const line = out.split('\n').find((l) => l.startsWith(RESULT_MARK))
       if (code === 0 && line) resolveRun(JSON.parse(line.slice(RESULT_MARK.length)) as WorkerResult)
-      else reject(new Error(`${o.engine} worker on ${basename(o.model)} (${o.threads} threads) exited with ${signal ?? code}:\n${err.trim() || out.trim()}`))
+      else
+        reject(
+          new Error(
+            `${o.engine} worker on ${basename(o.model)} (${o.threads} threads) exited with ${signal ?? code}:\n${err.trim() || out.trim()}`,
+          ),
+        )
     })
   })
 }
@@ -360,7 +414,20 @@ function buildNativeTools(cacheDir: string): NativeTools {
   const src = join(ROOT, 'scripts/native-bench')
   const llamaDirect = join(dir, 'llama_direct')
   const libs = ['libllama.v0.5.0.so', 'libggml.v0.5.0.so', 'libggml-base.so'].map((l) => join(LLAMA_BINS, l))
-  run('cc', ['-O2', '-std=c11', '-Wall', '-I', join(headers, 'include'), '-I', join(headers, 'ggml/include'), join(src, 'llama_direct.c'), '-o', llamaDirect, ...libs, `-Wl,-rpath,${LLAMA_BINS}`])
+  run('cc', [
+    '-O2',
+    '-std=c11',
+    '-Wall',
+    '-I',
+    join(headers, 'include'),
+    '-I',
+    join(headers, 'ggml/include'),
+    join(src, 'llama_direct.c'),
+    '-o',
+    llamaDirect,
+    ...libs,
+    `-Wl,-rpath,${LLAMA_BINS}`,
+  ])
   const membw = join(dir, 'membw')
   run('cc', ['-O2', '-Wall', '-pthread', join(src, 'membw.c'), '-o', membw])
   return {llamaDirect, membw}
@@ -419,10 +486,34 @@ async function suiteModel(cacheDir: string, s: SuiteShape, type: string): Promis
   process.stderr.write(`writing ${path} (a minute or two)\n`)
   try {
     await spawnChecked([
-      '--import', 'tsx', join(ROOT, 'scripts/make-test-model.ts'), '--out', tmp, '--type', type, '--arch', s.arch,
-      '--n-embd', String(s.nEmbd), '--n-layer', String(s.nLayer), '--n-head', String(s.nHead), '--n-head-kv', String(s.nHeadKv),
-      '--n-ff', String(s.nFf), '--vocab', String(s.vocab), '--context', String(s.context), '--seed', String(s.seed),
-      ...(s.experts ? ['--experts', String(s.experts.count), '--experts-used', String(s.experts.used), '--expert-ff', String(s.experts.ff)] : []),
+      '--import',
+      'tsx',
+      join(ROOT, 'scripts/make-test-model.ts'),
+      '--out',
+      tmp,
+      '--type',
+      type,
+      '--arch',
+      s.arch,
+      '--n-embd',
+      String(s.nEmbd),
+      '--n-layer',
+      String(s.nLayer),
+      '--n-head',
+      String(s.nHead),
+      '--n-head-kv',
+      String(s.nHeadKv),
+      '--n-ff',
+      String(s.nFf),
+      '--vocab',
+      String(s.vocab),
+      '--context',
+      String(s.context),
+      '--seed',
+      String(s.seed),
+      ...(s.experts
+        ? ['--experts', String(s.experts.count), '--experts-used', String(s.experts.used), '--expert-ff', String(s.experts.ff)]
+        : []),
     ])
     if (!matchesSuiteModel(tmp, s, type)) throw new Error(`make-test-model.ts wrote ${tmp}, but it is not the ${type} model asked for`)
     renameSync(tmp, path)
@@ -545,7 +636,8 @@ function nodeLlamaCppVersion(): string {
 }
 
 const fmt = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : '-')
-const range = (s: Stats, digits = 1) => (Number.isFinite(s.median) ? `${fmt(s.median, digits)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})` : '-')
+const range = (s: Stats, digits = 1) =>
+  Number.isFinite(s.median) ? `${fmt(s.median, digits)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})` : '-'
 
 function markdown(header: Record<string, string | number>, cases: CaseSummary[], pp: number, tg: number): string {
   const lines: string[] = []
@@ -556,8 +648,12 @@ function markdown(header: Record<string, string | number>, cases: CaseSummary[],
     '',
   )
   const cell = (e: EngineSummary | undefined, pick: (e: EngineSummary) => Stats) => (e ? (e.runs.length ? range(pick(e)) : 'failed') : '-')
-  const ratio = (c: CaseSummary, ref: (typeof REFERENCES)[number], k: 'pp' | 'tg') => (c.ratios[ref] ? `${fmt(c.ratios[ref]![k], 2)}x` : '-')
-  for (const [k, n] of [['pp', pp], ['tg', tg]] as const) {
+  const ratio = (c: CaseSummary, ref: (typeof REFERENCES)[number], k: 'pp' | 'tg') =>
+    c.ratios[ref] ? `${fmt(c.ratios[ref]![k], 2)}x` : '-'
+  for (const [k, n] of [
+    ['pp', pp],
+    ['tg', tg],
+  ] as const) {
     lines.push(`| model | threads | ${k}${n} runner | ${k}${n} llama.cpp C | ratio vs C | ${k}${n} llama.cpp node | ratio vs node |`)
     lines.push('|---|---:|---:|---:|---:|---:|---:|')
     const pick = (e: EngineSummary) => (k === 'pp' ? e.ppTokS : e.tgTokS)
@@ -572,20 +668,29 @@ function markdown(header: Record<string, string | number>, cases: CaseSummary[],
     'Memory and decode bandwidth: peak RSS of the whole process (median, min–max); anonymous and file-backed RSS after decode (medians: mapped weights are file-backed, copies and caches anonymous); cores used = CPU time / wall time over the timed pp and tg; tg GB/s = weight bytes read per token × median tg tok/s, and its share of the measured read bandwidth of that many threads.',
     '',
   )
-  lines.push('| model | threads | engine | peak RSS MiB | anon MiB | file MiB | load ms | cores used | weights/token MiB | tg GB/s | of bandwidth | notes |')
+  lines.push(
+    '| model | threads | engine | peak RSS MiB | anon MiB | file MiB | load ms | cores used | weights/token MiB | tg GB/s | of bandwidth | notes |',
+  )
   lines.push('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|')
   for (const c of cases) {
     for (const engine of ENGINES) {
       const e = c.engines[engine]
       if (!e) continue
-      const notes = [...Object.entries(e.runs[0]?.notes ?? {}).map(([k, v]) => `${k}=${v}`), ...(e.errors.length ? [`${e.errors.length} failed`] : [])]
+      const notes = [
+        ...Object.entries(e.runs[0]?.notes ?? {}).map(([k, v]) => `${k}=${v}`),
+        ...(e.errors.length ? [`${e.errors.length} failed`] : []),
+      ]
       const share = c.bandwidthGBs ? `${fmt((100 * e.tgGBs) / c.bandwidthGBs, 0)} %` : '-'
       lines.push(
         `| ${c.model} | ${c.threads} | ${engine} | ${range(e.peakRssMiB, 0)} | ${fmt(e.anonRssMiB.median, 0)} | ${fmt(e.fileRssMiB.median, 0)} | ${fmt(e.loadMs.median, 0)} | ${fmt(e.coresUsed.median, 2)} | ${fmt(c.weightMiBPerToken, 1)} | ${fmt(e.tgGBs, 2)} | ${share} | ${notes.join(', ')} |`,
       )
     }
   }
-  const differ = cases.flatMap((c) => REFERENCES.filter((r) => c.sameFirstTokens[r] === false).map((r) => `${c.model} vs ${r} (${c.threads} thread${c.threads > 1 ? 's' : ''})`))
+  const differ = cases.flatMap((c) =>
+    REFERENCES.filter((r) => c.sameFirstTokens[r] === false).map(
+      (r) => `${c.model} vs ${r} (${c.threads} thread${c.threads > 1 ? 's' : ''})`,
+    ),
+  )
   if (differ.length) lines.push('', `Note: the first 16 greedy tokens differ on: ${differ.join(', ')}.`)
   return `${lines.join('\n')}\n`
 }
@@ -648,7 +753,11 @@ async function main(): Promise<void> {
     return
   }
   if (values['from-json'] !== undefined) {
-    const saved = JSON.parse(readFileSync(values['from-json'], 'utf8')) as Record<string, unknown> & {cases: CaseSummary[]; pp: number; tg: number}
+    const saved = JSON.parse(readFileSync(values['from-json'], 'utf8')) as Record<string, unknown> & {
+      cases: CaseSummary[]
+      pp: number
+      tg: number
+    }
     const {cases, ...header} = saved
     process.stdout.write(markdown(header as Record<string, string | number>, cases, saved.pp, saved.tg))
     return
@@ -698,7 +807,9 @@ async function main(): Promise<void> {
     reps,
     pp,
     tg,
-    'load average (1, 5, 15 min) at start': loadavg().map((l) => l.toFixed(2)).join(', '),
+    'load average (1, 5, 15 min) at start': loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', '),
   }
   process.stderr.write(`bench: ${header.cpu}, ${header.date}\n`)
   const tools = buildNativeTools(values['cache-dir'])
@@ -747,14 +858,20 @@ async function main(): Promise<void> {
       for (const ref of REFERENCES) {
         const l = c.engines[ref]
         if (!o?.runs.length || !l?.runs.length) continue
-        c.ratios[ref] = {pp: o.ppTokS.median / l.ppTokS.median, tg: o.tgTokS.median / l.tgTokS.median, peakRss: o.peakRssMiB.median / l.peakRssMiB.median}
+        c.ratios[ref] = {
+          pp: o.ppTokS.median / l.ppTokS.median,
+          tg: o.tgTokS.median / l.tgTokS.median,
+          peakRss: o.peakRssMiB.median / l.peakRssMiB.median,
+        }
         c.sameFirstTokens[ref] = JSON.stringify(o.runs[0]!.firstTokens) === JSON.stringify(l.runs[0]!.firstTokens)
       }
       cases.push(c)
     }
   }
 
-  header['load average (1, 5, 15 min) at end'] = loadavg().map((l) => l.toFixed(2)).join(', ')
+  header['load average (1, 5, 15 min) at end'] = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(', ')
   if (values.json) process.stdout.write(`${JSON.stringify({...header, cases}, null, 2)}\n`)
   else process.stdout.write(markdown(header, cases, pp, tg))
   if (cases.some((c) => Object.values(c.engines).some((e) => e.errors.length > 0))) process.exitCode = 1

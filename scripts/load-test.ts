@@ -38,13 +38,23 @@ const clients = Number(args.clients)
 const requests = Number(args.requests)
 const maxTokens = Number(args['max-tokens'])
 
-const PROMPTS = ['Tell me a story about a dog.', 'Once upon a time', 'Lily found a red ball.', 'Write about the sun and the moon.', 'Tom and his cat went to the park.']
+const PROMPTS = [
+  'Tell me a story about a dog.',
+  'Once upon a time',
+  'Lily found a red ball.',
+  'Write about the sun and the moon.',
+  'Tom and his cat went to the park.',
+]
 
 async function startServer(): Promise<{url: string; stop: () => Promise<number | null>}> {
-  const child = spawn(process.execPath, ['bin/run.js', 'serve', '-m', args.model!, '--port', '0', '--parallel', args.parallel!, '--ctx', args.ctx!], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  const child = spawn(
+    process.execPath,
+    ['bin/run.js', 'serve', '-m', args.model!, '--port', '0', '--parallel', args.parallel!, '--ctx', args.ctx!],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
   const url = await new Promise<string>((resolveUrl, reject) => {
     let out = ''

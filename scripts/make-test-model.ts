@@ -80,12 +80,18 @@ const WRITER_FAMILIES: Readonly<Record<string, WriterFamily>> = {
   // llama.cpp's vocab loader special-cases a general.name containing "phi3" (README: fixture-phi).
   phi3: {nameSuffix: 'fused-qkv'},
   gemma2: {
-    kvs: (s, {u32, f32}) => [u32('attention.sliding_window', s.slidingWindow ?? 8), f32('attn_logit_softcapping', s.attnSoftcap ?? 5), f32('final_logit_softcapping', s.finalSoftcap ?? 10)],
+    kvs: (s, {u32, f32}) => [
+      u32('attention.sliding_window', s.slidingWindow ?? 8),
+      f32('attn_logit_softcapping', s.attnSoftcap ?? 5),
+      f32('final_logit_softcapping', s.finalSoftcap ?? 10),
+    ],
   },
   gemma3: {
     kvs: (s, {u32, f32, boolArray}) => [
       u32('attention.sliding_window', s.slidingWindow ?? 8),
-      typeof s.slidingWindowPattern === 'object' ? boolArray('attention.sliding_window_pattern', s.slidingWindowPattern) : u32('attention.sliding_window_pattern', s.slidingWindowPattern ?? 2),
+      typeof s.slidingWindowPattern === 'object'
+        ? boolArray('attention.sliding_window_pattern', s.slidingWindowPattern)
+        : u32('attention.sliding_window_pattern', s.slidingWindowPattern ?? 2),
       f32('rope.freq_base_swa', s.ropeBaseSwa ?? 10000),
     ],
   },
@@ -151,7 +157,23 @@ export const DEFAULT_TOKENIZER = resolve(fileURLToPath(import.meta.url), '../../
 
 const TOKEN_TYPE_UNUSED = 5
 
-export const TEST_MODEL_TYPES = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'mxfp4'] as const
+export const TEST_MODEL_TYPES = [
+  'f32',
+  'f16',
+  'bf16',
+  'q8_0',
+  'q4_0',
+  'q4_1',
+  'q5_0',
+  'q5_1',
+  'q2_k',
+  'q3_k',
+  'q4_k',
+  'q5_k',
+  'q6_k',
+  'iq4_nl',
+  'mxfp4',
+] as const
 export type TestModelType = (typeof TEST_MODEL_TYPES)[number]
 
 const WEIGHT_TYPES: Record<TestModelType, GgmlTypeInfo> = {
@@ -439,7 +461,13 @@ function tokenizerKvs(path: string, nVocab: number | undefined): {kvs: GgufKv[];
     if (!items || items.length !== have) return kv
     switch (kv.key) {
       case 'tokenizer.ggml.tokens':
-        return {...kv, value: {itemType: GgufValueType.STRING, items: [...(items as string[]), ...Array.from({length: extra}, (_, i) => `<unused${i}>`)]}}
+        return {
+          ...kv,
+          value: {
+            itemType: GgufValueType.STRING,
+            items: [...(items as string[]), ...Array.from({length: extra}, (_, i) => `<unused${i}>`)],
+          },
+        }
       case 'tokenizer.ggml.scores': {
         const scores = new Float32Array(nVocab)
         scores.set(items as Float32Array)
@@ -474,8 +502,10 @@ function validate(s: TestModelSpec): void {
   if (s.nHead % s.nHeadKv !== 0) throw new Error(`nHead ${s.nHead} is not a multiple of nHeadKv ${s.nHeadKv}`)
   const table = ARCHITECTURES.get(ggufArch(s.arch))!.tensors
   const has = (role: TensorRole) => table.some((t) => t.role === role)
-  if (s.longrope && !(has('rope_factors_long') && has('rope_factors_short'))) throw new Error(`${s.arch} has no longrope factor tensors in its table`)
-  if (s.tied && table.some((t) => t.role === 'output' && !t.optional)) throw new Error(`${s.arch} cannot be tied: its output tensor is not optional`)
+  if (s.longrope && !(has('rope_factors_long') && has('rope_factors_short')))
+    throw new Error(`${s.arch} has no longrope factor tensors in its table`)
+  if (s.tied && table.some((t) => t.role === 'output' && !t.optional))
+    throw new Error(`${s.arch} cannot be tied: its output tensor is not optional`)
 }
 
 export async function makeTestModel(out: string, spec: TestModelSpec, onProgress?: (done: number, total: number) => void): Promise<void> {
@@ -518,7 +548,11 @@ function kvMaker(prefix: string): KvMaker {
     u32: (key, value) => ({key: `${prefix}${key}`, type: GgufValueType.UINT32, value}),
     f32: (key, value) => ({key: `${prefix}${key}`, type: GgufValueType.FLOAT32, value}),
     str: (key, value) => ({key: `${prefix}${key}`, type: GgufValueType.STRING, value}),
-    boolArray: (key, items) => ({key: `${prefix}${key}`, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.BOOL, items: [...items]}}),
+    boolArray: (key, items) => ({
+      key: `${prefix}${key}`,
+      type: GgufValueType.ARRAY,
+      value: {itemType: GgufValueType.BOOL, items: [...items]},
+    }),
   }
 }
 

@@ -27,6 +27,8 @@ for (const [name, [os, cpu]] of Object.entries(PLATFORMS)) {
   lock.packages[key] = {version: VERSION, cpu, dev: true, license: 'MIT', optional: true, os, engines: {node: '>=20.0.0'}}
   added++
 }
-const sorted = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a < b ? -1 : a > b ? 1 : 0)))
+const sorted = Object.fromEntries(
+  Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a < b ? -1 : a > b ? 1 : 0)),
+)
 writeFileSync('package-lock.json', `${JSON.stringify({...lock, packages: sorted}, null, 2)}\n`)
 console.log(`package-lock.json: added ${added} platform entries`)

@@ -248,7 +248,8 @@ function chatTemplateKvs(config: Json | undefined): GgufKv[] {
       kvs.push(str(`tokenizer.chat_template.${name}`, entry['template']))
     }
   }
-  if (names.length > 0) kvs.push({key: 'tokenizer.chat_templates', type: GgufValueType.ARRAY, value: {itemType: GgufValueType.STRING, items: names}})
+  if (names.length > 0)
+    kvs.push({key: 'tokenizer.chat_templates', type: GgufValueType.ARRAY, value: {itemType: GgufValueType.STRING, items: names}})
   return kvs
 }
 
@@ -256,11 +257,14 @@ function chatTemplateKvs(config: Json | undefined): GgufKv[] {
 export function hfTokenizerToGgufKvs(tokenizerJson: unknown, tokenizerConfig?: unknown, options: HfConvertOptions = {}): GgufKv[] {
   if (!isObj(tokenizerJson)) throw invalid('is not a JSON object')
   const config = tokenizerConfig === undefined ? undefined : isObj(tokenizerConfig) ? tokenizerConfig : undefined
-  if (tokenizerConfig !== undefined && !config) throw new RunnerError(HfConvertErrorCode.invalid, 'tokenizer_config.json: is not a JSON object', ExitCode.invalidModel)
+  if (tokenizerConfig !== undefined && !config)
+    throw new RunnerError(HfConvertErrorCode.invalid, 'tokenizer_config.json: is not a JSON object', ExitCode.invalidModel)
   const model = tokenizerJson['model']
   const decoder = tokenizerJson['decoder']
   if (!isObj(model) || model['type'] !== 'BPE' || model['byte_fallback'] === true || !isObj(decoder) || decoder['type'] !== 'ByteLevel') {
-    throw unsupported('only byte-level BPE tokenizers (model BPE without byte_fallback, ByteLevel decoder) convert to tokenizer.ggml.model "gpt2"')
+    throw unsupported(
+      'only byte-level BPE tokenizers (model BPE without byte_fallback, ByteLevel decoder) convert to tokenizer.ggml.model "gpt2"',
+    )
   }
   const vocab = model['vocab']
   if (!isObj(vocab)) throw invalid('model.vocab is not an object')
@@ -269,7 +273,8 @@ export function hfTokenizerToGgufKvs(tokenizerJson: unknown, tokenizerConfig?: u
   // HF get_vocab(): the base vocabulary with added tokens laid over it.
   const textToId = new Map<string, number>()
   for (const [text, id] of Object.entries(vocab)) {
-    if (!Number.isSafeInteger(id) || (id as number) < 0) throw invalid(`model.vocab[${JSON.stringify(text)}] is not a non-negative integer id`)
+    if (!Number.isSafeInteger(id) || (id as number) < 0)
+      throw invalid(`model.vocab[${JSON.stringify(text)}] is not a non-negative integer id`)
     textToId.set(text, id as number)
   }
   for (const a of added) textToId.set(a.content, a.id)

@@ -66,7 +66,8 @@ export const areaBoundaries = {
       },
     ],
     messages: {
-      internal: "'{{spec}}' reaches into src/lib/{{area}}/{{inner}}: import it from src/lib/{{area}}/index.js (the area's public face), exporting it there if it belongs to it",
+      internal:
+        "'{{spec}}' reaches into src/lib/{{area}}/{{inner}}: import it from src/lib/{{area}}/index.js (the area's public face), exporting it there if it belongs to it",
     },
   },
   create(context) {
@@ -103,5 +104,8 @@ export const areaBoundaries = {
  * The plugin object eslint.config.js registers as `runner`. Its version is a hash of this file:
  * ESLint's cache (npm run lint uses one) keys on the plugins' versions, so an edit here re-lints.
  */
-const version = createHash('sha256').update(readFileSync(fileURLToPath(import.meta.url))).digest('hex').slice(0, 12)
+const version = createHash('sha256')
+  .update(readFileSync(fileURLToPath(import.meta.url)))
+  .digest('hex')
+  .slice(0, 12)
 export default {meta: {name: 'runner-local', version}, rules: {'area-boundaries': areaBoundaries}}

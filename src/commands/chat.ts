@@ -8,7 +8,7 @@ export default class Chat extends RunnerCommand {
   static override summary = 'Chat with a GGUF model in the terminal.'
   static override description =
     'An interactive chat (Ink): the conversation above, an input line below, replies streamed as they are generated, and a ' +
-    'status line with the model, context use, cached tokens and the last turn\'s prompt and decode speed. Each turn ' +
+    "status line with the model, context use, cached tokens and the last turn's prompt and decode speed. Each turn " +
     "renders the whole history through the model's chat template (ChatML when it has none) and evaluates only what is " +
     'new: the earlier turns come from the KV cache. Enter sends; Shift+Enter, Alt+Enter or a trailing backslash adds a ' +
     'line; Up/Down recall earlier inputs; Esc or Ctrl+C stops a reply; Ctrl+C twice or Ctrl+D exits; /help lists the ' +
@@ -18,23 +18,44 @@ export default class Chat extends RunnerCommand {
 
   static override examples = [
     {description: 'Chat (greedy, short replies)', command: '<%= config.bin %> chat -m ../shared/models/stories260K.gguf --temp 0 -n 48'},
-    {description: 'With a system prompt, dropping the oldest turns when the context is full', command: '<%= config.bin %> chat -m model.gguf --system "You are terse." --context-shift'},
-    {description: 'Scripted: one message per line in, one answer per line out', command: 'printf "Hi\\nTell me a story\\n" | <%= config.bin %> chat -m model.gguf --temp 0 -n 32'},
-    {description: 'One JSON document per answer (token ids, cached tokens, timings)', command: 'echo "Hi" | <%= config.bin %> chat -m model.gguf --json'},
+    {
+      description: 'With a system prompt, dropping the oldest turns when the context is full',
+      command: '<%= config.bin %> chat -m model.gguf --system "You are terse." --context-shift',
+    },
+    {
+      description: 'Scripted: one message per line in, one answer per line out',
+      command: 'printf "Hi\\nTell me a story\\n" | <%= config.bin %> chat -m model.gguf --temp 0 -n 32',
+    },
+    {
+      description: 'One JSON document per answer (token ids, cached tokens, timings)',
+      command: 'echo "Hi" | <%= config.bin %> chat -m model.gguf --json',
+    },
   ]
 
   static override flags = {
     model: Flags.string({char: 'm', description: 'GGUF model file (or any shard of a split model)', required: true, helpValue: 'FILE'}),
     system: Flags.string({description: 'system prompt', helpValue: 'TEXT'}),
-    'n-predict': Flags.integer({char: 'n', description: 'most tokens per reply; -1 = until the end of the reply or a full context', default: -1, min: -1}),
+    'n-predict': Flags.integer({
+      char: 'n',
+      description: 'most tokens per reply; -1 = until the end of the reply or a full context',
+      default: -1,
+      min: -1,
+    }),
     'ctx-size': Flags.integer({char: 'c', description: "context size in tokens (default: the model's, at most 4096)", min: 1}),
     'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step while reading a prompt', default: 512, min: 1}),
     ...samplingFlags,
     threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
     'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
-    'context-shift': Flags.boolean({description: 'when a message does not fit the context, drop the oldest turns (default: refuse it and say so)'}),
-    'chat-template': Flags.string({description: '"chatml", or a file holding a Jinja chat template (default: the model\'s own)', helpValue: 'chatml|FILE'}),
-    json: Flags.boolean({description: 'line mode with one JSON document per answer: text, tokens, promptTokens, cachedTokens, finishReason, timings'}),
+    'context-shift': Flags.boolean({
+      description: 'when a message does not fit the context, drop the oldest turns (default: refuse it and say so)',
+    }),
+    'chat-template': Flags.string({
+      description: '"chatml", or a file holding a Jinja chat template (default: the model\'s own)',
+      helpValue: 'chatml|FILE',
+    }),
+    json: Flags.boolean({
+      description: 'line mode with one JSON document per answer: text, tokens, promptTokens, cachedTokens, finishReason, timings',
+    }),
   }
 
   async run(): Promise<void> {

@@ -2,7 +2,17 @@ import {Args, Flags} from '@oclif/core'
 
 import {RunnerCommand} from '../lib/cli/index.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
-import {modelToJson, readGgufModel, renderMetadata, renderSummary, renderTensors, renderValue, summarizeModel, valueToJson, valueTypeName} from '../lib/gguf/index.js'
+import {
+  modelToJson,
+  readGgufModel,
+  renderMetadata,
+  renderSummary,
+  renderTensors,
+  renderValue,
+  summarizeModel,
+  valueToJson,
+  valueTypeName,
+} from '../lib/gguf/index.js'
 
 export default class Inspect extends RunnerCommand {
   static override summary = 'Show what a GGUF model file holds: architecture, sizes, tokenizer, tensors.'
@@ -34,7 +44,8 @@ export default class Inspect extends RunnerCommand {
 
     if (flags.key !== undefined) {
       const kv = model.metadata.get(flags.key)
-      if (!kv) throw new RunnerError('META_KEY_NOT_FOUND', `${args.file} has no metadata key ${JSON.stringify(flags.key)}`, ExitCode.failure)
+      if (!kv)
+        throw new RunnerError('META_KEY_NOT_FOUND', `${args.file} has no metadata key ${JSON.stringify(flags.key)}`, ExitCode.failure)
       this.log(flags.json ? JSON.stringify({key: kv.key, type: valueTypeName(kv.type), value: valueToJson(kv.value)}) : renderValue(kv))
       return
     }

@@ -8,17 +8,31 @@ export default class Quantize extends RunnerCommand {
   static override description =
     "Quantizes the weight matrices with llama.cpp's reference quantizers (the same input gives the same bytes as " +
     "llama.cpp's llama-quantize without an importance matrix). --type is a tensor type or one of llama.cpp's named mixes " +
-    '(Q4_K_M, ...): without --pure each tensor gets the type llama.cpp\'s rules give it; with --pure every weight matrix gets ' +
+    "(Q4_K_M, ...): without --pure each tensor gets the type llama.cpp's rules give it; with --pure every weight matrix gets " +
     'the one type. All metadata is carried over, general.file_type and a runner.quantize.* record are set, and the output ' +
     'is written to a temporary file, fsynced and renamed: a killed run leaves no partial file. The input is never modified. ' +
-    'Tensor types: ' + QUANTIZE_TYPES.join(', ') + '. See docs/quantize.md.'
+    'Tensor types: ' +
+    QUANTIZE_TYPES.join(', ') +
+    '. See docs/quantize.md.'
 
   static override examples = [
-    {description: "llama.cpp's Q4_K_M mix (Q4_K, with Q6_K where its rules put more bits)", command: '<%= config.bin %> quantize model-f16.gguf model-q4_k_m.gguf --type Q4_K_M'},
+    {
+      description: "llama.cpp's Q4_K_M mix (Q4_K, with Q6_K where its rules put more bits)",
+      command: '<%= config.bin %> quantize model-f16.gguf model-q4_k_m.gguf --type Q4_K_M',
+    },
     {description: 'Q8_0 for every weight matrix', command: '<%= config.bin %> quantize model-f16.gguf model-q8_0.gguf --type Q8_0 --pure'},
-    {description: 'Q4_0 but keep the output projection as it is', command: '<%= config.bin %> quantize model-f16.gguf model-q4_0.gguf --type Q4_0 --pure --keep-output'},
-    {description: 'Per-tensor rules from a plan file', command: '<%= config.bin %> quantize in.gguf out.gguf --type Q4_0 --pure --type-plan plan.json'},
-    {description: 'Quantize and remove the attention of block 2 in one pass', command: '<%= config.bin %> quantize in.gguf out.gguf --type Q8_0 --pure --remove-sublayer attn:2'},
+    {
+      description: 'Q4_0 but keep the output projection as it is',
+      command: '<%= config.bin %> quantize model-f16.gguf model-q4_0.gguf --type Q4_0 --pure --keep-output',
+    },
+    {
+      description: 'Per-tensor rules from a plan file',
+      command: '<%= config.bin %> quantize in.gguf out.gguf --type Q4_0 --pure --type-plan plan.json',
+    },
+    {
+      description: 'Quantize and remove the attention of block 2 in one pass',
+      command: '<%= config.bin %> quantize in.gguf out.gguf --type Q8_0 --pure --remove-sublayer attn:2',
+    },
   ]
 
   static override args = {
@@ -27,12 +41,27 @@ export default class Quantize extends RunnerCommand {
   }
 
   static override flags = {
-    type: Flags.string({description: `tensor type or llama.cpp mix (${Object.keys(QUANTIZE_MIXES).join(', ')})`, required: true, helpValue: 'TYPE'}),
+    type: Flags.string({
+      description: `tensor type or llama.cpp mix (${Object.keys(QUANTIZE_MIXES).join(', ')})`,
+      required: true,
+      helpValue: 'TYPE',
+    }),
     pure: Flags.boolean({description: "one type for every weight matrix (llama.cpp's --pure) instead of the mix"}),
     'keep-output': Flags.boolean({description: 'leave output.weight in its current type'}),
-    'remove-sublayer': Flags.string({description: 'also remove sublayers, as runner remove-sublayer does (attn:N,mlp:M)', helpValue: 'SPEC'}),
-    'type-plan': Flags.string({description: 'JSON {"rules": [{"pattern": REGEX, "type": TYPE}]}: per-tensor types, first match wins', helpValue: 'FILE'}),
-    threads: Flags.integer({char: 't', description: 'worker threads converting tensors (default: physical cores); the bytes are the same for any count', min: 1, max: 256}),
+    'remove-sublayer': Flags.string({
+      description: 'also remove sublayers, as runner remove-sublayer does (attn:N,mlp:M)',
+      helpValue: 'SPEC',
+    }),
+    'type-plan': Flags.string({
+      description: 'JSON {"rules": [{"pattern": REGEX, "type": TYPE}]}: per-tensor types, first match wins',
+      helpValue: 'FILE',
+    }),
+    threads: Flags.integer({
+      char: 't',
+      description: 'worker threads converting tensors (default: physical cores); the bytes are the same for any count',
+      min: 1,
+      max: 256,
+    }),
     json: Flags.boolean({description: 'print one JSON summary on stdout instead of the task list'}),
   }
 

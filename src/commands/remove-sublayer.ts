@@ -9,12 +9,15 @@ export default class RemoveSublayer extends RunnerCommand {
   static override summary = "Physically remove blocks' attention or FFN sublayers from a GGUF model."
   static override description =
     "Drops block N's attention tensors (attn:N: q, k, v, output and their biases) or FFN tensors (mlp:N: gate, up, down), " +
-    "keeps the block's pre-norm, and declares the absence as llama.cpp's \"deci\" models do: 0 at that block in the per-block " +
+    'keeps the block\'s pre-norm, and declares the absence as llama.cpp\'s "deci" models do: 0 at that block in the per-block ' +
     'head_count / head_count_kv or feed_forward_length arrays. The engine then skips the branch and reserves no KV cache for a ' +
     'removed attention. The output is written atomically; the input is never modified. See docs/sublayer-removal.md.'
 
   static override examples = [
-    {description: 'Remove the attention of block 2 and the FFN of block 1', command: '<%= config.bin %> remove-sublayer ../shared/models/stories260K.gguf /tmp/cut.gguf attn:2,mlp:1'},
+    {
+      description: 'Remove the attention of block 2 and the FFN of block 1',
+      command: '<%= config.bin %> remove-sublayer ../shared/models/stories260K.gguf /tmp/cut.gguf attn:2,mlp:1',
+    },
     {description: 'What it costs, measured', command: '<%= config.bin %> score -m /tmp/cut.gguf --file corpus.txt --kld base.bin'},
   ]
 
@@ -39,7 +42,10 @@ export default class RemoveSublayer extends RunnerCommand {
     this.log(
       formatRows([
         ['removed', args.sublayers],
-        ['tensors dropped', `${summary.droppedTensors.length} (${formatBytes(summary.droppedBytes)}): ${summary.droppedTensors.join(', ')}`],
+        [
+          'tensors dropped',
+          `${summary.droppedTensors.length} (${formatBytes(summary.droppedBytes)}): ${summary.droppedTensors.join(', ')}`,
+        ],
         ['file', `${summary.output}, ${formatBytes(summary.fileBytes)}`],
       ]),
     )

@@ -7,16 +7,23 @@ import {readPrompt} from '../lib/util/index.js'
 export default class Score extends RunnerCommand {
   static override summary = 'Score a corpus: teacher-forced NLL, perplexity and top-1 accuracy.'
   static override description =
-    "Tokenizes the corpus, evaluates it in windows of --ctx tokens and scores the second half of each window, exactly as " +
+    'Tokenizes the corpus, evaluates it in windows of --ctx tokens and scores the second half of each window, exactly as ' +
     "llama.cpp's perplexity tool does (docs/score.md). Probabilities are full-vocabulary log-softmax in double precision, and " +
     'every position is checked against two facts of probability (p > 0.5 implies argmax; the argmax has p >= 1/n_vocab): a ' +
     'contradiction refuses the result (exit 4). The numbers are the same, bit for bit, for any --threads and --batch-size.'
 
   static override examples = [
-    {description: "Perplexity of stories260K on the shared corpus, llama.cpp's scheme", command: '<%= config.bin %> score -m ../shared/models/stories260K.gguf --file ../shared/reference/corpus-stories.txt --ctx 128'},
+    {
+      description: "Perplexity of stories260K on the shared corpus, llama.cpp's scheme",
+      command: '<%= config.bin %> score -m ../shared/models/stories260K.gguf --file ../shared/reference/corpus-stories.txt --ctx 128',
+    },
     {description: 'One JSON document for a script', command: '<%= config.bin %> score -m model.gguf --file corpus.txt --json'},
     {description: 'Corpus from standard input', command: 'cat corpus.txt | <%= config.bin %> score -m model.gguf --ctx 256'},
-    {description: 'KL-divergence of a quantization against its parent', command: '<%= config.bin %> score -m model-f16.gguf --file corpus.txt --save-logits base.bin && <%= config.bin %> score -m model-q4_0.gguf --file corpus.txt --kld base.bin'},
+    {
+      description: 'KL-divergence of a quantization against its parent',
+      command:
+        '<%= config.bin %> score -m model-f16.gguf --file corpus.txt --save-logits base.bin && <%= config.bin %> score -m model-q4_0.gguf --file corpus.txt --kld base.bin',
+    },
   ]
 
   static override flags = {
@@ -26,8 +33,16 @@ export default class Score extends RunnerCommand {
     stride: Flags.integer({description: 'tokens between window starts (default: --ctx, no overlap)', min: 1}),
     threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
     'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step', default: 512, min: 1}),
-    'kv-type': Flags.string({description: 'KV cache type (llama.cpp\'s reference figures used f32)', options: ['f16', 'f32'], default: 'f16'}),
-    'save-logits': Flags.string({description: "save this model's per-position distributions (top-k + the rest) for a later --kld", helpValue: 'FILE', exclusive: ['kld']}),
+    'kv-type': Flags.string({
+      description: "KV cache type (llama.cpp's reference figures used f32)",
+      options: ['f16', 'f32'],
+      default: 'f16',
+    }),
+    'save-logits': Flags.string({
+      description: "save this model's per-position distributions (top-k + the rest) for a later --kld",
+      helpValue: 'FILE',
+      exclusive: ['kld'],
+    }),
     'save-top-k': Flags.integer({description: 'tokens kept per position by --save-logits', default: 32, min: 2, max: 1024}),
     kld: Flags.string({description: 'report KL-divergence and top-1 agreement against a base saved with --save-logits', helpValue: 'FILE'}),
     json: Flags.boolean({description: 'print one JSON document'}),

@@ -1,7 +1,15 @@
 import {Flags} from '@oclif/core'
 
 import {RunnerCommand} from '../lib/cli/index.js'
-import {closeOnSignal, exposureWarning, parseTimeoutFlag, readTemplateFlag, SERVE_DEFAULTS, startServer, startupLine} from '../lib/server/index.js'
+import {
+  closeOnSignal,
+  exposureWarning,
+  parseTimeoutFlag,
+  readTemplateFlag,
+  SERVE_DEFAULTS,
+  startServer,
+  startupLine,
+} from '../lib/server/index.js'
 
 export default class Serve extends RunnerCommand {
   static override summary = 'Serve a GGUF model over an OpenAI-compatible HTTP API.'
@@ -14,25 +22,73 @@ export default class Serve extends RunnerCommand {
 
   static override examples = [
     {description: 'Serve on http://127.0.0.1:8080', command: '<%= config.bin %> serve -m ../shared/models/stories260K.gguf'},
-    {description: 'Four slots, 2048 tokens each, any free port', command: '<%= config.bin %> serve -m model.gguf --parallel 4 --ctx 2048 --port 0'},
-    {description: 'On every interface, with a key clients must send', command: '<%= config.bin %> serve -m model.gguf --host 0.0.0.0 --api-key "$KEY"'},
-    {description: 'Then, from another shell', command: 'curl http://127.0.0.1:8080/v1/chat/completions -H "content-type: application/json" -d \'{"model":"stories260K","messages":[{"role":"user","content":"Hi"}]}\''},
+    {
+      description: 'Four slots, 2048 tokens each, any free port',
+      command: '<%= config.bin %> serve -m model.gguf --parallel 4 --ctx 2048 --port 0',
+    },
+    {
+      description: 'On every interface, with a key clients must send',
+      command: '<%= config.bin %> serve -m model.gguf --host 0.0.0.0 --api-key "$KEY"',
+    },
+    {
+      description: 'Then, from another shell',
+      command:
+        'curl http://127.0.0.1:8080/v1/chat/completions -H "content-type: application/json" -d \'{"model":"stories260K","messages":[{"role":"user","content":"Hi"}]}\'',
+    },
   ]
 
   static override flags = {
     model: Flags.string({char: 'm', description: 'GGUF model file (or any shard of a split model)', required: true, helpValue: 'FILE'}),
-    host: Flags.string({description: 'address to bind (anything but loopback without --api-key prints a warning)', default: SERVE_DEFAULTS.host}),
-    port: Flags.integer({description: 'port (0: any free port; the startup line says which)', default: SERVE_DEFAULTS.port, min: 0, max: 65535}),
-    parallel: Flags.integer({char: 'P', description: 'slots: requests generated at once, each with its own KV cache', default: SERVE_DEFAULTS.parallel, min: 1, max: 256}),
+    host: Flags.string({
+      description: 'address to bind (anything but loopback without --api-key prints a warning)',
+      default: SERVE_DEFAULTS.host,
+    }),
+    port: Flags.integer({
+      description: 'port (0: any free port; the startup line says which)',
+      default: SERVE_DEFAULTS.port,
+      min: 0,
+      max: 65535,
+    }),
+    parallel: Flags.integer({
+      char: 'P',
+      description: 'slots: requests generated at once, each with its own KV cache',
+      default: SERVE_DEFAULTS.parallel,
+      min: 1,
+      max: 256,
+    }),
     ctx: Flags.integer({char: 'c', description: "context size of each slot in tokens (default: the model's, at most 4096)", min: 1}),
-    threads: Flags.integer({char: 't', description: 'threads per slot (default: physical cores divided among the slots, at least 1)', min: 1, max: 256}),
+    threads: Flags.integer({
+      char: 't',
+      description: 'threads per slot (default: physical cores divided among the slots, at least 1)',
+      min: 1,
+      max: 256,
+    }),
     'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: SERVE_DEFAULTS.kvType}),
-    'api-key': Flags.string({description: 'require "Authorization: Bearer KEY" on every route but /health', env: 'RUNNER_API_KEY', helpValue: 'KEY'}),
-    'chat-template': Flags.string({description: "chat template: \"chatml\" or a Jinja template file (default: the model's own, else ChatML)", helpValue: 'chatml|FILE'}),
+    'api-key': Flags.string({
+      description: 'require "Authorization: Bearer KEY" on every route but /health',
+      env: 'RUNNER_API_KEY',
+      helpValue: 'KEY',
+    }),
+    'chat-template': Flags.string({
+      description: 'chat template: "chatml" or a Jinja template file (default: the model\'s own, else ChatML)',
+      helpValue: 'chatml|FILE',
+    }),
     alias: Flags.string({description: 'model id clients send as "model" (default: the file name without .gguf)', helpValue: 'NAME'}),
-    timeout: Flags.string({description: 'seconds a request may take from arrival, queue and prompt included (then 408)', default: String(SERVE_DEFAULTS.timeoutSeconds), helpValue: 'SECONDS'}),
-    queue: Flags.integer({description: 'requests that may wait for a slot; more are refused with 503 and Retry-After', default: SERVE_DEFAULTS.queueLimit, min: 0}),
-    'body-limit': Flags.integer({description: 'largest request body in bytes (larger: 413)', default: SERVE_DEFAULTS.bodyLimitBytes, min: 1024}),
+    timeout: Flags.string({
+      description: 'seconds a request may take from arrival, queue and prompt included (then 408)',
+      default: String(SERVE_DEFAULTS.timeoutSeconds),
+      helpValue: 'SECONDS',
+    }),
+    queue: Flags.integer({
+      description: 'requests that may wait for a slot; more are refused with 503 and Retry-After',
+      default: SERVE_DEFAULTS.queueLimit,
+      min: 0,
+    }),
+    'body-limit': Flags.integer({
+      description: 'largest request body in bytes (larger: 413)',
+      default: SERVE_DEFAULTS.bodyLimitBytes,
+      min: 1024,
+    }),
     'no-prefix-cache': Flags.boolean({description: 'never reuse KV rows between requests (every prompt is evaluated whole)'}),
   }
 

@@ -17,8 +17,14 @@ export default class Verify extends RunnerCommand {
 
   static override examples = [
     {description: 'Replay a receipt', command: '<%= config.bin %> verify r.json -m ../shared/models/stories260K.gguf'},
-    {description: 'Require a signature by a trusted key', command: '<%= config.bin %> verify r.json -m model.gguf --trust-key alice.pub --require-signed'},
-    {description: 'Check the link to the previous receipt of a chain', command: '<%= config.bin %> verify r2.json -m model.gguf --prev r1.json'},
+    {
+      description: 'Require a signature by a trusted key',
+      command: '<%= config.bin %> verify r.json -m model.gguf --trust-key alice.pub --require-signed',
+    },
+    {
+      description: 'Check the link to the previous receipt of a chain',
+      command: '<%= config.bin %> verify r2.json -m model.gguf --prev r1.json',
+    },
     {description: 'The verdict as a JSON document', command: '<%= config.bin %> verify r.json -m model.gguf --json'},
   ]
 
@@ -27,8 +33,17 @@ export default class Verify extends RunnerCommand {
   }
 
   static override flags = {
-    model: Flags.string({char: 'm', description: 'the model file the receipt names (any shard of a split model)', required: true, helpValue: 'FILE'}),
-    'trust-key': Flags.string({description: 'trusted public key: a .pub file from keygen or 64 hex digits (repeatable)', multiple: true, helpValue: 'KEY'}),
+    model: Flags.string({
+      char: 'm',
+      description: 'the model file the receipt names (any shard of a split model)',
+      required: true,
+      helpValue: 'FILE',
+    }),
+    'trust-key': Flags.string({
+      description: 'trusted public key: a .pub file from keygen or 64 hex digits (repeatable)',
+      multiple: true,
+      helpValue: 'KEY',
+    }),
     'require-signed': Flags.boolean({description: 'UNVERIFIABLE unless signed by a --trust-key'}),
     prev: Flags.string({description: 'the previous receipt this one must link to', helpValue: 'FILE'}),
     json: Flags.boolean({description: 'print the verdict, reason, checks and any divergence as one JSON document'}),

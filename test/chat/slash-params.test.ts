@@ -85,7 +85,11 @@ describe('/params', () => {
       ['n=', /n ""/],
       ['temp', /needs a value/],
     ] as const) {
-      assert.throws(() => applyParams(base, args), (e: unknown) => e instanceof RunnerError && pattern.test(e.message), args)
+      assert.throws(
+        () => applyParams(base, args),
+        (e: unknown) => e instanceof RunnerError && pattern.test(e.message),
+        args,
+      )
     }
   })
 })
@@ -134,7 +138,10 @@ describe('streaming rows', () => {
       ] as const) {
         const {rows, lives} = stream(story, chunkAt, columns)
         assert.deepEqual(rows, whole, `${name}, ${columns} columns`)
-        assert.ok(lives.every((l) => !l.includes('\n') && [...l].reduce((n, ch) => n + charWidth(ch), 0) <= columns), 'the live area is one row')
+        assert.ok(
+          lives.every((l) => !l.includes('\n') && [...l].reduce((n, ch) => n + charWidth(ch), 0) <= columns),
+          'the live area is one row',
+        )
       }
     }
   })
@@ -151,7 +158,10 @@ describe('streaming rows', () => {
     assert.deepEqual(wrapText('aaaa bbbb', 8), ['aaaa', 'bbbb'], 'a word that ends exactly at the edge leaves no space behind')
     assert.deepEqual(wrapText('  indented\n\nnext', 20), ['  indented', '', 'next'])
     assert.deepEqual(wrapText('x'.repeat(20), 8), ['xxxxxxxx', 'xxxxxxxx', 'xxxx'])
-    for (const row of wrapText('the conversation with this message does not fit: 130 tokens plus 32 for the reply, but the context holds 128', 30)) {
+    for (const row of wrapText(
+      'the conversation with this message does not fit: 130 tokens plus 32 for the reply, but the context holds 128',
+      30,
+    )) {
       assert.ok(row.length <= 30 && row === row.trim(), JSON.stringify(row))
     }
     assert.equal(charWidth('漢'), 2)
@@ -186,6 +196,14 @@ test('the status line: model, template, context used/size, cached tokens, prompt
     },
   })
   assert.equal(line, 'stories260K · ChatML fallback · ctx 120/256 · cached 70 · prompt 2000 tok/s · decode 500 tok/s')
-  const live = formatStatus({modelName: 'm', templateOrigin: 'model', nCtx: 8, contextUsed: 0, last: undefined, generating: 3, generatingCached: 2})
+  const live = formatStatus({
+    modelName: 'm',
+    templateOrigin: 'model',
+    nCtx: 8,
+    contextUsed: 0,
+    last: undefined,
+    generating: 3,
+    generatingCached: 2,
+  })
   assert.equal(live, "m · model's template · ctx 0/8 · cached 2 · generating 3 tok · Esc stops")
 })

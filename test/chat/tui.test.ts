@@ -22,14 +22,19 @@ import {hasShared, NO_SHARED_REASON, REPO_ROOT, sharedPath} from '../helpers/sha
 
 const STORIES = sharedPath('models', 'stories260K.gguf')
 const hasTmux = spawnSync('tmux', ['-V']).status === 0
-const SKIP = !hasShared() ? NO_SHARED_REASON : !hasTmux ? 'tmux is not installed (apt-get install tmux): the terminal UI test needs a pseudo-terminal' : false
+const SKIP = !hasShared()
+  ? NO_SHARED_REASON
+  : !hasTmux
+    ? 'tmux is not installed (apt-get install tmux): the terminal UI test needs a pseudo-terminal'
+    : false
 const dir = mkdtempSync(join(tmpdir(), 'runner-chat-tui-'))
 after(() => rmSync(dir, {recursive: true, force: true}))
 
 /** Ink prints only <Static> output under CI (is-in-ci): the pane must not look like CI. */
 function terminalEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
-  for (const [k, v] of Object.entries(process.env)) if (!(k === 'CI' || k === 'CONTINUOUS_INTEGRATION' || k.startsWith('CI_') || k === 'TMUX')) env[k] = v
+  for (const [k, v] of Object.entries(process.env))
+    if (!(k === 'CI' || k === 'CONTINUOUS_INTEGRATION' || k.startsWith('CI_') || k === 'TMUX')) env[k] = v
   return {...env, NO_COLOR: '1', TERM: 'xterm-256color', SHELL: '/bin/sh'}
 }
 
@@ -89,7 +94,12 @@ class Terminal {
 
 /** The status line: the last line that names the context use. */
 function status(screen: string): string {
-  return screen.split('\n').filter((l) => /ctx \d+\/\d+/.test(l)).at(-1) ?? ''
+  return (
+    screen
+      .split('\n')
+      .filter((l) => /ctx \d+\/\d+/.test(l))
+      .at(-1) ?? ''
+  )
 }
 /** The hint line over the status line, if any. */
 function hint(screen: string): string {
@@ -114,7 +124,18 @@ describe('runner chat in a terminal (tmux)', {skip: SKIP}, () => {
     if (SKIP) return
     // Random weights, big enough that a reply takes seconds (stories260K writes 2000 tokens in well
     // under one), so there is a generation in progress to interrupt.
-    await makeTestModel(slowModel, {arch: 'llama', nEmbd: 512, nLayer: 4, nHead: 8, nHeadKv: 8, nFf: 1376, nCtx: 2048, type: 'q8_0', seed: 3n, tokenizerFrom: STORIES})
+    await makeTestModel(slowModel, {
+      arch: 'llama',
+      nEmbd: 512,
+      nLayer: 4,
+      nHead: 8,
+      nHeadKv: 8,
+      nFf: 1376,
+      nCtx: 2048,
+      type: 'q8_0',
+      seed: 3n,
+      tokenizerFrom: STORIES,
+    })
   })
 
   test('type, stream, recall, multi-line, /reset, /save (the file matches the screen), Ctrl+D exits 0', async () => {
@@ -123,7 +144,10 @@ describe('runner chat in a terminal (tmux)', {skip: SKIP}, () => {
     const t = new Terminal(statsFile)
     try {
       t.start(['-m', STORIES, '--temp', '0', '-n', '24', '-c', '512', '-t', '1'])
-      let s = await t.waitFor('the banner and status line', (x) => x.includes('runner chat · stories260K') && status(x).includes('ctx 0/512'))
+      let s = await t.waitFor(
+        'the banner and status line',
+        (x) => x.includes('runner chat · stories260K') && status(x).includes('ctx 0/512'),
+      )
       assert.match(status(s), /^stories260K · ChatML fallback · ctx 0\/512$/)
 
       await t.type('Hello')
@@ -167,12 +191,19 @@ describe('runner chat in a terminal (tmux)', {skip: SKIP}, () => {
       s = await t.waitFor('the save notice', (x) => x.includes('· saved 2 messages'))
       const saved = JSON.parse(readFileSync(saveFile, 'utf8')) as {model: string; messages: Array<{role: string; content: string}>}
       assert.equal(saved.model, 'stories260K')
-      assert.deepEqual(saved.messages.map((m) => m.role), ['user', 'assistant'], 'only the turn after /reset')
+      assert.deepEqual(
+        saved.messages.map((m) => m.role),
+        ['user', 'assistant'],
+        'only the turn after /reset',
+      )
       assert.equal(saved.messages[0]!.content, 'Tell me a story')
       const afterReset = squash(s.slice(s.lastIndexOf('· conversation reset')))
       for (const m of saved.messages) {
         assert.ok(m.content.trim().length > 0)
-        assert.ok(afterReset.includes(squash(displayText(m.content))), `the screen shows the saved ${m.role} message: ${JSON.stringify(m.content)}`)
+        assert.ok(
+          afterReset.includes(squash(displayText(m.content))),
+          `the screen shows the saved ${m.role} message: ${JSON.stringify(m.content)}`,
+        )
       }
 
       t.keys('C-d')
@@ -216,13 +247,21 @@ describe('runner chat in a terminal (tmux)', {skip: SKIP}, () => {
           t.keys('C-u')
         }
         t.keys(key)
-        s = await t.waitFor(`the stop (${key})`, (x) => /· stopped after \d+ tokens \(kept in the conversation\)/.test(x.slice(x.lastIndexOf(`› ${message}`))) && !/generating/.test(status(x)))
+        s = await t.waitFor(
+          `the stop (${key})`,
+          (x) =>
+            /· stopped after \d+ tokens \(kept in the conversation\)/.test(x.slice(x.lastIndexOf(`› ${message}`))) &&
+            !/generating/.test(status(x)),
+        )
       }
       await t.type(`/save ${saveFile}`)
       t.keys('Enter')
       await t.waitFor('the save notice', (x) => x.includes('· saved 4 messages'))
       const saved = JSON.parse(readFileSync(saveFile, 'utf8')) as {messages: Array<{role: string; content: string}>}
-      assert.deepEqual(saved.messages.map((m) => m.role), ['user', 'assistant', 'user', 'assistant'])
+      assert.deepEqual(
+        saved.messages.map((m) => m.role),
+        ['user', 'assistant', 'user', 'assistant'],
+      )
       assert.ok(saved.messages[1]!.content.length > 0 && saved.messages[3]!.content.length > 0, 'the stopped replies are kept')
 
       t.keys('C-c')

@@ -26,7 +26,10 @@ after(() => rmSync(dir, {recursive: true, force: true}))
 /** Run the CLI with `input` on a pipe as standard input. */
 function chat(args: string[], input: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/run.js', 'chat', '-m', STORIES, ...args], {cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1'}})
+    const child = spawn(process.execPath, ['bin/run.js', 'chat', '-m', STORIES, ...args], {
+      cwd: REPO_ROOT,
+      env: {...process.env, NO_COLOR: '1'},
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
@@ -63,8 +66,13 @@ describe('runner chat, line mode', {skip: SKIP}, () => {
     assert.equal(lines(r).length, 2, 'one JSON line per message')
     const m1 = [{role: 'user', content: 'Hello'}]
     const m2 = [...m1, {role: 'assistant', content: a1!.text}, {role: 'user', content: 'Tell me a story'}]
-    const render = (messages: object[]) => new Template(CHATML_TEMPLATE).render({messages, add_generation_prompt: true, bos_token: '<s>', eos_token: '</s>'})
-    const runs = await Promise.all([m1, m2].map((m) => runCliAsync(['run', '-m', STORIES, '-p', render(m), '--temp', '0', '-n', '24', '-c', '512', '--special', '--json'])))
+    const render = (messages: object[]) =>
+      new Template(CHATML_TEMPLATE).render({messages, add_generation_prompt: true, bos_token: '<s>', eos_token: '</s>'})
+    const runs = await Promise.all(
+      [m1, m2].map((m) =>
+        runCliAsync(['run', '-m', STORIES, '-p', render(m), '--temp', '0', '-n', '24', '-c', '512', '--special', '--json']),
+      ),
+    )
     const pairs: Array<[Answer, CliResult]> = [
       [a1!, runs[0]!],
       [a2!, runs[1]!],
@@ -85,12 +93,22 @@ describe('runner chat, line mode', {skip: SKIP}, () => {
   test('one answer per line; newlines inside an answer are written \\n; slash commands answer on stderr', async () => {
     const save = join(dir, 'lines.json')
     const input = 'Once upon a time\n\n/params n=40\nWhat happened next?\n/save ' + save + '\n'
-    const [plain, json] = await Promise.all([chat(['--temp', '0', '-n', '24', '-c', '512'], input), chat(['--temp', '0', '-n', '24', '-c', '512', '--json'], input)])
+    const [plain, json] = await Promise.all([
+      chat(['--temp', '0', '-n', '24', '-c', '512'], input),
+      chat(['--temp', '0', '-n', '24', '-c', '512', '--json'], input),
+    ])
     assert.equal(plain.status, 0, plain.stderr)
     assert.equal(lines(plain).length, 2, `two messages, two lines (the empty line and the commands print nothing): ${plain.stdout}`)
     const docs = lines(json).map((l) => JSON.parse(l) as Answer)
-    assert.deepEqual(lines(plain).map(unescapeLine), docs.map((d) => d.text), 'each line is the escaped answer')
-    assert.ok(docs.some((d) => d.text.includes('\n')), 'an answer with a newline is in the test')
+    assert.deepEqual(
+      lines(plain).map(unescapeLine),
+      docs.map((d) => d.text),
+      'each line is the escaped answer',
+    )
+    assert.ok(
+      docs.some((d) => d.text.includes('\n')),
+      'an answer with a newline is in the test',
+    )
     assert.equal(docs[1]!.tokens.length, 40, '/params n=40 applied to the second reply')
     assert.match(plain.stderr, /n=40/)
     assert.match(plain.stderr, /saved 4 messages/)
@@ -133,7 +151,10 @@ describe('runner chat, line mode', {skip: SKIP}, () => {
   })
 
   test('Ctrl+C (SIGINT) during a reply prints it as far as it got, on one line, and exits 130', async () => {
-    const child = spawn(process.execPath, ['bin/run.js', 'chat', '-m', STORIES, '--temp', '0', '-c', '2048', '-t', '1'], {cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1'}})
+    const child = spawn(process.execPath, ['bin/run.js', 'chat', '-m', STORIES, '--temp', '0', '-c', '2048', '-t', '1'], {
+      cwd: REPO_ROOT,
+      env: {...process.env, NO_COLOR: '1'},
+    })
     let stdout = ''
     let stderr = ''
     let sent = false
@@ -156,7 +177,10 @@ describe('runner chat, line mode', {skip: SKIP}, () => {
 
   test('/system, /reset and /load in line mode', async () => {
     const save = join(dir, 'sys.json')
-    const r = await chat(['--temp', '0', '-n', '8', '--system', 'First'], `/system\n/system Second\nHi\n/save ${save}\n/reset\n/load ${save}\n/save ${save}.2\n`)
+    const r = await chat(
+      ['--temp', '0', '-n', '8', '--system', 'First'],
+      `/system\n/system Second\nHi\n/save ${save}\n/reset\n/load ${save}\n/save ${save}.2\n`,
+    )
     assert.equal(r.status, 0, r.stderr)
     assert.match(r.stderr, /system: First/)
     assert.match(r.stderr, /system prompt set: Second/)

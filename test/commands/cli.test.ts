@@ -16,7 +16,9 @@ function sourceCommands(dir = join(REPO_ROOT, 'src', 'commands')): string[] {
     const p = join(dir, e.name)
     if (e.isDirectory()) return sourceCommands(p)
     if (!/\.tsx?$/.test(e.name) || e.name.endsWith('.d.ts') || /\.test\.tsx?$/.test(e.name)) return []
-    const id = relative(join(REPO_ROOT, 'src', 'commands'), p).replace(/\.tsx?$/, '').split(/[\\/]/)
+    const id = relative(join(REPO_ROOT, 'src', 'commands'), p)
+      .replace(/\.tsx?$/, '')
+      .split(/[\\/]/)
     if (id[id.length - 1] === 'index') id.pop()
     return id.length > 0 ? [id.join(' ')] : []
   })

@@ -49,7 +49,13 @@ type ReadmeRow = Record<string, string>
 /** The fixture table of reference/README.md (`| file | arch | n_embd | ...`), by file path (`shared/...`). */
 function readmeFixtureTable(): Map<string, ReadmeRow> {
   const lines = readFileSync(sharedPath('reference', 'README.md'), 'utf8').split('\n')
-  const cells = (line: string) => line.trim().replace(/^\|/, '').replace(/\|$/, '').split('|').map((c) => c.trim())
+  const cells = (line: string) =>
+    line
+      .trim()
+      .replace(/^\|/, '')
+      .replace(/\|$/, '')
+      .split('|')
+      .map((c) => c.trim())
   const start = lines.findIndex((l) => /^\|\s*file\s*\|\s*arch\s*\|/.test(l))
   assert.ok(start >= 0, 'reference/README.md has no "| file | arch | ..." table')
   const header = cells(lines[start]!)
@@ -287,7 +293,11 @@ describe('runner inspect --json on every shared model', () => {
           'tensors (name, ggml type, shape in ggml order, absolute offset) vs node-llama-cpp',
         )
         const nElements = (shape: readonly number[]) => shape.reduce((a, d) => a * d, 1)
-        assert.equal(s.parameterCount, theirs.reduce((n, x) => n + nElements(x.dimensions.map(Number)), 0), 'parameterCount')
+        assert.equal(
+          s.parameterCount,
+          theirs.reduce((n, x) => n + nElements(x.dimensions.map(Number)), 0),
+          'parameterCount',
+        )
         // Sizes: ggml's block sizes, and each tensor fits before the next one (node-llama-cpp's offsets) or the end of file.
         const byOffset = [...doc.tensors].sort((a, b) => a.offset - b.offset)
         for (const [k, x] of byOffset.entries()) {
@@ -310,10 +320,22 @@ describe('runner inspect --json on every shared model', () => {
 
         // Metadata against node-llama-cpp's metadata object.
         const arch = ref.architecture
-        for (const key of ['general.architecture', 'general.name', `${arch}.context_length`, `${arch}.embedding_length`, `${arch}.block_count`, `${arch}.attention.head_count`, `${arch}.attention.head_count_kv`, 'tokenizer.ggml.model']) {
+        for (const key of [
+          'general.architecture',
+          'general.name',
+          `${arch}.context_length`,
+          `${arch}.embedding_length`,
+          `${arch}.block_count`,
+          `${arch}.attention.head_count`,
+          `${arch}.attention.head_count_kv`,
+          'tokenizer.ggml.model',
+        ]) {
           const expected = nlcMeta(info.metadata, key)
           assert.notEqual(expected, undefined, `node-llama-cpp has no ${key}`)
-          assert.ok(sameValue(doc.metadata[key], expected), `metadata ${key}: ours ${JSON.stringify(doc.metadata[key])}, node-llama-cpp ${String(expected)}`)
+          assert.ok(
+            sameValue(doc.metadata[key], expected),
+            `metadata ${key}: ours ${JSON.stringify(doc.metadata[key])}, node-llama-cpp ${String(expected)}`,
+          )
         }
         const tokens = nlcMeta(info.metadata, 'tokenizer.ggml.tokens') as string[]
         assert.equal((doc.metadata['tokenizer.ggml.tokens'] as unknown[]).length, tokens.length, 'token count vs node-llama-cpp')
@@ -358,7 +380,10 @@ describe('runner inspect --json on every shared model', () => {
           }
           const bytes = intCell(row, 'bytes')
           if (bytes !== undefined) assert.equal(s.fileBytes, bytes, 'fileBytes vs README bytes')
-          const types = (row['tensor types'] ?? '').split('+').map((x) => x.trim()).filter(Boolean)
+          const types = (row['tensor types'] ?? '')
+            .split('+')
+            .map((x) => x.trim())
+            .filter(Boolean)
           if (types.length > 0) assert.deepEqual(s.bytesByType.map((b) => b.type).sort(), types.sort(), 'tensor types vs README')
           // Family hyperparameters (issue #5) vs the README's "other keys" (key=value cells).
           const family: Record<string, keyof SummaryJson> = {
@@ -408,7 +433,12 @@ describe('runner inspect --tensors', () => {
     const info = await readGgufFileInfo(STORIES, {readTensorInfo: true, logWarnings: false})
     assert.deepEqual(
       rows.map((x) => ({name: x.name, type: x.type, shape: x.shape, offset: x.offset})),
-      (info.fullTensorInfo ?? []).map((x) => ({name: x.name, type: GgmlType[x.ggmlType], shape: x.dimensions.map(Number), offset: Number(x.fileOffset)})),
+      (info.fullTensorInfo ?? []).map((x) => ({
+        name: x.name,
+        type: GgmlType[x.ggmlType],
+        shape: x.dimensions.map(Number),
+        offset: Number(x.fileOffset),
+      })),
     )
   })
 })
@@ -521,7 +551,8 @@ describe('runner inspect on a split model (llama.cpp split convention)', () => {
       {key: 'split.count', type: GgufValueType.UINT16, value: 2},
       {key: 'split.tensors.count', type: GgufValueType.INT32, value: model.tensors.length},
     ]
-    const tensors = (list: typeof model.tensors) => list.map((x) => ({name: x.name, type: x.type, shape: x.shape, data: {file: x.file, offset: x.offset}}))
+    const tensors = (list: typeof model.tensors) =>
+      list.map((x) => ({name: x.name, type: x.type, shape: x.shape, data: {file: x.file, offset: x.offset}}))
     await writeGguf(shard1, {kvs: [...model.kvs, ...split(0)], tensors: tensors(model.tensors.slice(0, half))})
     await writeGguf(shard2, {kvs: split(1), tensors: tensors(model.tensors.slice(half))})
   })

@@ -36,10 +36,17 @@ function buildHarness(dir: string): {exe?: string; why?: string} {
   const cc = spawnSync('cc', ['--version'])
   if (cc.error || cc.status !== 0) return {why: 'no C compiler (cc) on PATH'}
   const exe = join(dir, 'llama_quantize_ref')
-  execFileSync('cc', ['-O2', '-o', exe, join(here, '..', 'native', 'ggml-ref', 'llama_quantize_ref.c'), `-L${LIB_DIR}`, `-l:${lib}`, `-Wl,-rpath,${LIB_DIR}`])
+  execFileSync('cc', [
+    '-O2',
+    '-o',
+    exe,
+    join(here, '..', 'native', 'ggml-ref', 'llama_quantize_ref.c'),
+    `-L${LIB_DIR}`,
+    `-l:${lib}`,
+    `-Wl,-rpath,${LIB_DIR}`,
+  ])
   return {exe}
 }
-
 
 /**
  * The test model: llama, 8 layers, n_embd 256, n_ff 288 (so ffn_down's ne0 = 288 is not a multiple
@@ -65,7 +72,8 @@ function expected(mix: 'Q4_K_M' | 'Q3_K_M' | 'Q2_K', name: string): string {
   if (name.endsWith('_norm.weight')) return 'F32'
   if (name === 'output.weight') return 'Q6_K'
   if (name === 'token_embd.weight') return base
-  if (name.endsWith('attn_v.weight')) return mix === 'Q4_K_M' ? (moreBits ? 'Q6_K' : 'Q4_K') : mix === 'Q3_K_M' ? (layer < 2 ? 'Q5_K' : 'Q4_K') : 'Q4_K'
+  if (name.endsWith('attn_v.weight'))
+    return mix === 'Q4_K_M' ? (moreBits ? 'Q6_K' : 'Q4_K') : mix === 'Q3_K_M' ? (layer < 2 ? 'Q5_K' : 'Q4_K') : 'Q4_K'
   if (name.endsWith('ffn_down.weight')) return mix === 'Q4_K_M' ? (moreBits ? 'Q8_0' : 'Q5_0') : mix === 'Q3_K_M' ? 'Q5_0' : 'Q4_0'
   if (name.endsWith('attn_output.weight')) return mix === 'Q3_K_M' ? 'Q4_K' : mix === 'Q2_K' ? 'Q3_K' : base
   return base
@@ -78,7 +86,14 @@ describe('runner quantize: named mixes and K-quants against llama.cpp', {skip: h
   const tied = join(dir, 'f32-tied.gguf')
   before(async () => {
     await makeTestModel(f32, {...SPEC, type: 'f32', tokenizerFrom: sharedPath('models', 'stories260K.gguf')})
-    await makeTestModel(tied, {...SPEC, nLayer: 4, nFf: 512, tied: true, type: 'f32', tokenizerFrom: sharedPath('models', 'stories260K.gguf')})
+    await makeTestModel(tied, {
+      ...SPEC,
+      nLayer: 4,
+      nFf: 512,
+      tied: true,
+      type: 'f32',
+      tokenizerFrom: sharedPath('models', 'stories260K.gguf'),
+    })
   })
   after(() => rmSync(dir, {recursive: true, force: true}))
 
@@ -98,7 +113,9 @@ describe('runner quantize: named mixes and K-quants against llama.cpp', {skip: h
   }
 
   const LIVE: Array<[string, boolean, 'untied' | 'tied']> = [
-    ...['Q2_K', 'Q3_K_S', 'Q3_K_M', 'Q3_K_L', 'Q4_K_S', 'Q4_K_M', 'Q5_K_S', 'Q5_K_M', 'Q6_K', 'Q4_0', 'Q8_0', 'IQ4_NL'].map((m) => [m, false, 'untied'] as [string, boolean, 'untied']),
+    ...['Q2_K', 'Q3_K_S', 'Q3_K_M', 'Q3_K_L', 'Q4_K_S', 'Q4_K_M', 'Q5_K_S', 'Q5_K_M', 'Q6_K', 'Q4_0', 'Q8_0', 'IQ4_NL'].map(
+      (m) => [m, false, 'untied'] as [string, boolean, 'untied'],
+    ),
     ['Q4_K_M', false, 'tied'],
     ['Q2_K', false, 'tied'],
     ['Q4_K', true, 'untied'],
@@ -107,24 +124,28 @@ describe('runner quantize: named mixes and K-quants against llama.cpp', {skip: h
     ['Q5_K_S', true, 'tied'],
   ]
   for (const [type, pure, which] of LIVE) {
-    test(`${type}${pure ? ' --pure' : ''} (${which}): every tensor's type and bytes equal llama_model_quantize's`, {skip: harness.why}, () => {
-      const input = which === 'tied' ? tied : f32
-      const mine = readGgufModel(ours(input, type, pure))
-      const theirsPath = join(dir, `llama-${type}-${pure}-${which}.gguf`)
-      const ftype = FILE_TYPE[type]!
-      const r = spawnSync(harness.exe!, [input, theirsPath, String(ftype), pure ? '1' : '0', '1'], {encoding: 'utf8'})
-      assert.equal(r.status, 0, r.stderr)
-      const theirs = readGgufModel(theirsPath)
-      const byName = new Map(theirs.tensors.map((t) => [t.name, t]))
-      assert.equal(mine.tensors.length, theirs.tensors.length)
-      for (const t of mine.tensors) {
-        const u = byName.get(t.name)
-        assert.ok(u, `llama.cpp wrote ${t.name}`)
-        assert.equal(t.type.name, u.type.name, `${t.name}: ours ${t.type.name}, llama.cpp ${u.type.name}`)
-        assert.ok(tensorBytes(t).equals(tensorBytes(u)), `${t.name} (${t.type.name}): bytes differ from llama.cpp's`)
-      }
-      assert.equal(mine.metadata.get('general.file_type')?.value, theirs.metadata.get('general.file_type')?.value, 'general.file_type')
-    })
+    test(
+      `${type}${pure ? ' --pure' : ''} (${which}): every tensor's type and bytes equal llama_model_quantize's`,
+      {skip: harness.why},
+      () => {
+        const input = which === 'tied' ? tied : f32
+        const mine = readGgufModel(ours(input, type, pure))
+        const theirsPath = join(dir, `llama-${type}-${pure}-${which}.gguf`)
+        const ftype = FILE_TYPE[type]!
+        const r = spawnSync(harness.exe!, [input, theirsPath, String(ftype), pure ? '1' : '0', '1'], {encoding: 'utf8'})
+        assert.equal(r.status, 0, r.stderr)
+        const theirs = readGgufModel(theirsPath)
+        const byName = new Map(theirs.tensors.map((t) => [t.name, t]))
+        assert.equal(mine.tensors.length, theirs.tensors.length)
+        for (const t of mine.tensors) {
+          const u = byName.get(t.name)
+          assert.ok(u, `llama.cpp wrote ${t.name}`)
+          assert.equal(t.type.name, u.type.name, `${t.name}: ours ${t.type.name}, llama.cpp ${u.type.name}`)
+          assert.ok(tensorBytes(t).equals(tensorBytes(u)), `${t.name} (${t.type.name}): bytes differ from llama.cpp's`)
+        }
+        assert.equal(mine.metadata.get('general.file_type')?.value, theirs.metadata.get('general.file_type')?.value, 'general.file_type')
+      },
+    )
   }
 
   // Every architecture of the shared fixtures (attn_qkv in phi3, MoE experts in qwen3moe, tied
@@ -158,7 +179,13 @@ describe('runner quantize: named mixes and K-quants against llama.cpp', {skip: h
     let ids: number[] = []
     try {
       const model = await llama.loadModel({modelPath: path})
-      const ctx = await model.createContext({contextSize: 128, threads: 1, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32', flashAttention: false})
+      const ctx = await model.createContext({
+        contextSize: 128,
+        threads: 1,
+        experimentalKvCacheKeyType: 'F32',
+        experimentalKvCacheValueType: 'F32',
+        flashAttention: false,
+      })
       ids = [...model.tokenize('Once upon a time', true)]
       for await (const t of ctx.getSequence().evaluate(ids, {temperature: 0})) {
         theirs.push(t)

@@ -19,7 +19,6 @@ import {greedy} from '../helpers/engine.js'
 import {tensorBytes} from '../helpers/gguf.js'
 import {hasShared, NO_SHARED_REASON, runCli, sharedPath} from '../helpers/shared.js'
 
-
 describe('runner quantize', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   const dir = mkdtempSync(join(tmpdir(), 'runner-quantize-'))
   after(() => rmSync(dir, {recursive: true, force: true}))
@@ -38,18 +37,25 @@ describe('runner quantize', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
   for (const [input, type, want] of CASES) {
     test(`${input} → ${type}: every tensor byte-identical to llama.cpp's --pure output (${want})`, () => {
       const out = join(dir, `${type}-${input.replace(/\W/g, '_')}.gguf`)
-      const before = createHash('sha256').update(readFileSync(sharedPath(...input.split('/')))).digest('hex')
+      const before = createHash('sha256')
+        .update(readFileSync(sharedPath(...input.split('/'))))
+        .digest('hex')
       const r = runCli(['quantize', sharedPath(...input.split('/')), out, '--type', type, '--pure', '--json'])
       assert.equal(r.status, 0, r.stderr)
       const summary = JSON.parse(r.stdout)
       const ours = readGgufModel(out)
       const theirs = readGgufModel(sharedPath(...want.split('/')))
-      assert.deepEqual(ours.tensors.map((t) => [t.name, t.type.name, t.shape]), theirs.tensors.map((t) => [t.name, t.type.name, t.shape]))
+      assert.deepEqual(
+        ours.tensors.map((t) => [t.name, t.type.name, t.shape]),
+        theirs.tensors.map((t) => [t.name, t.type.name, t.shape]),
+      )
       for (const [i, t] of ours.tensors.entries()) assert.ok(tensorBytes(t).equals(tensorBytes(theirs.tensors[i]!)), `${t.name} differs`)
       assert.equal(ours.metadata.get('general.file_type')!.value, theirs.metadata.get('general.file_type')!.value)
       assert.equal(ours.metadata.get('runner.quantize.type')!.value, type)
       assert.equal(summary.fileBytes, readFileSync(out).length)
-      const after = createHash('sha256').update(readFileSync(sharedPath(...input.split('/')))).digest('hex')
+      const after = createHash('sha256')
+        .update(readFileSync(sharedPath(...input.split('/'))))
+        .digest('hex')
       assert.equal(after, before, 'the input is never modified')
     })
   }
@@ -65,7 +71,13 @@ describe('runner quantize', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
     ours.dispose()
     const llama = await getLlama({gpu: false, build: 'never', logLevel: LlamaLogLevel.error})
     const model = await llama.loadModel({modelPath: out})
-    const lctx = await model.createContext({contextSize: 128, threads: 1, experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32', flashAttention: false})
+    const lctx = await model.createContext({
+      contextSize: 128,
+      threads: 1,
+      experimentalKvCacheKeyType: 'F32',
+      experimentalKvCacheValueType: 'F32',
+      flashAttention: false,
+    })
     const theirs: number[] = []
     for await (const t of lctx.getSequence().evaluate(ids, {temperature: 0})) {
       theirs.push(t)
@@ -84,7 +96,17 @@ describe('runner quantize', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
     const plan = join(dir, 'plan.json')
     writeFileSync(plan, JSON.stringify({rules: [{pattern: 'blk\\.\\d+\\.ffn_down\\.weight', type: 'Q8_0'}]}))
     const out = join(dir, 'planned.gguf')
-    const r = runCli(['quantize', sharedPath('fixtures', 'llama.gguf'), out, '--type', 'Q4_0', '--pure', '--keep-output', '--type-plan', plan])
+    const r = runCli([
+      'quantize',
+      sharedPath('fixtures', 'llama.gguf'),
+      out,
+      '--type',
+      'Q4_0',
+      '--pure',
+      '--keep-output',
+      '--type-plan',
+      plan,
+    ])
     assert.equal(r.status, 0, r.stderr)
     for (const t of readGgufModel(out).tensors) {
       const want = t.shape.length === 1 ? 'F32' : t.name === 'output.weight' ? 'F32' : t.name.endsWith('ffn_down.weight') ? 'Q8_0' : 'Q4_0'
@@ -110,14 +132,38 @@ describe('runner quantize', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
     const cases: Array<[string[], number, RegExp, string?]> = [
       [[sharedPath('fixtures', 'llama-q8_0.gguf'), join(dir, 'x.gguf'), '--type', 'Q8_0', '--pure'], 2, /QUANT_NOTHING_TO_DO/],
       [[sharedPath('fixtures', 'llama-q8_0.gguf'), join(dir, 'x.gguf'), '--type', 'Q4_0', '--pure'], 2, /QUANT_REQUANTIZE/],
-      [[sharedPath('fixtures', 'llama.gguf'), sharedPath('fixtures', 'llama.gguf'), '--type', 'Q8_0', '--pure'], 3, /GGUF_WRITE_OVERWRITES_INPUT/],
+      [
+        [sharedPath('fixtures', 'llama.gguf'), sharedPath('fixtures', 'llama.gguf'), '--type', 'Q8_0', '--pure'],
+        3,
+        /GGUF_WRITE_OVERWRITES_INPUT/,
+      ],
       [[sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'Q9_9', '--pure'], 2, /QUANT_BAD_TYPE/],
       [[sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'IQ2_XXS', '--pure'], 5, /QUANT_UNSUPPORTED_TYPE/],
       [[sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'Q4_K_X'], 2, /QUANT_BAD_TYPE/],
-      [[sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'Q4_0', '--pure', '--type-plan', bad], 2, /\/rules.*\[QUANT_BAD_PLAN\]/, '{"rules": [{"pattern": "x"}]}'],
-      [[sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'Q4_0', '--pure', '--type-plan', bad], 2, /regular expression.*\[QUANT_BAD_PLAN\]/, '{"rules": [{"pattern": "(", "type": "Q8_0"}]}'],
-      [[sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'Q4_0', '--pure', '--type-plan', bad], 2, /QUANT_PLAN_UNUSED_RULE/, '{"rules": [{"pattern": "nothing\\\\.here", "type": "Q8_0"}]}'],
-      [[sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'Q4_0', '--pure', '--type-plan', bad], 2, /not JSON.*\[QUANT_BAD_PLAN\]/, '{rules'],
+      [
+        [sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'Q4_0', '--pure', '--type-plan', bad],
+        2,
+        /\/rules.*\[QUANT_BAD_PLAN\]/,
+        '{"rules": [{"pattern": "x"}]}',
+      ],
+      [
+        [sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'Q4_0', '--pure', '--type-plan', bad],
+        2,
+        /regular expression.*\[QUANT_BAD_PLAN\]/,
+        '{"rules": [{"pattern": "(", "type": "Q8_0"}]}',
+      ],
+      [
+        [sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'Q4_0', '--pure', '--type-plan', bad],
+        2,
+        /QUANT_PLAN_UNUSED_RULE/,
+        '{"rules": [{"pattern": "nothing\\\\.here", "type": "Q8_0"}]}',
+      ],
+      [
+        [sharedPath('fixtures', 'llama.gguf'), join(dir, 'x.gguf'), '--type', 'Q4_0', '--pure', '--type-plan', bad],
+        2,
+        /not JSON.*\[QUANT_BAD_PLAN\]/,
+        '{rules',
+      ],
     ]
     for (const [args, status, code, plan] of cases) {
       if (plan !== undefined) writeFileSync(bad, plan)

@@ -64,7 +64,10 @@ describe('runner remove-sublayer', {skip: hasShared() ? false : NO_SHARED_REASON
       const afterNames = new Set(readGgufModel(out).tensors.map((t) => t.name))
       const gone = before.filter((t) => !afterNames.has(t.name))
       assert.deepEqual(gone.map((t) => t.name).sort(), [...summary.droppedTensors].sort())
-      assert.equal(summary.droppedBytes, gone.reduce((n, t) => n + t.byteSize, 0))
+      assert.equal(
+        summary.droppedBytes,
+        gone.reduce((n, t) => n + t.byteSize, 0),
+      )
       for (const t of gone) assert.ok(!t.name.includes('norm'), `${t.name}: the pre-norm stays`)
     })
   }
@@ -89,18 +92,34 @@ describe('runner remove-sublayer', {skip: hasShared() ? false : NO_SHARED_REASON
     const src = readGgufModel(parent())
     const declared = join(dir, 'declared.gguf')
     await writeGguf(declared, {
-      kvs: src.kvs.map((kv) => (kv.key === 'llama.attention.head_count' ? {key: kv.key, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.UINT32, items: Uint32Array.of(8, 0, 8, 8, 8)}} : kv.key === 'llama.attention.head_count_kv' ? {key: kv.key, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.UINT32, items: Uint32Array.of(4, 0, 4, 4, 4)}} : kv)),
+      kvs: src.kvs.map((kv) =>
+        kv.key === 'llama.attention.head_count'
+          ? {key: kv.key, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.UINT32, items: Uint32Array.of(8, 0, 8, 8, 8)}}
+          : kv.key === 'llama.attention.head_count_kv'
+            ? {key: kv.key, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.UINT32, items: Uint32Array.of(4, 0, 4, 4, 4)}}
+            : kv,
+      ),
       tensors: src.tensors.map((t) => ({name: t.name, type: t.type, shape: t.shape, data: {file: t.file, offset: t.offset}})),
     })
     const r1 = runCli(['run', '-m', declared, '-p', 'x', '-n', '1'])
     assert.notEqual(r1.status, 0)
     assert.match(r1.stderr, /blk\.1\.attn_q\.weight is present but block 1's attention is declared removed.*\[ARCH_SUBLAYER_PRESENT\]/)
     const undeclared = join(dir, 'undeclared.gguf')
-    await writeGguf(undeclared, {kvs: src.kvs, tensors: src.tensors.filter((t) => t.name !== 'blk.1.attn_q.weight').map((t) => ({name: t.name, type: t.type, shape: t.shape, data: {file: t.file, offset: t.offset}}))})
+    await writeGguf(undeclared, {
+      kvs: src.kvs,
+      tensors: src.tensors
+        .filter((t) => t.name !== 'blk.1.attn_q.weight')
+        .map((t) => ({name: t.name, type: t.type, shape: t.shape, data: {file: t.file, offset: t.offset}})),
+    })
     const r2 = runCli(['run', '-m', undeclared, '-p', 'x', '-n', '1'])
     assert.equal(r2.status, 3)
     assert.match(r2.stderr, /blk\.1\.attn_q\.weight is missing.*\[ARCH_MISSING_TENSOR\]/)
-    for (const [spec, code] of [['attn:9', /SUBLAYER_BAD_SPEC/], ['ffn:1', /SUBLAYER_BAD_SPEC/], ['attn:1,attn:1', /SUBLAYER_BAD_SPEC/], ['attn:0,attn:1,attn:2,attn:3,attn:4', /SUBLAYER_UNSUPPORTED/]] as const) {
+    for (const [spec, code] of [
+      ['attn:9', /SUBLAYER_BAD_SPEC/],
+      ['ffn:1', /SUBLAYER_BAD_SPEC/],
+      ['attn:1,attn:1', /SUBLAYER_BAD_SPEC/],
+      ['attn:0,attn:1,attn:2,attn:3,attn:4', /SUBLAYER_UNSUPPORTED/],
+    ] as const) {
       const r = runCli(['remove-sublayer', parent(), join(dir, 'bad.gguf'), spec])
       assert.notEqual(r.status, 0, spec)
       assert.match(r.stderr, code, spec)
@@ -116,7 +135,10 @@ describe('runner remove-sublayer', {skip: hasShared() ? false : NO_SHARED_REASON
     assert.equal(runCli(['quantize', cut, two, '--type', 'Q8_0', '--pure']).status, 0)
     const a = readGgufModel(one)
     const b = readGgufModel(two)
-    assert.deepEqual(a.tensors.map((t) => [t.name, t.type.name, t.byteSize]), b.tensors.map((t) => [t.name, t.type.name, t.byteSize]))
+    assert.deepEqual(
+      a.tensors.map((t) => [t.name, t.type.name, t.byteSize]),
+      b.tensors.map((t) => [t.name, t.type.name, t.byteSize]),
+    )
     assert.deepEqual([...(a.metadata.get('llama.attention.head_count')!.value as {items: Uint32Array}).items], [8, 8, 0, 8, 8])
     assert.deepEqual([...(a.metadata.get('llama.feed_forward_length')!.value as {items: Uint32Array}).items], [172, 172, 172, 0, 172])
     assert.equal(score(one).nll, score(two).nll)

@@ -65,7 +65,10 @@ const LONG_PROMPT = 'The little dog ran to the park and played with a big red ba
 async function writeEosVariant(path: string): Promise<void> {
   const m = readGgufModel(STORIES)
   const kvs = m.kvs.map((kv) => (kv.key === 'tokenizer.ggml.eos_token_id' ? {key: kv.key, type: GgufValueType.UINT32, value: 426} : kv))
-  await writeGguf(path, {kvs, tensors: m.tensors.map((t) => ({name: t.name, type: t.type, shape: [...t.shape], data: {file: t.file, offset: t.offset}}))})
+  await writeGguf(path, {
+    kvs,
+    tensors: m.tensors.map((t) => ({name: t.name, type: t.type, shape: [...t.shape], data: {file: t.file, offset: t.offset}})),
+  })
 }
 
 before(async () => {
@@ -77,7 +80,11 @@ before(async () => {
 
   const llama = await getLlama({gpu: false, build: 'never', logLevel: LlamaLogLevel.error})
   try {
-    const greedy = async (modelPath: string, maxTokens: number, fill: (model: Awaited<ReturnType<typeof llama.loadModel>>) => void = () => {}) => {
+    const greedy = async (
+      modelPath: string,
+      maxTokens: number,
+      fill: (model: Awaited<ReturnType<typeof llama.loadModel>>) => void = () => {},
+    ) => {
       const model = await llama.loadModel({modelPath})
       try {
         fill(model)
@@ -159,7 +166,8 @@ function ok(r: CliResult): string {
 }
 
 /** The summary line: load ms, prompt tok/s, decode tok/s, peak RSS, finish reason, seed. */
-const SUMMARY = /load [\d.]+ ms · prompt (\d+) tokens, [\d.]+ tok\/s · decode (\d+) tokens, [\d.]+ tok\/s · peak RSS [\d.]+ (B|KiB|MiB|GiB) · (\w+) · seed (\d+)/
+const SUMMARY =
+  /load [\d.]+ ms · prompt (\d+) tokens, [\d.]+ tok\/s · decode (\d+) tokens, [\d.]+ tok\/s · peak RSS [\d.]+ (B|KiB|MiB|GiB) · (\w+) · seed (\d+)/
 
 describe('runner run: the greedy story is the one llama.cpp prints', {skip: SKIP}, () => {
   test('`run -m stories260K.gguf -p "Once upon a time" -n 64 --temp 0` prints llama.cpp\'s greedy continuation (also with --kv-type f32, -t 2, -b 1)', async () => {
@@ -196,8 +204,8 @@ describe('runner run: the greedy story is the one llama.cpp prints', {skip: SKIP
   test('--json: one document with the text, token ids (the reference greedy ids), finish reason, timings and peak RSS', async () => {
     const r = await runCliAsync(storiesArgs('-p', PROMPT, '-n', '64', '--temp', '0', '--json'))
     const doc = parseJson(r)
-    assert.deepEqual(doc.tokens.slice(0, 48), reference.ids, 'the first 48 ids are llama.cpp\'s (reference greedy[0].ids)')
-    assert.deepEqual(doc.tokens, live.greedy64!.tokens, 'all 64 ids are llama.cpp\'s (live)')
+    assert.deepEqual(doc.tokens.slice(0, 48), reference.ids, "the first 48 ids are llama.cpp's (reference greedy[0].ids)")
+    assert.deepEqual(doc.tokens, live.greedy64!.tokens, "all 64 ids are llama.cpp's (live)")
     assert.equal(doc.text, live.greedy64!.text)
     assert.deepEqual(doc.promptTokens, reference.prompt_ids)
     assert.equal(doc.finishReason, 'length')
@@ -208,7 +216,10 @@ describe('runner run: the greedy story is the one llama.cpp prints', {skip: SKIP
     }
     assert.ok(doc.timings.decodeTokensPerSecond > 0)
     // Peak RSS: at least the 1.2 MB of weights, less than a few GiB.
-    assert.ok(Number.isInteger(doc.peakRssBytes) && doc.peakRssBytes > 1_185_376 && doc.peakRssBytes < 4 * 2 ** 30, `peakRssBytes ${doc.peakRssBytes}`)
+    assert.ok(
+      Number.isInteger(doc.peakRssBytes) && doc.peakRssBytes > 1_185_376 && doc.peakRssBytes < 4 * 2 ** 30,
+      `peakRssBytes ${doc.peakRssBytes}`,
+    )
     assert.ok(!r.stderr.includes('tok/s'), 'with --json the summary is in the document, not on stderr')
   })
 
@@ -225,10 +236,13 @@ describe('runner run: the greedy story is the one llama.cpp prints', {skip: SKIP
     const promptFile = join(dir, 'prompt.txt')
     writeFileSync(promptFile, PROMPT)
     const args = ['-n', '32', '--temp', '0']
-    const [fromFlag, fromFile] = await Promise.all([runCliAsync(storiesArgs('-p', PROMPT, ...args)), runCliAsync(storiesArgs('--file', promptFile, ...args))])
+    const [fromFlag, fromFile] = await Promise.all([
+      runCliAsync(storiesArgs('-p', PROMPT, ...args)),
+      runCliAsync(storiesArgs('--file', promptFile, ...args)),
+    ])
     const fromStdin = runWithStdin(storiesArgs(...args), PROMPT)
     const want = ok(fromFlag)
-    assert.equal(want, live.greedy64!.text.slice(0, want.length), 'the -p run is llama.cpp\'s text')
+    assert.equal(want, live.greedy64!.text.slice(0, want.length), "the -p run is llama.cpp's text")
     assert.ok(want.length > 0)
     assert.equal(ok(fromFile), want, '--file')
     assert.equal(ok(fromStdin), want, 'stdin')
@@ -262,7 +276,10 @@ describe('runner run: the greedy story is the one llama.cpp prints', {skip: SKIP
   test('a generation that samples the end-of-generation token stops there (eos), where llama.cpp stops', async () => {
     // The same weights with eos_token_id = 426 ("."): llama.cpp (live, same file) stops before the first full stop.
     const anchor = live.greedyEos!
-    assert.ok(anchor.eog && anchor.tokens.length < 64 && anchor.tokens.length > 0, `llama.cpp stopped on EOS after ${anchor.tokens.length} tokens`)
+    assert.ok(
+      anchor.eog && anchor.tokens.length < 64 && anchor.tokens.length > 0,
+      `llama.cpp stopped on EOS after ${anchor.tokens.length} tokens`,
+    )
     const [plain, json] = await Promise.all([
       runCliAsync(['run', '-m', eosModel, '-p', PROMPT, '-n', '64', '--temp', '0']),
       runCliAsync(['run', '-m', eosModel, '-p', PROMPT, '-n', '64', '--temp', '0', '--json']),
@@ -324,13 +341,15 @@ describe('runner run: sampling with a seed', {skip: SKIP}, () => {
     assert.match(again.stderr, new RegExp(`seed ${seed}\\b`))
   })
 
-  test('--top-k 1 leaves only the most likely token: any temperature and seed give llama.cpp\'s greedy text', async () => {
+  test("--top-k 1 leaves only the most likely token: any temperature and seed give llama.cpp's greedy text", async () => {
     const r = await runCliAsync(storiesArgs('-p', PROMPT, '-n', '64', '--temp', '0.8', '--top-k', '1', '--seed', '7'))
     assert.equal(ok(r), live.greedy64!.text)
   })
 
   test('the penalty flags are honoured (a repeat penalty changes the greedy text, after the first repeat only)', async () => {
-    const r = await runCliAsync(storiesArgs('-p', PROMPT, '-n', '64', '--temp', '0', '--repeat-penalty', '1.3', '--repeat-last-n', '64', '--json'))
+    const r = await runCliAsync(
+      storiesArgs('-p', PROMPT, '-n', '64', '--temp', '0', '--repeat-penalty', '1.3', '--repeat-last-n', '64', '--json'),
+    )
     const doc = parseJson(r)
     const greedy = live.greedy64!.tokens
     assert.notDeepEqual(doc.tokens, greedy)
@@ -344,7 +363,10 @@ describe('runner run: refusals', {skip: SKIP}, () => {
     const r = await runCliAsync(storiesArgs('-p', LONG_PROMPT, '-c', '16', '-n', '4'))
     assert.equal(r.status, 2, r.stderr)
     assert.match(r.stderr, /\[PROMPT_TOO_LONG\]/)
-    assert.ok(r.stderr.includes(`the prompt is ${live.longPromptTokens} tokens`), `llama.cpp counts ${live.longPromptTokens} tokens: ${r.stderr}`)
+    assert.ok(
+      r.stderr.includes(`the prompt is ${live.longPromptTokens} tokens`),
+      `llama.cpp counts ${live.longPromptTokens} tokens: ${r.stderr}`,
+    )
     assert.match(r.stderr, /context holds 16/)
     assert.equal(r.stdout, '')
   })
@@ -409,7 +431,18 @@ describe('runner run: Ctrl+C stops cleanly and keeps what was generated', {skip:
   before(async () => {
     big = join(dir, 'big.gguf')
     // ~3.4M parameters and a 4096 context: 3000 greedy tokens take several seconds on one thread.
-    await makeTestModel(big, {arch: 'llama', nEmbd: 256, nLayer: 4, nHead: 8, nHeadKv: 4, nFf: 768, nCtx: 4096, type: 'f32', seed: 7n, tokenizerFrom: STORIES})
+    await makeTestModel(big, {
+      arch: 'llama',
+      nEmbd: 256,
+      nLayer: 4,
+      nHead: 8,
+      nHeadKv: 4,
+      nFf: 768,
+      nCtx: 4096,
+      type: 'f32',
+      seed: 7n,
+      tokenizerFrom: STORIES,
+    })
     // Random weights sample EOS (token 2) within a few hundred tokens; a zero output row for it gives it
     // logit 0, which greedy never picks over 511 random logits, so only Ctrl+C can end this run early.
     const m = readGgufModel(big)
@@ -428,11 +461,15 @@ describe('runner run: Ctrl+C stops cleanly and keeps what was generated', {skip:
     extra: string[],
   ): Promise<{code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; sawOutputBeforeSigint: boolean}> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['bin/run.js', 'run', '-m', big, '-p', PROMPT, '-n', '3000', '--temp', '0', '-t', '1', ...extra], {
-        cwd: REPO_ROOT,
-        env: {...process.env, NO_COLOR: '1'},
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
+      const child = spawn(
+        process.execPath,
+        ['bin/run.js', 'run', '-m', big, '-p', PROMPT, '-n', '3000', '--temp', '0', '-t', '1', ...extra],
+        {
+          cwd: REPO_ROOT,
+          env: {...process.env, NO_COLOR: '1'},
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      )
       let stdout = ''
       let stderr = ''
       let sent = false

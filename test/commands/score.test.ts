@@ -47,7 +47,10 @@ describe('runner score vs llama-perplexity', {skip: hasShared() ? false : NO_SHA
       assert.ok(Math.abs(got.nll_mean - want.nll_mean) <= tol, `nll_mean ${got.nll_mean} vs ${want.nll_mean}`)
       assert.ok(Math.abs(got.ppl / want.perplexity - 1) <= tol * 2, `ppl ${got.ppl} vs ${want.perplexity}`)
       assert.ok(Math.abs(got.nll_std_error - want.nll_std_error) <= tol, `std error ${got.nll_std_error} vs ${want.nll_std_error}`)
-      assert.deepEqual(got.windows.map((w: {start: number}) => w.start), want.windows.map((w) => w.start))
+      assert.deepEqual(
+        got.windows.map((w: {start: number}) => w.start),
+        want.windows.map((w) => w.start),
+      )
       got.windows.forEach((w: {nllSum: number; nScored: number}, i: number) => {
         assert.equal(w.nScored, want.windows[i]!.n_scored)
         assert.ok(Math.abs(w.nllSum - want.windows[i]!.nll_sum) <= tol * 63 * 2, `window ${i}: ${w.nllSum} vs ${want.windows[i]!.nll_sum}`)
@@ -59,7 +62,11 @@ describe('runner score vs llama-perplexity', {skip: hasShared() ? false : NO_SHA
 
   test('the same numbers, bit for bit, for any thread count and batch size', () => {
     const a = score('models/stories260K.gguf', '-t', '1')
-    for (const extra of [['-t', '2'], ['-b', '7'], ['-t', '2', '-b', '32']]) {
+    for (const extra of [
+      ['-t', '2'],
+      ['-b', '7'],
+      ['-t', '2', '-b', '32'],
+    ]) {
       const b = score('models/stories260K.gguf', ...extra)
       assert.equal(b.nll_mean, a.nll_mean, extra.join(' '))
       assert.deepEqual(b.windows, a.windows, extra.join(' '))
@@ -86,7 +93,10 @@ test('a contradiction in the numbers is refused, not reported (self-check)', asy
       return new Float32Array(ids.length * 4).fill(NaN)
     },
   } as unknown as Context
-  await assert.rejects(scoreTokens(fake, [1, 2, 3, 0, 1, 2, 3, 0], {ctx: 8, bos: 1}), (e: unknown) => e instanceof RunnerError && e.code === 'SCORE_SELF_CHECK' && e.exitCode === 4)
+  await assert.rejects(
+    scoreTokens(fake, [1, 2, 3, 0, 1, 2, 3, 0], {ctx: 8, bos: 1}),
+    (e: unknown) => e instanceof RunnerError && e.code === 'SCORE_SELF_CHECK' && e.exitCode === 4,
+  )
 })
 
 describe('runner score --save-logits / --kld', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
@@ -131,7 +141,9 @@ describe('runner score --save-logits / --kld', {skip: hasShared() ? false : NO_S
     })
     const bad = kldOf(perturbed)
     assert.ok(bad.mean > q4.mean, `perturbed ${bad.mean} should exceed Q4_0 ${q4.mean}`)
-    console.log(`KLD vs stories260K: Q4_0 mean ${q4.mean.toFixed(4)} (top-1 ${q4.top1_agreement.toFixed(3)}), one layer perturbed mean ${bad.mean.toFixed(4)} (top-1 ${bad.top1_agreement.toFixed(3)})`)
+    console.log(
+      `KLD vs stories260K: Q4_0 mean ${q4.mean.toFixed(4)} (top-1 ${q4.top1_agreement.toFixed(3)}), one layer perturbed mean ${bad.mean.toFixed(4)} (top-1 ${bad.top1_agreement.toFixed(3)})`,
+    )
   })
 
   test('a truncated, altered, foreign or mismatched base file is refused by name', () => {

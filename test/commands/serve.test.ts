@@ -21,7 +21,10 @@ interface Served {
 }
 
 function serve(args: string[]): Promise<Served> {
-  const child = spawn(process.execPath, ['bin/run.js', 'serve', '-m', STORIES, '--port', '0', ...args], {cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1'}})
+  const child = spawn(process.execPath, ['bin/run.js', 'serve', '-m', STORIES, '--port', '0', ...args], {
+    cwd: REPO_ROOT,
+    env: {...process.env, NO_COLOR: '1'},
+  })
   let out = ''
   let err = ''
   // 'close', not 'exit': stderr has been read to its end by then.
@@ -48,7 +51,14 @@ describe('runner serve (the process)', {skip: hasShared() ? false : NO_SHARED_RE
       const client = new OpenAI({baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0})
       const health = (await (await fetch(`${s.url}/health`)).json()) as {status: string; slots_idle: number}
       assert.deepEqual([health.status, health.slots_idle], ['ok', 2])
-      const stream = await client.completions.create({model: 'stories260K', prompt: 'Once upon a time', max_tokens: 200, temperature: 0, stream: true, stream_options: {include_usage: true}})
+      const stream = await client.completions.create({
+        model: 'stories260K',
+        prompt: 'Once upon a time',
+        max_tokens: 200,
+        temperature: 0,
+        stream: true,
+        stream_options: {include_usage: true},
+      })
       let text = ''
       let usage: OpenAI.CompletionUsage | null | undefined
       let signalled = false
@@ -94,7 +104,8 @@ describe('runner serve (the process)', {skip: hasShared() ? false : NO_SHARED_RE
     try {
       // stderr and stdout are separate pipes: the warning may be read after the startup line.
       const t0 = performance.now()
-      while (!/warning: serving on 0\.0\.0\.0 without --api-key/.test(s.stderr()) && performance.now() - t0 < 5000) await new Promise((resolve) => setTimeout(resolve, 10))
+      while (!/warning: serving on 0\.0\.0\.0 without --api-key/.test(s.stderr()) && performance.now() - t0 < 5000)
+        await new Promise((resolve) => setTimeout(resolve, 10))
       assert.match(s.stderr(), /warning: serving on 0\.0\.0\.0 without --api-key/)
       s.child.kill('SIGTERM')
       assert.equal(await s.exited, 0)

@@ -45,7 +45,15 @@ const FAMILIES: Family[] = [
   {...base, arch: 'gemma2', slidingWindow: 8, rmsEps: 1e-6},
   {...base, arch: 'gemma3', nHeadKv: 1, tied: true, slidingWindow: 8, slidingWindowPattern: 2, ropeFreqBase: 1e6, rmsEps: 1e-6},
   // The pattern as one bool per block (llama.cpp reads either form): blocks 0 and 1 slide, 2 does not.
-  {...base, arch: 'gemma3', name: 'gemma3-pattern-array', slidingWindow: 8, slidingWindowPattern: [true, true, false], ropeFreqBase: 1e6, rmsEps: 1e-6},
+  {
+    ...base,
+    arch: 'gemma3',
+    name: 'gemma3-pattern-array',
+    slidingWindow: 8,
+    slidingWindowPattern: [true, true, false],
+    ropeFreqBase: 1e6,
+    rmsEps: 1e-6,
+  },
   {...base, arch: 'qwen3moe', nExpert: 4, nExpertUsed: 2, nFfExp: 64, ropeFreqBase: 1e6, rmsEps: 1e-6},
   {...base, arch: 'mixtral', nExpert: 4, nExpertUsed: 2, nFf: 128},
 ]
@@ -64,7 +72,16 @@ describe('differential: every family vs llama.cpp, live, F32 and Q8_0', {skip: h
   })
 
   const againstLlamaCpp = (t: {diagnostic: (m: string) => void}, label: string, path: string, tol: number, meanTol: number, nCtx = 256) =>
-    compareWithLlamaCpp(llama, {label, path, text: TEXT, tol, meanTol, nCtx, greedySteps: GREEDY_STEPS, report: (line) => t.diagnostic(line)})
+    compareWithLlamaCpp(llama, {
+      label,
+      path,
+      text: TEXT,
+      tol,
+      meanTol,
+      nCtx,
+      greedySteps: GREEDY_STEPS,
+      report: (line) => t.diagnostic(line),
+    })
 
   for (const family of FAMILIES) {
     for (const {type, tol, meanTol} of TYPES) {
@@ -79,7 +96,13 @@ describe('differential: every family vs llama.cpp, live, F32 and Q8_0', {skip: h
   test('phi3 longrope: the short factors up to the original context, the long ones past it, as llama.cpp picks them', async (t) => {
     const path = join(dir, 'phi3-longrope.gguf')
     await makeTestModel(path, {
-      ...base, arch: 'phi3', nHeadKv: 4, nCtx: 1024, type: 'f32', seed: 2028n, tokenizerFrom: sharedPath('models', 'stories260K.gguf'),
+      ...base,
+      arch: 'phi3',
+      nHeadKv: 4,
+      nCtx: 1024,
+      type: 'f32',
+      seed: 2028n,
+      tokenizerFrom: sharedPath('models', 'stories260K.gguf'),
       longrope: {originalContext: 256, attnFactor: 1.19},
     })
     // llama.cpp pads a context to 256 cells and picks the long factors when that exceeds 256.
@@ -94,7 +117,16 @@ describe('differential: every family vs llama.cpp, live, F32 and Q8_0', {skip: h
 describe('mixture-of-experts anchors (no llama.cpp needed)', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   const dir = mkdtempSync(join(tmpdir(), 'runner-moe-'))
   after(() => rmSync(dir, {recursive: true, force: true}))
-  const common = {nEmbd: 128, nLayer: 3, nHead: 4, nHeadKv: 2, nFf: 128, nCtx: 256, seed: 99n, tokenizerFrom: sharedPath('models', 'stories260K.gguf')} as const
+  const common = {
+    nEmbd: 128,
+    nLayer: 3,
+    nHead: 4,
+    nHeadKv: 2,
+    nFf: 128,
+    nCtx: 256,
+    seed: 99n,
+    tokenizerFrom: sharedPath('models', 'stories260K.gguf'),
+  } as const
 
   async function run(spec: TestModelSpec, name: string): Promise<{tokens: number[]; logits: Float32Array}> {
     const path = join(dir, `${name}.gguf`)

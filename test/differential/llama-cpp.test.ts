@@ -66,10 +66,26 @@ describe('differential: our engine vs llama.cpp, live, every weight type', {skip
       const path = join(dir, `${type}.gguf`)
       // GQA (8 heads over 2), widths that are multiples of every block size, logits with std near 3.
       await makeTestModel(path, {
-        arch: 'llama', nEmbd: 256, nLayer: 2, nHead: 8, nHeadKv: 2, nFf: 512, nCtx: 256, type, seed: 2026n,
+        arch: 'llama',
+        nEmbd: 256,
+        nLayer: 2,
+        nHead: 8,
+        nHeadKv: 2,
+        nFf: 512,
+        nCtx: 256,
+        type,
+        seed: 2026n,
         tokenizerFrom: sharedPath('models', 'stories260K.gguf'),
       })
-      await compareWithLlamaCpp(llama, {label: type, path, text: TEXT, tol, meanTol, greedySteps: GREEDY_STEPS, report: (line) => t.diagnostic(line)})
+      await compareWithLlamaCpp(llama, {
+        label: type,
+        path,
+        text: TEXT,
+        tol,
+        meanTol,
+        greedySteps: GREEDY_STEPS,
+        report: (line) => t.diagnostic(line),
+      })
     })
   }
 })

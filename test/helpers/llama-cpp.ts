@@ -36,14 +36,20 @@ export async function compareWithLlamaCpp(llama: Llama, c: Comparison): Promise<
   const nVocab = ours.config.nVocab
   const theirsModel = await llama.loadModel({modelPath: c.path})
   const theirsCtx = await theirsModel.createContext({
-    contextSize: nCtx, batchSize: 256, threads: 1, flashAttention: false,
-    experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32',
+    contextSize: nCtx,
+    batchSize: 256,
+    threads: 1,
+    flashAttention: false,
+    experimentalKvCacheKeyType: 'F32',
+    experimentalKvCacheValueType: 'F32',
   })
   const ctx = await ours.createContext({nCtx, threads: 1, kvType: 'f32'})
   try {
     assert.deepEqual([...theirsModel.tokenize(c.text)], ids.slice(1), 'both tokenize the text alike')
     const seq = theirsCtx.getSequence()
-    const out = await seq.controlledEvaluate(ids.map((id) => [id, {generateNext: {logits: true}}]) as Parameters<typeof seq.controlledEvaluate>[0])
+    const out = await seq.controlledEvaluate(
+      ids.map((id) => [id, {generateNext: {logits: true}}]) as Parameters<typeof seq.controlledEvaluate>[0],
+    )
     const logits = (await ctx.decode(ids, {pos: 0, logits: 'all'}))!.slice()
     let max = 0
     let sum = 0
@@ -77,7 +83,10 @@ export async function compareWithLlamaCpp(llama: Llama, c: Comparison): Promise<
     let first = 0
     while (first < c.greedySteps && mine[first] === theirTokens[first]) first++
     if (first < c.greedySteps) {
-      assert.ok(margins.slice(0, first + 1).some((m) => m < c.tol), `${c.label}: diverged at step ${first} though llama.cpp's margins up to it are >= ${c.tol}`)
+      assert.ok(
+        margins.slice(0, first + 1).some((m) => m < c.tol),
+        `${c.label}: diverged at step ${first} though llama.cpp's margins up to it are >= ${c.tol}`,
+      )
     }
     if (c.tol <= 1e-3) assert.equal(first, c.greedySteps, `${c.label}: only ${first} greedy tokens agree`)
     c.report?.(`${c.label}: max |Δ logprob| ${max.toExponential(2)}, mean ${mean.toExponential(2)}, greedy ${first}/${c.greedySteps}`)

@@ -61,17 +61,23 @@ describe('native addon: cpuFeatures()', () => {
     }
   })
 
-  it('agrees with the kernel: /proc/cpuinfo flags on Linux x86', {
-    skip: process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'ia32'),
-  }, () => {
-    const flags = cpuinfoWords('flags')
-    const features = cpuFeatures()
-    const mismatches = Object.entries(LINUX_X86_FLAG)
-      .filter(([key, flag]) => features[key as keyof typeof features] !== flags.has(flag))
-      .map(([key, flag]) => `${key}: engine ${String(features[key as keyof typeof features])}, /proc/cpuinfo "${flag}" ${flags.has(flag)}`)
-    assert.deepEqual(mismatches, [])
-    assert.equal(features.neon, false)
-  })
+  it(
+    'agrees with the kernel: /proc/cpuinfo flags on Linux x86',
+    {
+      skip: process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'ia32'),
+    },
+    () => {
+      const flags = cpuinfoWords('flags')
+      const features = cpuFeatures()
+      const mismatches = Object.entries(LINUX_X86_FLAG)
+        .filter(([key, flag]) => features[key as keyof typeof features] !== flags.has(flag))
+        .map(
+          ([key, flag]) => `${key}: engine ${String(features[key as keyof typeof features])}, /proc/cpuinfo "${flag}" ${flags.has(flag)}`,
+        )
+      assert.deepEqual(mismatches, [])
+      assert.equal(features.neon, false)
+    },
+  )
 
   it('reports NEON on aarch64 (mandatory there; Linux calls it "asimd")', {skip: process.arch !== 'arm64'}, () => {
     const features = cpuFeatures()

@@ -54,7 +54,16 @@ function buildHarness(): {exe?: string; why?: string; dir?: string} {
   if (cc.error || cc.status !== 0) return {why: 'no C compiler (cc) on PATH'}
   const dir = mkdtempSync(join(tmpdir(), 'runner-ggml-ref-'))
   const exe = join(dir, 'ggml_quantize_ref')
-  execFileSync('cc', ['-O2', '-o', exe, join(here, 'ggml-ref', 'ggml_quantize_ref.c'), `-L${GGML_LIB_DIR}`, '-lggml-base', '-ldl', `-Wl,-rpath,${GGML_LIB_DIR}`])
+  execFileSync('cc', [
+    '-O2',
+    '-o',
+    exe,
+    join(here, 'ggml-ref', 'ggml_quantize_ref.c'),
+    `-L${GGML_LIB_DIR}`,
+    '-lggml-base',
+    '-ldl',
+    `-Wl,-rpath,${GGML_LIB_DIR}`,
+  ])
   return {exe, dir}
 }
 
@@ -98,17 +107,38 @@ function kRows(rng: SeededRandom, n: number): Float32Array {
     for (let i = b; i < Math.min(n, b + 256); i++) {
       let v: number
       switch (style) {
-        case 0: v = 0; break // all zero
-        case 1: v = constant; break // constant row
-        case 2: v = (i - b) % 16 === 0 ? constant : 0; break // sparse
-        case 3: v = rng.uniform() < 0.97 ? rng.normal() * 0.01 : rng.normal() * 5; break // outliers
-        case 4: v = Math.abs(rng.normal()) * scale; break // all positive
-        case 5: v = -Math.abs(rng.normal()) * scale; break // all negative
-        case 6: v = Math.round(rng.normal() * 8) / 2; break // ties after scaling
-        case 7: v = fromBits(rng.nextU32() & 0x807fffff); break // subnormals
-        case 8: v = (i - b) < 16 ? 0 : rng.normal(); break // a zero sub-block
-        case 9: v = rng.uniform() * 2 - 1; break
-        default: v = rng.normal() * scale
+        case 0:
+          v = 0
+          break // all zero
+        case 1:
+          v = constant
+          break // constant row
+        case 2:
+          v = (i - b) % 16 === 0 ? constant : 0
+          break // sparse
+        case 3:
+          v = rng.uniform() < 0.97 ? rng.normal() * 0.01 : rng.normal() * 5
+          break // outliers
+        case 4:
+          v = Math.abs(rng.normal()) * scale
+          break // all positive
+        case 5:
+          v = -Math.abs(rng.normal()) * scale
+          break // all negative
+        case 6:
+          v = Math.round(rng.normal() * 8) / 2
+          break // ties after scaling
+        case 7:
+          v = fromBits(rng.nextU32() & 0x807fffff)
+          break // subnormals
+        case 8:
+          v = i - b < 16 ? 0 : rng.normal()
+          break // a zero sub-block
+        case 9:
+          v = rng.uniform() * 2 - 1
+          break
+        default:
+          v = rng.normal() * scale
       }
       out[i] = v
     }
@@ -167,24 +197,33 @@ describe('K-quant quantizers and dequantizers: byte identity with ggml (libggml-
     it(`${name}: quantizeRef == ggml_quantize_chunk and toFloat == ${dequant}`, () => {
       const t = T(name)
       const rng = new SeededRandom(0x6b0000n + BigInt(t.type))
-      for (const [nPerRow, rows] of [[256, 64], [1024, 16], [4096, 8], [256 * 11, 4]] as const) {
+      for (const [nPerRow, rows] of [
+        [256, 64],
+        [1024, 16],
+        [4096, 8],
+        [256 * 11, 4],
+      ] as const) {
         const x = kRows(rng, nPerRow * rows)
         const ours = quantizeRef(name, x)
         const theirs = ggmlQuantize(t, x, nPerRow)
         const d = firstDiff(ours, theirs)
         if (d >= 0) {
           const blk = Math.floor(d / t.typeSize)
-          assert.fail(`${name} n_per_row ${nPerRow}: byte ${d} (block ${blk}, offset ${d % t.typeSize}) ours ${ours[d]} ggml ${theirs[d]}; block input ${Array.from(x.subarray(blk * 256, blk * 256 + 8)).join(', ')} ...`)
+          assert.fail(
+            `${name} n_per_row ${nPerRow}: byte ${d} (block ${blk}, offset ${d % t.typeSize}) ours ${ours[d]} ggml ${theirs[d]}; block input ${Array.from(x.subarray(blk * 256, blk * 256 + 8)).join(', ')} ...`,
+          )
         }
         const back = toFloat(name, ours, x.length)
         const ref = ggmlDequant(dequant, theirs, x.length)
-        for (let i = 0; i < x.length; i++) if (!same(back[i]!, ref[i]!)) assert.fail(`${name} dequantize value ${i}: ours ${back[i]} ggml ${ref[i]}`)
+        for (let i = 0; i < x.length; i++)
+          if (!same(back[i]!, ref[i]!)) assert.fail(`${name} dequantize value ${i}: ours ${back[i]} ggml ${ref[i]}`)
       }
       // Random block bytes (every scale and quant pattern) dequantize the same too.
       const raw = randomBlocks(rng, t, 256 * 64)
       const back = toFloat(name, raw, 256 * 64)
       const ref = ggmlDequant(dequant, raw, 256 * 64)
-      for (let i = 0; i < back.length; i++) if (!same(back[i]!, ref[i]!)) assert.fail(`${name} dequantize of random bytes, value ${i}: ours ${back[i]} ggml ${ref[i]}`)
+      for (let i = 0; i < back.length; i++)
+        if (!same(back[i]!, ref[i]!)) assert.fail(`${name} dequantize of random bytes, value ${i}: ours ${back[i]} ggml ${ref[i]}`)
     })
   }
 
@@ -230,7 +269,10 @@ describe('K-quant quantizers and dequantizers: byte identity with ggml (libggml-
         const chain = Math.ceil(blocks / 8) * 2 + 3 + 8
         const bound = chain * 2 ** -24 * (magnitude + mins) * 1.01
         const got = vecDot(name, n, x, y, 'scalar')
-        assert.ok(Math.abs(got - exact) <= bound, `n = ${n}: scalar ${got}, float64 of ggml's dequantized rows ${exact}, |diff| ${Math.abs(got - exact)} > ${bound}`)
+        assert.ok(
+          Math.abs(got - exact) <= bound,
+          `n = ${n}: scalar ${got}, float64 of ggml's dequantized rows ${exact}, |diff| ${Math.abs(got - exact)} > ${bound}`,
+        )
       }
     })
   }
@@ -266,23 +308,32 @@ describe('IQ4_NL and MXFP4: byte identity with ggml (libggml-base)', {skip: harn
     it(`${name}: quantizeRef == ggml_quantize_chunk and toFloat == ${dequant}`, () => {
       const t = T(name)
       const rng = new SeededRandom(0x4e4cn + BigInt(t.type))
-      for (const [nPerRow, rows] of [[32, 256], [256, 64], [4096, 4], [96, 20]] as const) {
+      for (const [nPerRow, rows] of [
+        [32, 256],
+        [256, 64],
+        [4096, 4],
+        [96, 20],
+      ] as const) {
         const x = kRows(rng, nPerRow * rows)
         const ours = quantizeRef(name, x)
         const theirs = ggmlQuantize(t, x, nPerRow)
         const d = firstDiff(ours, theirs)
         if (d >= 0) {
           const blk = Math.floor(d / t.typeSize)
-          assert.fail(`${name} n_per_row ${nPerRow}: byte ${d} (block ${blk}) ours ${ours[d]} ggml ${theirs[d]}; block input ${Array.from(x.subarray(blk * 32, blk * 32 + 6)).join(', ')} ...`)
+          assert.fail(
+            `${name} n_per_row ${nPerRow}: byte ${d} (block ${blk}) ours ${ours[d]} ggml ${theirs[d]}; block input ${Array.from(x.subarray(blk * 32, blk * 32 + 6)).join(', ')} ...`,
+          )
         }
         const back = toFloat(name, ours, x.length)
         const ref = ggmlDequant(dequant, theirs, x.length)
-        for (let i = 0; i < x.length; i++) if (!same(back[i]!, ref[i]!)) assert.fail(`${name} dequantize value ${i}: ours ${back[i]} ggml ${ref[i]}`)
+        for (let i = 0; i < x.length; i++)
+          if (!same(back[i]!, ref[i]!)) assert.fail(`${name} dequantize value ${i}: ours ${back[i]} ggml ${ref[i]}`)
       }
       const raw = randomNlBlocks(rng, t, 32 * 256)
       const back = toFloat(name, raw, 32 * 256)
       const ref = ggmlDequant(dequant, raw, 32 * 256)
-      for (let i = 0; i < back.length; i++) if (!same(back[i]!, ref[i]!)) assert.fail(`${name} dequantize of random bytes, value ${i}: ours ${back[i]} ggml ${ref[i]}`)
+      for (let i = 0; i < back.length; i++)
+        if (!same(back[i]!, ref[i]!)) assert.fail(`${name} dequantize of random bytes, value ${i}: ours ${back[i]} ggml ${ref[i]}`)
     })
 
     it(`${name} x Q8_0: the scalar dot is a float64 dot of ggml's dequantized rows within its float32 bound`, () => {
@@ -329,7 +380,10 @@ describe('K-quant vec_dot: every SIMD variant equals the scalar reference bitwis
             const xo = at(x, (k * 7) % 64)
             const yo = at(y, (k * 13 + 5) % 64)
             const got = vecDot(name, n, xo, yo, variant)
-            if (!same(got, want)) assert.fail(`${blocks} super-blocks (${kind}, offsets ${xo.byteOffset}/${yo.byteOffset}): ${variant} ${got} != scalar ${want}`)
+            if (!same(got, want))
+              assert.fail(
+                `${blocks} super-blocks (${kind}, offsets ${xo.byteOffset}/${yo.byteOffset}): ${variant} ${got} != scalar ${want}`,
+              )
             k++
           }
         }
@@ -374,7 +428,8 @@ describe('IQ4_NL / MXFP4 vec_dot: every SIMD variant equals the scalar reference
             const xo = at(x, (k * 7) % 64)
             const yo = at(y, (k * 13 + 5) % 64)
             const got = vecDot(name, n, xo, yo, variant)
-            if (!same(got, want)) assert.fail(`${blocks} blocks (${kind}, offsets ${xo.byteOffset}/${yo.byteOffset}): ${variant} ${got} != scalar ${want}`)
+            if (!same(got, want))
+              assert.fail(`${blocks} blocks (${kind}, offsets ${xo.byteOffset}/${yo.byteOffset}): ${variant} ${got} != scalar ${want}`)
             k++
           }
         }

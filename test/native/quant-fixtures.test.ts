@@ -50,7 +50,10 @@ interface Pair {
 }
 
 const PAIRS: Pair[] = [
-  ...['q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'f16', 'bf16'].map((t) => ({parent: sharedPath('fixtures', 'llama.gguf'), child: sharedPath('fixtures', `llama-${t}.gguf`)})),
+  ...['q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'f16', 'bf16'].map((t) => ({
+    parent: sharedPath('fixtures', 'llama.gguf'),
+    child: sharedPath('fixtures', `llama-${t}.gguf`),
+  })),
   {parent: sharedPath('models', 'stories260K.gguf'), child: sharedPath('fixtures', 'stories260K-q8_0.gguf')},
   {parent: sharedPath('models', 'stories260K.gguf'), child: sharedPath('fixtures', 'stories260K-q4_0.gguf')},
 ]
@@ -90,45 +93,52 @@ describe('quantizeRef reproduces llama.cpp quantizer output byte for byte', {ski
         types.add(ct.type.name)
       }
       // The child really exercises a non-F32 type (and stories260K its F16 fallback).
-      assert.ok([...types].some((t) => t !== 'F32'), `${child} has quantized tensors`)
+      assert.ok(
+        [...types].some((t) => t !== 'F32'),
+        `${child} has quantized tensors`,
+      )
       if (child.includes('stories260K')) assert.ok(types.has('F16'), 'stories260K children have F16 fallback tensors')
     })
   }
 })
 
-describe('toFloat of llama.cpp-quantized tensors lands within half a step of the F32 parent', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
-  for (const type of ['q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1']) {
-    it(`llama-${type}.gguf`, () => {
-      const parents = new Map(readGgufModel(sharedPath('fixtures', 'llama.gguf')).tensors.map((t) => [t.name, t]))
-      let checked = 0
-      for (const ct of readGgufModel(sharedPath('fixtures', `llama-${type}.gguf`)).tensors) {
-        if (ct.type.name === 'F32') continue
-        const src = readF32(parents.get(ct.name)!)
-        const bytes = readBytes(ct)
-        const deq = toFloat(ct.type, bytes, ct.nElements)
-        const bb = ct.type.bytesPerBlock
-        for (let b = 0; b < ct.nElements / 32; b++) {
-          const bound = blockBound(ct.type.name, bytes.subarray(b * bb, (b + 1) * bb))
-          for (let j = 0; j < 32; j++) {
-            const i = b * 32 + j
-            const err = Math.abs(deq[i]! - src[i]!)
-            if (err > bound) assert.fail(`${ct.name} value ${i}: parent ${src[i]}, dequantized ${deq[i]}, |error| ${err} > ${bound}`)
+describe(
+  'toFloat of llama.cpp-quantized tensors lands within half a step of the F32 parent',
+  {skip: hasShared() ? false : NO_SHARED_REASON},
+  () => {
+    for (const type of ['q8_0', 'q4_0', 'q4_1', 'q5_0', 'q5_1']) {
+      it(`llama-${type}.gguf`, () => {
+        const parents = new Map(readGgufModel(sharedPath('fixtures', 'llama.gguf')).tensors.map((t) => [t.name, t]))
+        let checked = 0
+        for (const ct of readGgufModel(sharedPath('fixtures', `llama-${type}.gguf`)).tensors) {
+          if (ct.type.name === 'F32') continue
+          const src = readF32(parents.get(ct.name)!)
+          const bytes = readBytes(ct)
+          const deq = toFloat(ct.type, bytes, ct.nElements)
+          const bb = ct.type.bytesPerBlock
+          for (let b = 0; b < ct.nElements / 32; b++) {
+            const bound = blockBound(ct.type.name, bytes.subarray(b * bb, (b + 1) * bb))
+            for (let j = 0; j < 32; j++) {
+              const i = b * 32 + j
+              const err = Math.abs(deq[i]! - src[i]!)
+              if (err > bound) assert.fail(`${ct.name} value ${i}: parent ${src[i]}, dequantized ${deq[i]}, |error| ${err} > ${bound}`)
+            }
           }
+          checked++
         }
-        checked++
-      }
-      assert.ok(checked > 0)
-    })
-  }
+        assert.ok(checked > 0)
+      })
+    }
 
-  for (const type of ['f16', 'bf16']) {
-    it(`llama-${type}.gguf: dequantize then convert back gives the same bytes (exact round trip)`, () => {
-      for (const ct of readGgufModel(sharedPath('fixtures', `llama-${type}.gguf`)).tensors) {
-        if (ct.type.name === 'F32') continue
-        const bytes = readBytes(ct)
-        const back = quantizeRef(ct.type, toFloat(ct.type, bytes, ct.nElements))
-        assert.equal(firstDiff(back, bytes), -1, ct.name)
-      }
-    })
-  }
-})
+    for (const type of ['f16', 'bf16']) {
+      it(`llama-${type}.gguf: dequantize then convert back gives the same bytes (exact round trip)`, () => {
+        for (const ct of readGgufModel(sharedPath('fixtures', `llama-${type}.gguf`)).tensors) {
+          if (ct.type.name === 'F32') continue
+          const bytes = readBytes(ct)
+          const back = quantizeRef(ct.type, toFloat(ct.type, bytes, ct.nElements))
+          assert.equal(firstDiff(back, bytes), -1, ct.name)
+        }
+      })
+    }
+  },
+)

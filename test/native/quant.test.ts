@@ -15,7 +15,15 @@ import assert from 'node:assert/strict'
 import {describe, it} from 'node:test'
 
 import {cpuFeatures} from '../../src/lib/engine/addon.js'
-import {KERNEL_VARIANTS, type KernelTypeTraits, type KernelVariant, quantizeRef, rowBytes, toFloat, typeTraits} from '../../src/lib/engine/kernels.js'
+import {
+  KERNEL_VARIANTS,
+  type KernelTypeTraits,
+  type KernelVariant,
+  quantizeRef,
+  rowBytes,
+  toFloat,
+  typeTraits,
+} from '../../src/lib/engine/kernels.js'
 import {fromFloat, loadTestAddon, vecDot, vecDot2, vecDotTile} from '../../src/lib/engine/test-addon.js'
 import {GGML_TYPES} from '../../src/lib/gguf/index.js'
 import {bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits} from '../../src/lib/util/half.js'
@@ -77,19 +85,45 @@ function edgyFloats(rng: SeededRandom, n: number, withNonFinite = false): Float3
     for (let i = b; i < Math.min(n, b + 32); i++) {
       let v: number
       switch (style) {
-        case 0: v = 0; break // all zero
-        case 1: v = constant; break // all equal
-        case 2: v = i % 3 === 0 ? -0 : 0; break // signed zeros
-        case 3: v = fromBits(rng.nextU32() & 0x807fffff); break // subnormals of both signs
-        case 4: v = (rng.uniform() - 0.5) * 2 * 3.4e38; break // near the float range
-        case 5: v = i === b ? 127 : ((rng.nextU32() % 255) - 127) / 2; break // exact .5 ties after scaling
-        case 6: v = rng.normal() * 65504 * (rng.uniform() < 0.5 ? 1 : 1.0005); break // around the half range
-        case 7: v = rng.uniform() < 0.9 ? rng.normal() * 1e-3 : rng.normal() * 50; break // outliers
-        case 8: v = fromBits(rng.nextU32()); if (!Number.isFinite(v)) v = 1; break // any finite bit pattern
-        case 9: v = (rng.nextU32() % 2 ? 1 : -1) * 2 ** -24 * (rng.nextU32() % 2048); break // half subnormals
-        case 12: v = rng.uniform() < 0.2 ? (rng.uniform() < 0.5 ? Infinity : -Infinity) : rng.normal(); break
-        case 13: v = rng.uniform() < 0.2 ? fromBits(0x7f800001 + (rng.nextU32() % 0x7fffff)) * (rng.uniform() < 0.5 ? 1 : -1) : rng.normal(); break
-        default: v = rng.normal() * scale
+        case 0:
+          v = 0
+          break // all zero
+        case 1:
+          v = constant
+          break // all equal
+        case 2:
+          v = i % 3 === 0 ? -0 : 0
+          break // signed zeros
+        case 3:
+          v = fromBits(rng.nextU32() & 0x807fffff)
+          break // subnormals of both signs
+        case 4:
+          v = (rng.uniform() - 0.5) * 2 * 3.4e38
+          break // near the float range
+        case 5:
+          v = i === b ? 127 : ((rng.nextU32() % 255) - 127) / 2
+          break // exact .5 ties after scaling
+        case 6:
+          v = rng.normal() * 65504 * (rng.uniform() < 0.5 ? 1 : 1.0005)
+          break // around the half range
+        case 7:
+          v = rng.uniform() < 0.9 ? rng.normal() * 1e-3 : rng.normal() * 50
+          break // outliers
+        case 8:
+          v = fromBits(rng.nextU32())
+          if (!Number.isFinite(v)) v = 1
+          break // any finite bit pattern
+        case 9:
+          v = (rng.nextU32() % 2 ? 1 : -1) * 2 ** -24 * (rng.nextU32() % 2048)
+          break // half subnormals
+        case 12:
+          v = rng.uniform() < 0.2 ? (rng.uniform() < 0.5 ? Infinity : -Infinity) : rng.normal()
+          break
+        case 13:
+          v = rng.uniform() < 0.2 ? fromBits(0x7f800001 + (rng.nextU32() % 0x7fffff)) * (rng.uniform() < 0.5 ? 1 : -1) : rng.normal()
+          break
+        default:
+          v = rng.normal() * scale
       }
       out[i] = v
     }
@@ -102,7 +136,7 @@ function randomHalf(rng: SeededRandom): number {
   const r = rng.nextU32() % 16
   if (r === 0) return 0
   if (r === 1) return 0x8000
-  if (r === 2) return (rng.nextU32() & 0x83ff) // subnormal
+  if (r === 2) return rng.nextU32() & 0x83ff // subnormal
   if (r === 3) return 0x7800 | (rng.nextU32() & 0x83ff) // 2^15 .. 65504
   return f32ToF16Bits((rng.uniform() - 0.5) * 0.1)
 }
@@ -162,7 +196,25 @@ describe('typeTraits(): the native type table', () => {
   it('implements exactly the documented types, in id order', () => {
     assert.deepEqual(
       traits.map((t) => t.name),
-      ['F32', 'F16', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q8_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'Q8_K', 'IQ4_NL', 'BF16', 'MXFP4'],
+      [
+        'F32',
+        'F16',
+        'Q4_0',
+        'Q4_1',
+        'Q5_0',
+        'Q5_1',
+        'Q8_0',
+        'Q8_1',
+        'Q2_K',
+        'Q3_K',
+        'Q4_K',
+        'Q5_K',
+        'Q6_K',
+        'Q8_K',
+        'IQ4_NL',
+        'BF16',
+        'MXFP4',
+      ],
     )
   })
 
@@ -184,8 +236,15 @@ describe('typeTraits(): the native type table', () => {
 
   it('lists variants slowest first, always has the scalar reference, and picks the fastest', () => {
     for (const t of traits) {
-      for (const [list, picked] of [[t.variants, t.pickedVecDot], [t.fromFloatVariants, t.pickedFromFloat]] as const) {
-        assert.deepEqual([...list], KERNEL_VARIANTS.filter((v) => list.includes(v)), `${t.name} order`)
+      for (const [list, picked] of [
+        [t.variants, t.pickedVecDot],
+        [t.fromFloatVariants, t.pickedFromFloat],
+      ] as const) {
+        assert.deepEqual(
+          [...list],
+          KERNEL_VARIANTS.filter((v) => list.includes(v)),
+          `${t.name} order`,
+        )
         if (list.length > 0) {
           assert.equal(list[0], 'scalar', `${t.name} has a scalar reference`)
           assert.equal(picked, list[list.length - 1], `${t.name} picks the fastest`)
@@ -247,7 +306,8 @@ describe('vec_dot: every SIMD variant equals the scalar reference bitwise', () =
           const yo = at(y, (k * 13 + 5) % 64)
           const want = vecDot(name, n, x, y, 'scalar')
           const got = vecDot(name, n, xo, yo, variant)
-          if (!same(got, want)) assert.fail(`n = ${n} (case ${k}, offsets ${xo.byteOffset}/${yo.byteOffset}): ${variant} ${got} != scalar ${want}`)
+          if (!same(got, want))
+            assert.fail(`n = ${n} (case ${k}, offsets ${xo.byteOffset}/${yo.byteOffset}): ${variant} ${got} != scalar ${want}`)
           k++
         }
         // One row at all 64 byte offsets of both operands.
@@ -288,7 +348,8 @@ describe('vec_dot2 (two rows per call): each result equals the scalar vec_dot of
           x.set(b.x, row + gap)
           const want = [vecDot(name, n, a.x, a.y, 'scalar'), vecDot(name, n, b.x, a.y, 'scalar')]
           const got = vecDot2(name, n, at(x, (k * 7) % 64), at(a.y, (k * 3) % 64), variant, row + gap)
-          for (let r = 0; r < 2; r++) if (!same(got[r]!, want[r]!)) assert.fail(`n = ${n} (case ${k}) row ${r}: ${variant} ${got[r]} != scalar ${want[r]}`)
+          for (let r = 0; r < 2; r++)
+            if (!same(got[r]!, want[r]!)) assert.fail(`n = ${n} (case ${k}) row ${r}: ${variant} ${got[r]} != scalar ${want[r]}`)
           k++
         }
       })
@@ -303,7 +364,11 @@ describe('vec_dot_tile (a register tile of weight rows by activation rows): each
   it('exists for the AVX-512 Q4_0, Q8_0 (1 x 8) and Q4_K, Q5_K, Q6_K (1 x 8) kernels only', {skip: process.arch !== 'x64'}, () => {
     for (const t of traits) {
       const want = SHAPES[t.name] && t.variants.includes('avx512') ? [`avx512:${SHAPES[t.name]}`] : []
-      assert.deepEqual(t.vecDotTiles.map((s) => `${s.variant}:${s.rows}x${s.cols}`), want, t.name)
+      assert.deepEqual(
+        t.vecDotTiles.map((s) => `${s.variant}:${s.rows}x${s.cols}`),
+        want,
+        t.name,
+      )
     }
   })
 
@@ -339,7 +404,8 @@ describe('vec_dot_tile (a register tile of weight rows by activation rows): each
 describe('decode kernels on a packed activation (vec_dot_mv, vec_dot2_mv): each result equals the scalar vec_dot bitwise', () => {
   const raw = loadTestAddon()
   it('exist for the AVX-512 Q4_0 kernels', {skip: process.arch !== 'x64' || !T('Q4_0').variants.includes('avx512')}, () => {
-    const x = new Uint8Array(2 * 18), y = new Uint8Array(34)
+    const x = new Uint8Array(2 * 18),
+      y = new Uint8Array(34)
     assert.equal(raw.kernelVecDotMv('Q4_0', 'avx512', 32, x, y).length, 3)
     assert.throws(() => raw.kernelVecDotMv('Q8_0', 'avx512', 32, new Uint8Array(68), y), /no packed decode kernels/)
   })
@@ -353,7 +419,8 @@ describe('decode kernels on a packed activation (vec_dot_mv, vec_dot2_mv): each 
       const b = dotInputs(rng, t, n, k + 1)
       const got = raw.kernelVecDotMv('Q4_0', 'avx512', n, at(concat([a.x, b.x]), (k * 7) % 64), at(a.y, (k * 3) % 64))
       const want = [vecDot('Q4_0', n, a.x, a.y, 'scalar'), vecDot('Q4_0', n, b.x, a.y, 'scalar'), vecDot('Q4_0', n, a.x, a.y, 'scalar')]
-      for (let i = 0; i < 3; i++) if (!same(got[i]!, want[i]!)) assert.fail(`n = ${n} (case ${k}) result ${i}: ${got[i]} != scalar ${want[i]}`)
+      for (let i = 0; i < 3; i++)
+        if (!same(got[i]!, want[i]!)) assert.fail(`n = ${n} (case ${k}) result ${i}: ${got[i]} != scalar ${want[i]}`)
       k++
     }
   })
@@ -384,7 +451,8 @@ describe('from_float (activation quantizers): every SIMD variant equals the scal
           const want = fromFloat(name, x, 'scalar')
           const got = fromFloat(name, x, variant, (k * 11) % 64)
           const diff = got.findIndex((b, i) => b !== want[i])
-          if (diff >= 0 || got.length !== want.length) assert.fail(`n = ${n} (case ${k}): byte ${diff} differs: ${variant} ${got[diff]} scalar ${want[diff]}`)
+          if (diff >= 0 || got.length !== want.length)
+            assert.fail(`n = ${n} (case ${k}): byte ${diff} differs: ${variant} ${got[diff]} scalar ${want[diff]}`)
           k++
         }
       })
@@ -412,12 +480,18 @@ describe('F16 and BF16 conversions', () => {
 
   it('fp32 -> fp16 agrees with src/lib/util/half.ts (ties to even, subnormals, overflow, NaN as F16C)', () => {
     const got = new Uint16Array(quantizeRef('F16', samples).slice().buffer)
-    for (let i = 0; i < samples.length; i++) if (got[i] !== f32ToF16Bits(samples[i]!)) assert.fail(`${samples[i]} (0x${(new Uint32Array(samples.buffer)[i]! >>> 0).toString(16)}): native 0x${got[i]!.toString(16)}, half.ts 0x${f32ToF16Bits(samples[i]!).toString(16)}`)
+    for (let i = 0; i < samples.length; i++)
+      if (got[i] !== f32ToF16Bits(samples[i]!))
+        assert.fail(
+          `${samples[i]} (0x${(new Uint32Array(samples.buffer)[i]! >>> 0).toString(16)}): native 0x${got[i]!.toString(16)}, half.ts 0x${f32ToF16Bits(samples[i]!).toString(16)}`,
+        )
   })
 
   it('fp32 -> bf16 agrees with src/lib/util/half.ts (ggml_compute_fp32_to_bf16)', () => {
     const got = new Uint16Array(quantizeRef('BF16', samples).slice().buffer)
-    for (let i = 0; i < samples.length; i++) if (got[i] !== f32ToBf16Bits(samples[i]!)) assert.fail(`${samples[i]}: native 0x${got[i]!.toString(16)}, half.ts 0x${f32ToBf16Bits(samples[i]!).toString(16)}`)
+    for (let i = 0; i < samples.length; i++)
+      if (got[i] !== f32ToBf16Bits(samples[i]!))
+        assert.fail(`${samples[i]}: native 0x${got[i]!.toString(16)}, half.ts 0x${f32ToBf16Bits(samples[i]!).toString(16)}`)
   })
 
   for (const [name, toF32, isNaN, quiet] of [
@@ -473,7 +547,10 @@ describe('vec_dot scalar reference vs a float64 dot of the dequantized rows', ()
         const xd = toFloat(name, x, n)
         const yd = toFloat(act.name, y, n)
         // For Q4_1/Q5_1 the kernel adds d*q*y and m*s separately, so their sizes count, not their sum's.
-        const minOf = (i: number) => (name.endsWith('_1') && name !== 'Q8_1' ? Math.abs(f16BitsToF32(x[Math.floor(i / 32) * t.typeSize + 2]! | (x[Math.floor(i / 32) * t.typeSize + 3]! << 8))) : 0)
+        const minOf = (i: number) =>
+          name.endsWith('_1') && name !== 'Q8_1'
+            ? Math.abs(f16BitsToF32(x[Math.floor(i / 32) * t.typeSize + 2]! | (x[Math.floor(i / 32) * t.typeSize + 3]! << 8)))
+            : 0
         let exact = 0
         let magnitude = 0
         for (let i = 0; i < n; i++) {
@@ -525,7 +602,8 @@ describe('axpy (the attention value sum): every SIMD variant equals the scalar r
             const a = Float32Array.from({length: rows}, () => rng.normal())
             // the reference: the scalar kernel one row at a time
             let want = y
-            for (let r = 0; r < rows; r++) want = raw.kernelAxpy(type, 'scalar', a[r]!, x.subarray(r * n * bytes, (r + 1) * n * bytes), want)
+            for (let r = 0; r < rows; r++)
+              want = raw.kernelAxpy(type, 'scalar', a[r]!, x.subarray(r * n * bytes, (r + 1) * n * bytes), want)
             bitsEqual(raw.kernelAxpy(type, variant, a, at(x, n % 64), y), want, `n = ${n}, ${rows} rows`)
           }
         }
@@ -543,7 +621,8 @@ describe('round_f16 (the attention query and weights for an F16 cache)', () => {
       const got = raw.kernelRoundF16('scalar', a, x)
       for (let i = 0; i < x.length; i++) {
         const want = f16BitsToF32(f32ToF16Bits(Math.fround(x[i]! * Math.fround(a))))
-        if (!same(got[i]!, want) && !(Number.isNaN(got[i]!) && Number.isNaN(want))) assert.fail(`a = ${a}, x = ${x[i]}: ${got[i]} != ${want}`)
+        if (!same(got[i]!, want) && !(Number.isNaN(got[i]!) && Number.isNaN(want)))
+          assert.fail(`a = ${a}, x = ${x[i]}: ${got[i]} != ${want}`)
       }
     }
   })

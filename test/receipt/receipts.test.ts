@@ -52,10 +52,27 @@ describe('receipts', {skip: SKIP}, () => {
     key = join(dir, 'alice.key')
     pub = join(dir, 'alice.pub')
     otherPub = join(dir, 'mallory.pub')
-    const [a, b] = await Promise.all([runCliAsync(['keygen', '--out', join(dir, 'alice')]), runCliAsync(['keygen', '--out', join(dir, 'mallory')])])
+    const [a, b] = await Promise.all([
+      runCliAsync(['keygen', '--out', join(dir, 'alice')]),
+      runCliAsync(['keygen', '--out', join(dir, 'mallory')]),
+    ])
     assert.equal(a.status, 0, a.stderr)
     assert.equal(b.status, 0, b.stderr)
-    const common = ['run', '-m', model, '-p', 'Once upon a time, "Tom" said \\ hi', '-n', '20', '--temp', '0.9', '--top-k', '20', '-c', '128']
+    const common = [
+      'run',
+      '-m',
+      model,
+      '-p',
+      'Once upon a time, "Tom" said \\ hi',
+      '-n',
+      '20',
+      '--temp',
+      '0.9',
+      '--top-k',
+      '20',
+      '-c',
+      '128',
+    ]
     const [r1, r2] = await Promise.all([
       runCliAsync([...common, '--seed', '9007199254740993', '--transcript', plain, '--json']),
       runCliAsync([...common, '--seed', '42', '--transcript', signed, '--sign-key', key]),
@@ -73,7 +90,9 @@ describe('receipts', {skip: SKIP}, () => {
     const again = runCli(['keygen', '--out', join(dir, 'alice')])
     assert.equal(again.status, 2)
     assert.match(again.stderr, /already exists/)
-    const raw = createPublicKey(createPrivateKey(readFileSync(key))).export({format: 'der', type: 'spki'}).subarray(-32)
+    const raw = createPublicKey(createPrivateKey(readFileSync(key)))
+      .export({format: 'der', type: 'spki'})
+      .subarray(-32)
     assert.deepEqual(raw, createPublicKey(readFileSync(pub)).export({format: 'der', type: 'spki'}).subarray(-32))
     const openssl = spawnSync('openssl', ['pkey', '-in', key, '-pubout'], {encoding: 'utf8'})
     if (openssl.status === 0) assert.equal(openssl.stdout, readFileSync(pub, 'utf8'))
@@ -105,9 +124,15 @@ describe('receipts', {skip: SKIP}, () => {
     const bytes = readFileSync(signed)
     const r = JSON.parse(bytes.toString('utf8'))
     const message = bytes.subarray(0, bytes.lastIndexOf(',"signature":'))
-    const publicKey = createPublicKey({key: {kty: 'OKP', crv: 'Ed25519', x: Buffer.from(r.signature.publicKey, 'hex').toString('base64url')}, format: 'jwk'})
+    const publicKey = createPublicKey({
+      key: {kty: 'OKP', crv: 'Ed25519', x: Buffer.from(r.signature.publicKey, 'hex').toString('base64url')},
+      format: 'jwk',
+    })
     assert.ok(cryptoVerify(null, message, publicKey, Buffer.from(r.signature.value, 'hex')))
-    assert.equal(r.signature.publicKey, createPublicKey(readFileSync(pub)).export({format: 'der', type: 'spki'}).subarray(-32).toString('hex'))
+    assert.equal(
+      r.signature.publicKey,
+      createPublicKey(readFileSync(pub)).export({format: 'der', type: 'spki'}).subarray(-32).toString('hex'),
+    )
   })
 
   test('verify: VERIFIED exits 0, with --json the document', async () => {
@@ -137,7 +162,23 @@ describe('receipts', {skip: SKIP}, () => {
 
   test('a chain of receipts: --transcript-prev links, --prev checks the link', async () => {
     const second = join(dir, 'second.json')
-    const r = await runCliAsync(['run', '-m', model, '-p', 'The cat', '-n', '8', '--seed', '3', '-c', '64', '--transcript', second, '--transcript-prev', plain])
+    const r = await runCliAsync([
+      'run',
+      '-m',
+      model,
+      '-p',
+      'The cat',
+      '-n',
+      '8',
+      '--seed',
+      '3',
+      '-c',
+      '64',
+      '--transcript',
+      second,
+      '--transcript-prev',
+      plain,
+    ])
     assert.equal(r.status, 0, r.stderr)
     assert.equal(JSON.parse(readFileSync(second, 'utf8')).prev, JSON.parse(readFileSync(plain, 'utf8')).chain)
     assert.equal((await verify(second, {prevPath: plain})).verdict, 'VERIFIED')
@@ -149,13 +190,30 @@ describe('receipts', {skip: SKIP}, () => {
     // A previous receipt that was itself altered cannot anchor a link.
     const bad = join(dir, 'bad-prev.json')
     writeFileSync(bad, readFileSync(plain, 'utf8').replace('"temperature":0.9', '"temperature":0.8'))
-    const refused = await runCliAsync(['run', '-m', model, '-p', 'x', '-n', '1', '--transcript', join(dir, 'never.json'), '--transcript-prev', bad])
+    const refused = await runCliAsync([
+      'run',
+      '-m',
+      model,
+      '-p',
+      'x',
+      '-n',
+      '1',
+      '--transcript',
+      join(dir, 'never.json'),
+      '--transcript-prev',
+      bad,
+    ])
     assert.equal(refused.status, 2)
     assert.match(refused.stderr, /altered/)
   })
 
   describe('forgery suite', () => {
-    const expectVerdict = async (file: string, verdict: string, reason: RegExp, extra: Partial<Parameters<typeof verifyReceipt>[0]> = {}) => {
+    const expectVerdict = async (
+      file: string,
+      verdict: string,
+      reason: RegExp,
+      extra: Partial<Parameters<typeof verifyReceipt>[0]> = {},
+    ) => {
       const r = await verify(file, extra)
       assert.equal(r.verdict, verdict, r.reason)
       assert.equal(r.exitCode, {VERIFIED: 0, DIVERGED: 2, UNVERIFIABLE: 3}[verdict])
@@ -225,26 +283,64 @@ describe('receipts', {skip: SKIP}, () => {
     })
 
     test('an unknown version, a malformed record, invalid settings: UNVERIFIABLE', async () => {
-      await expectVerdict(forge(plain, (r) => (r.version = 2)), 'UNVERIFIABLE', /version 2 is unknown/)
-      await expectVerdict(forge(plain, (r) => (r.extra = 1)), 'UNVERIFIABLE', /malformed.*"extra"/)
-      await expectVerdict(forge(plain, (r) => (r.config.sampling.topP = 1.5)), 'UNVERIFIABLE', /settings are invalid.*topP/)
-      await expectVerdict(forge(plain, (r) => (r.config.threads = 0)), 'UNVERIFIABLE', /config.threads 0/)
-      await expectVerdict(forge(plain, (r) => (r.prompt.tokens[1] = 9999)), 'UNVERIFIABLE', /outside the model's vocabulary/)
+      await expectVerdict(
+        forge(plain, (r) => (r.version = 2)),
+        'UNVERIFIABLE',
+        /version 2 is unknown/,
+      )
+      await expectVerdict(
+        forge(plain, (r) => (r.extra = 1)),
+        'UNVERIFIABLE',
+        /malformed.*"extra"/,
+      )
+      await expectVerdict(
+        forge(plain, (r) => (r.config.sampling.topP = 1.5)),
+        'UNVERIFIABLE',
+        /settings are invalid.*topP/,
+      )
+      await expectVerdict(
+        forge(plain, (r) => (r.config.threads = 0)),
+        'UNVERIFIABLE',
+        /config.threads 0/,
+      )
+      await expectVerdict(
+        forge(plain, (r) => (r.prompt.tokens[1] = 9999)),
+        'UNVERIFIABLE',
+        /outside the model's vocabulary/,
+      )
       const trunc = join(dir, 'truncated.json')
       writeFileSync(trunc, readFileSync(plain).subarray(0, 300))
       await expectVerdict(trunc, 'UNVERIFIABLE', /not JSON/)
     })
   })
 
-  test('exact bytes: a random-weight model emits invalid UTF-8; the receipt keeps llama.cpp\'s bytes and stays valid JSON', async () => {
+  test("exact bytes: a random-weight model emits invalid UTF-8; the receipt keeps llama.cpp's bytes and stays valid JSON", async () => {
     const ref = JSON.parse(readFileSync(sharedPath('reference/llama.json'), 'utf8')).greedy[0]
     const f = join(dir, 'bytes.json')
-    const r = await runCliAsync(['run', '-m', sharedPath('fixtures/llama.gguf'), '-p', ref.prompt, '-n', '16', '--temp', '0', '--kv-type', 'f32', '--transcript', f, '--json'])
+    const r = await runCliAsync([
+      'run',
+      '-m',
+      sharedPath('fixtures/llama.gguf'),
+      '-p',
+      ref.prompt,
+      '-n',
+      '16',
+      '--temp',
+      '0',
+      '--kv-type',
+      'f32',
+      '--transcript',
+      f,
+      '--json',
+    ])
     assert.equal(r.status, 0, r.stderr)
     const receipt = JSON.parse(readFileSync(f, 'utf8'))
     assert.deepEqual(receipt.prompt.tokens, ref.prompt_ids)
     assert.deepEqual(receipt.output.tokens, ref.ids.slice(0, 16))
-    assert.ok(!Buffer.from(receipt.output.bytes, 'hex').equals(Buffer.from(Buffer.from(receipt.output.bytes, 'hex').toString('utf8'))), 'the bytes are not valid UTF-8')
+    assert.ok(
+      !Buffer.from(receipt.output.bytes, 'hex').equals(Buffer.from(Buffer.from(receipt.output.bytes, 'hex').toString('utf8'))),
+      'the bytes are not valid UTF-8',
+    )
     assert.ok((ref.full_text_utf8_hex as string).includes(receipt.output.bytes), "llama.cpp's detokenized bytes contain ours")
     assert.equal((await verifyReceipt({receiptPath: f, modelPath: sharedPath('fixtures/llama.gguf')})).verdict, 'VERIFIED')
   })
@@ -265,10 +361,12 @@ describe('receipts', {skip: SKIP}, () => {
   test('more forgeries: finish reason, log-probabilities behind an edited build hash, profile, architecture, size, form, small-order key', async () => {
     const r1 = await verify(forge(plain, (r) => (r.output.finishReason = 'eos')))
     assert.equal(r1.verdict, 'DIVERGED', r1.reason)
-    const r2 = await verify(forge(plain, (r) => {
-      r.engine.addonSha256 = '0'.repeat(64)
-      r.output.logprobs = r.output.logprobs.map(() => -0.5)
-    }))
+    const r2 = await verify(
+      forge(plain, (r) => {
+        r.engine.addonSha256 = '0'.repeat(64)
+        r.output.logprobs = r.output.logprobs.map(() => -0.5)
+      }),
+    )
     assert.equal(r2.verdict, 'DIVERGED', r2.reason)
     assert.equal(r2.divergence?.at, 'logprob')
     for (const [edit, why] of [
@@ -284,14 +382,21 @@ describe('receipts', {skip: SKIP}, () => {
     const text = readFileSync(signed, 'utf8')
     const sig = JSON.parse(text).signature
     const odd = join(dir, 'odd-form.json')
-    writeFileSync(odd, text.slice(0, text.lastIndexOf(',"signature":')) + `,"signature":{"value":"${sig.value}","publicKey":"${sig.publicKey}","algorithm":"ed25519"}}`)
+    writeFileSync(
+      odd,
+      text.slice(0, text.lastIndexOf(',"signature":')) +
+        `,"signature":{"value":"${sig.value}","publicKey":"${sig.publicKey}","algorithm":"ed25519"}}`,
+    )
     const r3 = await verify(odd, {trustKeys: [pub], requireSigned: true})
     assert.equal(r3.verdict, 'UNVERIFIABLE')
     assert.match(r3.reason, /canonical form/)
     // A small-order public key with the identity signature "verifies" any message under ZIP-215: refused.
     const weak = join(dir, 'weak-key.json')
     const prefix = text.slice(0, text.lastIndexOf(',"signature":'))
-    writeFileSync(weak, `${prefix},"signature":{"algorithm":"ed25519","publicKey":"01${'00'.repeat(31)}","value":"01${'00'.repeat(63)}"}}\n`)
+    writeFileSync(
+      weak,
+      `${prefix},"signature":{"algorithm":"ed25519","publicKey":"01${'00'.repeat(31)}","value":"01${'00'.repeat(63)}"}}\n`,
+    )
     const r4 = await verify(weak)
     assert.equal(r4.verdict, 'UNVERIFIABLE')
     assert.match(r4.reason, /signature does not match/)
@@ -300,7 +405,19 @@ describe('receipts', {skip: SKIP}, () => {
   test('a receipt whose context could not fit this machine is refused before the model loads', async () => {
     // 64 KV heads of 64 values in 8 blocks: 256 KiB of F32 KV per position, so 2^24 positions need 4 TiB.
     const wide = join(dir, 'wide-kv.gguf')
-    await makeTestModel(wide, {arch: 'qwen3', nEmbd: 64, nLayer: 8, nHead: 64, nHeadKv: 64, headDim: 64, nFf: 128, nCtx: 256, type: 'f32', seed: 5n, tokenizerFrom: model})
+    await makeTestModel(wide, {
+      arch: 'qwen3',
+      nEmbd: 64,
+      nLayer: 8,
+      nHead: 64,
+      nHeadKv: 64,
+      headDim: 64,
+      nFf: 128,
+      nCtx: 256,
+      type: 'f32',
+      seed: 5n,
+      tokenizerFrom: model,
+    })
     const small = join(dir, 'wide-kv.json')
     const run = await runCliAsync(['run', '-m', wide, '-p', 'x', '-n', '2', '-c', '64', '--kv-type', 'f32', '--transcript', small])
     assert.equal(run.status, 0, run.stderr)

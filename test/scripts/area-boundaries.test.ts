@@ -41,18 +41,63 @@ tester.run('area-boundaries', rule, {
     {filename: at('scripts/bench-kernels.ts'), code: "import {benchVecDot} from '../src/lib/engine/test-addon.js'", options: ALLOW},
   ],
   invalid: [
-    {filename: at('src/commands/run.ts'), code: "import {loadProgress} from '../lib/cli/progress.js'", errors: [internal('../lib/cli/progress.js', 'cli', 'progress.js')]},
-    {filename: at('src/lib/cli/runner-command.ts'), code: "import type {GgufError} from '../gguf/errors.js'", errors: [internal('../gguf/errors.js', 'gguf', 'errors.js')]},
-    {filename: at('src/lib/server/x.ts'), code: "export {formatBytes} from '../util/format.js'", errors: [internal('../util/format.js', 'util', 'format.js')]},
-    {filename: at('src/lib/server/x.ts'), code: "export * from '../util/format.js'", errors: [internal('../util/format.js', 'util', 'format.js')]},
-    {filename: at('src/lib/server/x.ts'), code: "const m = await import('../engine/model.js')", errors: [internal('../engine/model.js', 'engine', 'model.js')]},
-    {filename: at('src/lib/server/x.ts'), code: 'const m = await import(`../engine/model.js`)', errors: [internal('../engine/model.js', 'engine', 'model.js')]},
-    {filename: at('src/lib/server/x.ts'), code: "let m: import('../engine/model.js').Model", errors: [internal('../engine/model.js', 'engine', 'model.js')]},
-    {filename: at('scripts/bench.ts'), code: "import {SeededRandom} from '../src/lib/util/random.js'", errors: [internal('../src/lib/util/random.js', 'util', 'random.js')]},
+    {
+      filename: at('src/commands/run.ts'),
+      code: "import {loadProgress} from '../lib/cli/progress.js'",
+      errors: [internal('../lib/cli/progress.js', 'cli', 'progress.js')],
+    },
+    {
+      filename: at('src/lib/cli/runner-command.ts'),
+      code: "import type {GgufError} from '../gguf/errors.js'",
+      errors: [internal('../gguf/errors.js', 'gguf', 'errors.js')],
+    },
+    {
+      filename: at('src/lib/server/x.ts'),
+      code: "export {formatBytes} from '../util/format.js'",
+      errors: [internal('../util/format.js', 'util', 'format.js')],
+    },
+    {
+      filename: at('src/lib/server/x.ts'),
+      code: "export * from '../util/format.js'",
+      errors: [internal('../util/format.js', 'util', 'format.js')],
+    },
+    {
+      filename: at('src/lib/server/x.ts'),
+      code: "const m = await import('../engine/model.js')",
+      errors: [internal('../engine/model.js', 'engine', 'model.js')],
+    },
+    {
+      filename: at('src/lib/server/x.ts'),
+      code: 'const m = await import(`../engine/model.js`)',
+      errors: [internal('../engine/model.js', 'engine', 'model.js')],
+    },
+    {
+      filename: at('src/lib/server/x.ts'),
+      code: "let m: import('../engine/model.js').Model",
+      errors: [internal('../engine/model.js', 'engine', 'model.js')],
+    },
+    {
+      filename: at('scripts/bench.ts'),
+      code: "import {SeededRandom} from '../src/lib/util/random.js'",
+      errors: [internal('../src/lib/util/random.js', 'util', 'random.js')],
+    },
     // An index deeper in the area is not the area's index.
-    {filename: at('src/commands/run.ts'), code: "import {x} from '../lib/engine/sub/index.js'", errors: [internal('../lib/engine/sub/index.js', 'engine', 'sub/index.js')]},
+    {
+      filename: at('src/commands/run.ts'),
+      code: "import {x} from '../lib/engine/sub/index.js'",
+      errors: [internal('../lib/engine/sub/index.js', 'engine', 'sub/index.js')],
+    },
     // Without the allow list, or from outside its prefix, the test addon is an internal file too.
-    {filename: at('scripts/bench-kernels.ts'), code: "import {benchVecDot} from '../src/lib/engine/test-addon.js'", errors: [internal('../src/lib/engine/test-addon.js', 'engine', 'test-addon.js')]},
-    {filename: at('src/commands/run.ts'), code: "import {benchVecDot} from '../lib/engine/test-addon.js'", options: ALLOW, errors: [internal('../lib/engine/test-addon.js', 'engine', 'test-addon.js')]},
+    {
+      filename: at('scripts/bench-kernels.ts'),
+      code: "import {benchVecDot} from '../src/lib/engine/test-addon.js'",
+      errors: [internal('../src/lib/engine/test-addon.js', 'engine', 'test-addon.js')],
+    },
+    {
+      filename: at('src/commands/run.ts'),
+      code: "import {benchVecDot} from '../lib/engine/test-addon.js'",
+      options: ALLOW,
+      errors: [internal('../lib/engine/test-addon.js', 'engine', 'test-addon.js')],
+    },
   ],
 })

@@ -54,7 +54,11 @@ describe('make-test-model', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
       const path = join(dir, `run-${type}.gguf`)
       await makeTestModel(path, spec({type, nVocab: 600}))
       const info = await readGgufFileInfo(path, {readTensorInfo: true})
-      const md = info.metadata as unknown as {llama: Record<string, unknown>; general: Record<string, unknown>; tokenizer: {ggml: {tokens: string[]}}}
+      const md = info.metadata as unknown as {
+        llama: Record<string, unknown>
+        general: Record<string, unknown>
+        tokenizer: {ggml: {tokens: string[]}}
+      }
       assert.equal(md.general.architecture, 'llama')
       assert.equal(md.llama.embedding_length, 64)
       assert.equal(md.llama.block_count, 2)
@@ -106,7 +110,10 @@ describe('make-test-model', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
         assert.equal(t.type.name, want, `${type} ${t.name}`)
         if (want === 'F16') fallbacks++
         const expected = want === 'F32' ? new Uint8Array(floats.buffer) : quantizeRef(want, floats)
-        assert.ok(Buffer.from(tensorBytes(t)).equals(Buffer.from(expected)), `${type} ${t.name}: bytes are quantizeRef(${want}) of the f32 tensor`)
+        assert.ok(
+          Buffer.from(tensorBytes(t)).equals(Buffer.from(expected)),
+          `${type} ${t.name}: bytes are quantizeRef(${want}) of the f32 tensor`,
+        )
       }
       assert.equal(fallbacks, 2, `${type}: the two ffn_down tensors fell back to F16`)
     }

@@ -27,7 +27,12 @@ describe('POST /v1/messages with @anthropic-ai/sdk', {skip: hasShared() ? false 
 
   test('a greedy message equals the OpenAI route on the same history; streaming gives the same text and usage', async () => {
     const m = await client.messages.create({model: MODEL, system, messages, max_tokens: 40, temperature: 0})
-    const o = await t.client.chat.completions.create({model: MODEL, messages: [{role: 'system', content: system}, ...messages], max_tokens: 40, temperature: 0})
+    const o = await t.client.chat.completions.create({
+      model: MODEL,
+      messages: [{role: 'system', content: system}, ...messages],
+      max_tokens: 40,
+      temperature: 0,
+    })
     assert.equal(m.type, 'message')
     assert.equal(m.role, 'assistant')
     assert.equal(m.content.length, 1)
@@ -74,7 +79,11 @@ describe('POST /v1/messages with @anthropic-ai/sdk', {skip: hasShared() ? false 
     }
     await bad({temperature: 1.5}, Anthropic.BadRequestError, /temperature/)
     await bad({tools: [{name: 'f', input_schema: {type: 'object'}}]}, Anthropic.BadRequestError, /tools is not supported/)
-    await bad({messages: [{role: 'user', content: [{type: 'image', source: {type: 'base64', media_type: 'image/png', data: 'AA=='}}]}]}, Anthropic.BadRequestError, /text-only/)
+    await bad(
+      {messages: [{role: 'user', content: [{type: 'image', source: {type: 'base64', media_type: 'image/png', data: 'AA=='}}]}]},
+      Anthropic.BadRequestError,
+      /text-only/,
+    )
     await bad({messages: [{role: 'system', content: 'x'}]}, Anthropic.BadRequestError, /takes the system prompt in the top-level/)
     await bad({model: 'claude-sonnet-4'}, Anthropic.NotFoundError, /does not exist/)
     await bad({max_tokens: 1000}, Anthropic.BadRequestError, /max_tokens/)

@@ -10,7 +10,12 @@ const STORIES = sharedPath('models', 'stories260K.gguf')
 const SKIP = hasShared() ? false : NO_SHARED_REASON
 
 /** POST a JSON body; `T` is the response body's shape as the caller expects it (unchecked). */
-async function post<T = unknown>(url: string, path: string, body: unknown, headers: Record<string, string> = {'content-type': 'application/json'}) {
+async function post<T = unknown>(
+  url: string,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {'content-type': 'application/json'},
+) {
   const r = await fetch(`${url}${path}`, {method: 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body)})
   return {status: r.status, json: (await r.json()) as T}
 }
@@ -23,7 +28,7 @@ describe('runner serve edge cases', {skip: SKIP}, () => {
   after(async () => t?.close())
   const auth = {'content-type': 'application/json', authorization: 'Bearer K'}
 
-  test('an undecodable URL is a 400 in OpenAI\'s error shape', async () => {
+  test("an undecodable URL is a 400 in OpenAI's error shape", async () => {
     const r = await fetch(`${t.url}/v1/models/%E0%A4%A`, {headers: auth})
     assert.equal(r.status, 400)
     const body = (await r.json()) as {error: {type: string; code: string}}
@@ -40,7 +45,17 @@ describe('runner serve edge cases', {skip: SKIP}, () => {
     const empty = await fetch(`${t.url}/v1/chat/completions`, {method: 'POST', headers: {authorization: 'Bearer K'}})
     assert.equal(empty.status, 400)
     assert.equal(((await empty.json()) as {error: {code: string}}).error.code, 'invalid_json')
-    const r = await post<{error: {param: string}}>(t.url, '/v1/chat/completions', {model: 'stories260K', messages: [{role: 'user', content: 'hi'}], max_tokens: 2, response_format: {type: 'text', json_schema: {name: 'x', schema: {}}}}, auth)
+    const r = await post<{error: {param: string}}>(
+      t.url,
+      '/v1/chat/completions',
+      {
+        model: 'stories260K',
+        messages: [{role: 'user', content: 'hi'}],
+        max_tokens: 2,
+        response_format: {type: 'text', json_schema: {name: 'x', schema: {}}},
+      },
+      auth,
+    )
     assert.equal(r.status, 400)
     assert.equal(r.json.error.param, 'response_format.json_schema')
   })

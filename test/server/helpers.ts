@@ -37,7 +37,16 @@ export async function waitIdle(url: string, timeoutMs = 5000): Promise<number> {
 }
 
 /** POST a raw body (for what the OpenAI client cannot send: bad JSON, oversize bodies). */
-export async function postRaw(url: string, path: string, body: string, headers: Record<string, string> = {'content-type': 'application/json'}) {
+export async function postRaw(
+  url: string,
+  path: string,
+  body: string,
+  headers: Record<string, string> = {'content-type': 'application/json'},
+) {
   const r = await fetch(`${url}${path}`, {method: 'POST', headers, body})
-  return {status: r.status, headers: r.headers, body: (await r.json()) as {error: {message: string; type: string; param: string | null; code: string | null}}}
+  return {
+    status: r.status,
+    headers: r.headers,
+    body: (await r.json()) as {error: {message: string; type: string; param: string | null; code: string | null}},
+  }
 }

@@ -12,7 +12,22 @@ test('the load test script passes a small run and reports its numbers', {skip: h
   const out = await new Promise<string>((resolve, reject) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'scripts/load-test.ts', '--clients', '8', '--requests', '2', '--parallel', '2', '--max-tokens', '32', '--ctx', '256', '--json'],
+      [
+        '--import',
+        'tsx',
+        'scripts/load-test.ts',
+        '--clients',
+        '8',
+        '--requests',
+        '2',
+        '--parallel',
+        '2',
+        '--max-tokens',
+        '32',
+        '--ctx',
+        '256',
+        '--json',
+      ],
       {cwd: REPO_ROOT, timeout: 120_000},
       (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout)),
     )

@@ -20,7 +20,12 @@ const MODEL = 'stories260K'
 const SKIP = hasShared() ? false : NO_SHARED_REASON
 
 /** Expect the SDK to throw its own APIError with this status (and param, when given). */
-async function refused(promise: Promise<unknown>, status: number, param?: string | null, code?: string): Promise<InstanceType<typeof OpenAI.APIError>> {
+async function refused(
+  promise: Promise<unknown>,
+  status: number,
+  param?: string | null,
+  code?: string,
+): Promise<InstanceType<typeof OpenAI.APIError>> {
   try {
     await promise
   } catch (error) {
@@ -54,7 +59,10 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
       prefix_cache: {enabled: boolean}
     }
     assert.equal(caps.chat_template.origin, 'fallback-chatml')
-    assert.deepEqual([caps.slots.parallel, caps.slots.n_ctx_per_slot, caps.slots.threads_per_slot, caps.slots.batched_decode], [4, 256, 1, false])
+    assert.deepEqual(
+      [caps.slots.parallel, caps.slots.n_ctx_per_slot, caps.slots.threads_per_slot, caps.slots.batched_decode],
+      [4, 256, 1, false],
+    )
     assert.equal(caps.prefix_cache.enabled, true)
   })
 
@@ -64,9 +72,16 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
       {role: 'user' as const, content: 'Once upon a time'},
     ]
     const caps = (await (await fetch(`${t.url}/v1/capabilities`)).json()) as {chat_template: {source: string}}
-    const rendered = new Template(caps.chat_template.source).render({messages, add_generation_prompt: true, bos_token: '<s>', eos_token: '</s>'})
+    const rendered = new Template(caps.chat_template.source).render({
+      messages,
+      add_generation_prompt: true,
+      bos_token: '<s>',
+      eos_token: '</s>',
+    })
     assert.ok(rendered.startsWith('<|im_start|>system\nYou tell stories.<|im_end|>\n'))
-    const applied = (await (await fetch(`${t.url}/apply-template`, {method: 'POST', body: JSON.stringify({messages})})).json()) as {prompt: string}
+    const applied = (await (await fetch(`${t.url}/apply-template`, {method: 'POST', body: JSON.stringify({messages})})).json()) as {
+      prompt: string
+    }
     assert.equal(applied.prompt, rendered)
 
     const chat = await t.client.chat.completions.create({model: MODEL, messages, max_tokens: 40, temperature: 0, logprobs: true})
@@ -83,13 +98,20 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
   })
 
   test("completions: llama.cpp's prompt tokens and greedy continuation (shared reference), streamed with include_usage", async () => {
-    const ref = (JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')) as {greedy: Array<{prompt: string; prompt_ids: number[]; ids: number[]; text: string}>}).greedy[0]!
+    const ref = (
+      JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')) as {
+        greedy: Array<{prompt: string; prompt_ids: number[]; ids: number[]; text: string}>
+      }
+    ).greedy[0]!
     const n = 32
     const whole = await t.client.completions.create({model: MODEL, prompt: ref.prompt, max_tokens: n, temperature: 0})
     assert.equal(whole.usage?.prompt_tokens, ref.prompt_ids.length)
     assert.equal(whole.usage?.completion_tokens, n)
     assert.equal(whole.choices[0]!.finish_reason, 'length')
-    assert.ok(ref.text.startsWith(whole.choices[0]!.text), `${JSON.stringify(whole.choices[0]!.text)} is not a prefix of llama.cpp's ${JSON.stringify(ref.text)}`)
+    assert.ok(
+      ref.text.startsWith(whole.choices[0]!.text),
+      `${JSON.stringify(whole.choices[0]!.text)} is not a prefix of llama.cpp's ${JSON.stringify(ref.text)}`,
+    )
     // The same, given as llama.cpp's own token ids.
     const byIds = await t.client.completions.create({model: MODEL, prompt: ref.prompt_ids, max_tokens: n, temperature: 0})
     assert.equal(byIds.choices[0]!.text, whole.choices[0]!.text)
@@ -195,7 +217,18 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
   })
 
   test('seed: the same seed repeats a sampled completion exactly (0 is a seed); another seed differs', async () => {
-    const ask = (seed: number) => t.client.chat.completions.create({model: MODEL, messages: [{role: 'user', content: 'A story'}], max_tokens: 48, temperature: 1, top_k: 0, top_p: 1, min_p: 0, seed, logprobs: true})
+    const ask = (seed: number) =>
+      t.client.chat.completions.create({
+        model: MODEL,
+        messages: [{role: 'user', content: 'A story'}],
+        max_tokens: 48,
+        temperature: 1,
+        top_k: 0,
+        top_p: 1,
+        min_p: 0,
+        seed,
+        logprobs: true,
+      })
     const [a, b, c] = await Promise.all([ask(0), ask(0), ask(12345)])
     assert.equal(a.choices[0]!.message.content, b.choices[0]!.message.content)
     assert.deepEqual(
@@ -206,14 +239,33 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
   })
 
   test("logit_bias bans a token (llama.cpp's first greedy token); presence/frequency penalties change a greedy run as `runner run`'s do", async () => {
-    const ref = (JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')) as {greedy: Array<{ids: number[]; prompt: string}>}).greedy[0]!
+    const ref = (
+      JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')) as {greedy: Array<{ids: number[]; prompt: string}>}
+    ).greedy[0]!
     const base = {model: MODEL, prompt: ref.prompt, max_tokens: 40, temperature: 0, logprobs: 0}
     const free = await t.client.completions.create(base)
     const banned = await t.client.completions.create({...base, logit_bias: {[String(ref.ids[0])]: -100}})
     assert.notEqual(banned.choices[0]!.logprobs!.tokens![0], free.choices[0]!.logprobs!.tokens![0])
     const penalized = await t.client.completions.create({...base, frequency_penalty: 2, presence_penalty: 2})
     assert.notEqual(penalized.choices[0]!.text, free.choices[0]!.text)
-    const run = await runCliAsync(['run', '-m', STORIES, '-p', ref.prompt, '-n', '40', '--temp', '0', '-c', '256', '--presence-penalty', '2', '--frequency-penalty', '2', '--json'])
+    const run = await runCliAsync([
+      'run',
+      '-m',
+      STORIES,
+      '-p',
+      ref.prompt,
+      '-n',
+      '40',
+      '--temp',
+      '0',
+      '-c',
+      '256',
+      '--presence-penalty',
+      '2',
+      '--frequency-penalty',
+      '2',
+      '--json',
+    ])
     assert.equal(run.status, 0, run.stderr)
     assert.equal(penalized.choices[0]!.text, (JSON.parse(run.stdout) as {text: string}).text)
   })
@@ -221,7 +273,8 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
   test('refusals are OpenAI errors naming the parameter', async () => {
     const msgs = [{role: 'user' as const, content: 'hi'}]
     const chat = (body: Record<string, unknown>) => t.client.chat.completions.create({model: MODEL, messages: msgs, ...body} as never)
-    const probe = () => t.client.chat.completions.create({model: MODEL, messages: msgs, max_tokens: 24, temperature: 0.7, seed: 3, logprobs: true})
+    const probe = () =>
+      t.client.chat.completions.create({model: MODEL, messages: msgs, max_tokens: 24, temperature: 0.7, seed: 3, logprobs: true})
     const before = await probe()
     await refused(chat({temperature: 3}), 400, 'temperature')
     await refused(chat({temperature: 'hot'}), 400, 'temperature', 'invalid_type')
@@ -244,10 +297,36 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
     await refused(chat({model: 'gpt-4o'}), 404, 'model', 'model_not_found')
     await refused(t.client.chat.completions.create({model: MODEL, messages: []}), 400, 'messages')
     await refused(t.client.chat.completions.create({model: MODEL, messages: [{role: 'user', content: ''}]}), 400, 'messages[0].content')
-    await refused(t.client.chat.completions.create({model: MODEL, messages: [{role: 'user', content: [{type: 'image_url', image_url: {url: 'http://x/y.png'}}]}]}), 400, 'messages[0].content[0].type')
-    await refused(t.client.chat.completions.create({model: MODEL, messages: [{role: 'tool', content: 'x', tool_call_id: 'a'}]}), 400, 'messages[0].role')
-    await refused(t.client.chat.completions.create({model: MODEL, messages: [{role: 'user', content: 'a'}, {role: 'assistant', content: 'b'}]}), 400, 'messages[1].role')
-    const long = await refused(t.client.chat.completions.create({model: MODEL, messages: [{role: 'user', content: 'The dog ran. '.repeat(80)}]}), 400, 'messages', 'context_length_exceeded')
+    await refused(
+      t.client.chat.completions.create({
+        model: MODEL,
+        messages: [{role: 'user', content: [{type: 'image_url', image_url: {url: 'http://x/y.png'}}]}],
+      }),
+      400,
+      'messages[0].content[0].type',
+    )
+    await refused(
+      t.client.chat.completions.create({model: MODEL, messages: [{role: 'tool', content: 'x', tool_call_id: 'a'}]}),
+      400,
+      'messages[0].role',
+    )
+    await refused(
+      t.client.chat.completions.create({
+        model: MODEL,
+        messages: [
+          {role: 'user', content: 'a'},
+          {role: 'assistant', content: 'b'},
+        ],
+      }),
+      400,
+      'messages[1].role',
+    )
+    const long = await refused(
+      t.client.chat.completions.create({model: MODEL, messages: [{role: 'user', content: 'The dog ran. '.repeat(80)}]}),
+      400,
+      'messages',
+      'context_length_exceeded',
+    )
     assert.match(long.message, /256 tokens.*resulted in \d+ tokens/)
     await refused(t.client.completions.create({model: MODEL, prompt: [1, 2, 9999]}), 400, 'prompt[2]')
     await refused(t.client.completions.create({model: MODEL, prompt: 'x', echo: true}), 400, 'echo')
@@ -275,12 +354,21 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
     assert.equal(noRoute.status, 404)
     assert.equal(((await noRoute.json()) as {error: {type: string}}).error.type, 'invalid_request_error')
     // curl's default form content type is read as JSON too.
-    const form = await postRaw(t.url, '/v1/completions', JSON.stringify({model: MODEL, prompt: 'Once', max_tokens: 2}), {'content-type': 'application/x-www-form-urlencoded'})
+    const form = await postRaw(t.url, '/v1/completions', JSON.stringify({model: MODEL, prompt: 'Once', max_tokens: 2}), {
+      'content-type': 'application/x-www-form-urlencoded',
+    })
     assert.equal(form.status, 200)
   })
 
-  test("requests running side by side get the tokens they get alone (the determinism contract)", async () => {
-    const asks = [0, 1, 2, 3, 4, 5].map((i) => ({model: MODEL, prompt: ['Once upon a time', 'The dog', 'Lily and Ben', 'A big red ball'][i % 4]!, max_tokens: 48, temperature: 0.9, seed: 100 + i, logprobs: 1}))
+  test('requests running side by side get the tokens they get alone (the determinism contract)', async () => {
+    const asks = [0, 1, 2, 3, 4, 5].map((i) => ({
+      model: MODEL,
+      prompt: ['Once upon a time', 'The dog', 'Lily and Ben', 'A big red ball'][i % 4]!,
+      max_tokens: 48,
+      temperature: 0.9,
+      seed: 100 + i,
+      logprobs: 1,
+    }))
     const alone: string[] = []
     for (const a of asks) alone.push(JSON.stringify((await t.client.completions.create(a)).choices[0]!.logprobs))
     const together = await Promise.all(asks.map(async (a) => JSON.stringify((await t.client.completions.create(a)).choices[0]!.logprobs)))
@@ -308,7 +396,17 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
         assert.ok(described.has(m[1]!) && typed.has(m[1]!), `${m[1]} has no HELP/TYPE before its sample`)
       }
     }
-    for (const name of ['runner_prompt_tokens_total', 'runner_cached_tokens_total', 'runner_generation_seconds_total', 'runner_queue_depth', 'runner_slots_busy', 'runner_prefix_cache_hits_total', 'runner_prefix_cache_misses_total', 'runner_prefix_cache_bytes', 'process_resident_memory_bytes']) {
+    for (const name of [
+      'runner_prompt_tokens_total',
+      'runner_cached_tokens_total',
+      'runner_generation_seconds_total',
+      'runner_queue_depth',
+      'runner_slots_busy',
+      'runner_prefix_cache_hits_total',
+      'runner_prefix_cache_misses_total',
+      'runner_prefix_cache_bytes',
+      'process_resident_memory_bytes',
+    ]) {
       assert.ok(typed.has(name), name)
     }
     assert.doesNotMatch(text, /route="\/metrics"/)
@@ -316,4 +414,3 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
     await waitIdle(t.url)
   })
 })
-

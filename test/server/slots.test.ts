@@ -41,7 +41,18 @@ describe('slots, queue, timeouts and disconnects (slow model)', {skip: SKIP}, ()
   let q: TestServer
   let longPrompt: number[]
   before(async () => {
-    await makeTestModel(slow, {arch: 'llama', nEmbd: 256, nLayer: 4, nHead: 4, nHeadKv: 4, nFf: 704, nCtx: 2048, type: 'q8_0', seed: 1n, tokenizerFrom: STORIES})
+    await makeTestModel(slow, {
+      arch: 'llama',
+      nEmbd: 256,
+      nLayer: 4,
+      nHead: 4,
+      nHeadKv: 4,
+      nFf: 704,
+      nCtx: 2048,
+      type: 'q8_0',
+      seed: 1n,
+      tokenizerFrom: STORIES,
+    })
     t = await startTestServer({modelPath: slow, parallel: 1, nCtx: 2048, threadsPerSlot: 1, queueLimit: 1, timeoutSeconds: 0.4})
     q = await startTestServer({modelPath: slow, parallel: 1, nCtx: 2048, threadsPerSlot: 1, queueLimit: 1})
     longPrompt = Array.from({length: 1800}, (_, i) => 1 + (i % 400))
@@ -120,7 +131,10 @@ describe('slots, queue, timeouts and disconnects (slow model)', {skip: SKIP}, ()
   test('a client that disconnects mid-stream frees its slot at once', async () => {
     const controller = new AbortController()
     // 1,500 tokens take over two seconds; the client leaves after the first.
-    const s = await q.client.completions.create({model: 'slow', prompt: 'Once upon a time', max_tokens: 1500, temperature: 0, stream: true}, {signal: controller.signal})
+    const s = await q.client.completions.create(
+      {model: 'slow', prompt: 'Once upon a time', max_tokens: 1500, temperature: 0, stream: true},
+      {signal: controller.signal},
+    )
     let t0 = 0
     try {
       for await (const _ of s) {
@@ -142,7 +156,11 @@ describe('slots, queue, timeouts and disconnects (slow model)', {skip: SKIP}, ()
   test('a client that disconnects while queued leaves the queue', async () => {
     const {first} = await occupy()
     const controller = new AbortController()
-    const queued = fetch(`${q.url}/v1/completions`, {method: 'POST', body: JSON.stringify({model: 'slow', prompt: 'Once', max_tokens: 2}), signal: controller.signal})
+    const queued = fetch(`${q.url}/v1/completions`, {
+      method: 'POST',
+      body: JSON.stringify({model: 'slow', prompt: 'Once', max_tokens: 2}),
+      signal: controller.signal,
+    })
     await queueDepthIs(1)
     controller.abort()
     await assert.rejects(queued)
@@ -157,10 +175,30 @@ describe('graceful close', {skip: SKIP}, () => {
     const dir = mkdtempSync(join(tmpdir(), 'runner-serve-close-'))
     const slow = join(dir, 'slow.gguf')
     try {
-      await makeTestModel(slow, {arch: 'llama', nEmbd: 256, nLayer: 4, nHead: 4, nHeadKv: 4, nFf: 704, nCtx: 2048, type: 'q8_0', seed: 1n, tokenizerFrom: STORIES})
+      await makeTestModel(slow, {
+        arch: 'llama',
+        nEmbd: 256,
+        nLayer: 4,
+        nHead: 4,
+        nHeadKv: 4,
+        nFf: 704,
+        nCtx: 2048,
+        type: 'q8_0',
+        seed: 1n,
+        tokenizerFrom: STORIES,
+      })
       const s = await startTestServer({modelPath: slow, parallel: 1, nCtx: 2048, threadsPerSlot: 1})
-      const stream = await s.client.completions.create({model: 'slow', prompt: 'Once upon a time', max_tokens: 1500, temperature: 0, stream: true})
-      const queued = fetch(`${s.url}/v1/completions`, {method: 'POST', body: JSON.stringify({model: 'slow', prompt: 'Once', max_tokens: 2})})
+      const stream = await s.client.completions.create({
+        model: 'slow',
+        prompt: 'Once upon a time',
+        max_tokens: 1500,
+        temperature: 0,
+        stream: true,
+      })
+      const queued = fetch(`${s.url}/v1/completions`, {
+        method: 'POST',
+        body: JSON.stringify({model: 'slow', prompt: 'Once', max_tokens: 2}),
+      })
       while ((await metric(s.url, 'runner_queue_depth')) === 0) await new Promise((resolve) => setTimeout(resolve, 5))
       let closed: Promise<void> | undefined
       let t0 = 0

@@ -30,8 +30,14 @@ describe('a model with its own chat template', {skip: hasShared() ? false : NO_S
   let t: TestServer
   before(async () => {
     const m = readGgufModel(STORIES)
-    const kvs = [...m.kvs.filter((kv) => kv.key !== 'tokenizer.chat_template'), {key: 'tokenizer.chat_template', type: GgufValueType.STRING, value: TEMPLATE}]
-    await writeGguf(file, {kvs, tensors: m.tensors.map((x) => ({name: x.name, type: x.type, shape: [...x.shape], data: {file: x.file, offset: x.offset}}))})
+    const kvs = [
+      ...m.kvs.filter((kv) => kv.key !== 'tokenizer.chat_template'),
+      {key: 'tokenizer.chat_template', type: GgufValueType.STRING, value: TEMPLATE},
+    ]
+    await writeGguf(file, {
+      kvs,
+      tensors: m.tensors.map((x) => ({name: x.name, type: x.type, shape: [...x.shape], data: {file: x.file, offset: x.offset}})),
+    })
     t = await startTestServer({modelPath: file, parallel: 1, nCtx: 256, threadsPerSlot: 1})
   })
   after(async () => {
@@ -50,7 +56,9 @@ describe('a model with its own chat template', {skip: hasShared() ? false : NO_S
     assert.equal(caps.chat_template.source, TEMPLATE)
     const expected = new Template(TEMPLATE).render({messages, add_generation_prompt: true})
     assert.equal(expected, 'Stories for children.\n\nUSER: Tell me about Lily and her ball.\nASSISTANT:')
-    const applied = (await (await fetch(`${t.url}/apply-template`, {method: 'POST', body: JSON.stringify({messages})})).json()) as {prompt: string}
+    const applied = (await (await fetch(`${t.url}/apply-template`, {method: 'POST', body: JSON.stringify({messages})})).json()) as {
+      prompt: string
+    }
     assert.equal(applied.prompt, expected)
   })
 
@@ -96,7 +104,9 @@ describe('a model with its own chat template', {skip: hasShared() ? false : NO_S
       try {
         const caps = (await (await fetch(`${s.url}/v1/capabilities`)).json()) as {chat_template: {origin: string; source: string}}
         assert.deepEqual([caps.chat_template.origin, caps.chat_template.source], [origin, source])
-        const applied = (await (await fetch(`${s.url}/apply-template`, {method: 'POST', body: JSON.stringify({messages})})).json()) as {prompt: string}
+        const applied = (await (await fetch(`${s.url}/apply-template`, {method: 'POST', body: JSON.stringify({messages})})).json()) as {
+          prompt: string
+        }
         assert.equal(applied.prompt, new Template(source).render({messages, add_generation_prompt: true}))
       } finally {
         await s.close()

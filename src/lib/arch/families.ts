@@ -100,7 +100,12 @@ const FAMILIES: readonly ArchitectureSpec[] = [
   {
     name: 'smollm3',
     ropeType: 'norm',
-    features: [{name: 'no rope on every 4th block', read: ({base}) => ({nopeLayers: Array.from({length: base.nLayer}, (_, i) => (i + 1) % 4 === 0)})}],
+    features: [
+      {
+        name: 'no rope on every 4th block',
+        read: ({base}) => ({nopeLayers: Array.from({length: base.nLayer}, (_, i) => (i + 1) % 4 === 0)}),
+      },
+    ],
     tensors: LLAMA_TENSORS,
   },
   /**
@@ -116,8 +121,22 @@ const FAMILIES: readonly ArchitectureSpec[] = [
       ...without(LLAMA_TENSORS, 'attn_norm', 'ffn_norm', 'output'),
       {role: 'output', name: 'output.weight', perLayer: false, shape: (c) => [c.nEmbd, c.nVocab]},
       ...POST_NORMS,
-      {role: 'attn_q_norm', name: 'blk.{L}.attn_q_norm.weight', perLayer: true, shape: (c) => [c.nHead * c.headDim], f32Only: true, sublayer: 'attn'},
-      {role: 'attn_k_norm', name: 'blk.{L}.attn_k_norm.weight', perLayer: true, shape: (c) => [c.nHeadKv * c.headDim], f32Only: true, sublayer: 'attn'},
+      {
+        role: 'attn_q_norm',
+        name: 'blk.{L}.attn_q_norm.weight',
+        perLayer: true,
+        shape: (c) => [c.nHead * c.headDim],
+        f32Only: true,
+        sublayer: 'attn',
+      },
+      {
+        role: 'attn_k_norm',
+        name: 'blk.{L}.attn_k_norm.weight',
+        perLayer: true,
+        shape: (c) => [c.nHeadKv * c.headDim],
+        f32Only: true,
+        sublayer: 'attn',
+      },
     ],
   },
 ]

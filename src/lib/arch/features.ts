@@ -77,7 +77,9 @@ export const EMBEDDING_SCALE_SQRT_EMBD: ConfigFeature = {
 export function queryScaleByKeyLength(bigBlockCount: number): ConfigFeature {
   return {
     name: 'query scale 1/sqrt(key_length)',
-    read: ({base: c}) => ({queryScale: Math.fround(1 / Math.fround(Math.sqrt(c.nLayer === bigBlockCount ? Math.floor(c.nEmbd / c.nHead) : c.headDim)))}),
+    read: ({base: c}) => ({
+      queryScale: Math.fround(1 / Math.fround(Math.sqrt(c.nLayer === bigBlockCount ? Math.floor(c.nEmbd / c.nHead) : c.headDim))),
+    }),
   }
 }
 
@@ -139,14 +141,18 @@ export function slidingWindow(o: {
       } else {
         window = meta.has(windowKey) ? meta.uint(windowKey, {min: 0, max: HPARAM_LIMITS.nCtx}) : 0
         if (window === 0) {
-          if (meta.has(patternKey)) bad('ARCH_BAD_HPARAMS', `${patternKey} is given but ${windowKey} is ${meta.has(windowKey) ? '0' : 'missing'}`)
+          if (meta.has(patternKey))
+            bad('ARCH_BAD_HPARAMS', `${patternKey} is given but ${windowKey} is ${meta.has(windowKey) ? '0' : 'missing'}`)
           return {}
         }
       }
       return {
         nSwa: window,
         swaLayers: swaPattern(meta, model, patternKey, c.nLayer, o.pattern),
-        ropeFreqBaseSwa: meta.floatOr(`${a}.rope.freq_base_swa`, o.ropeBase === 'model' ? c.ropeFreqBase : o.ropeBase, {min: Number.MIN_VALUE, max: 1e12}),
+        ropeFreqBaseSwa: meta.floatOr(`${a}.rope.freq_base_swa`, o.ropeBase === 'model' ? c.ropeFreqBase : o.ropeBase, {
+          min: Number.MIN_VALUE,
+          max: 1e12,
+        }),
         ropeFreqScaleSwa: o.ropeScale === 'model' ? c.ropeFreqScale : o.ropeScale,
       }
     },
@@ -156,7 +162,8 @@ export function slidingWindow(o: {
 function swaPattern(meta: GgufMetadata, model: GgufModelFiles, key: string, nLayer: number, fallback: number): boolean[] {
   const kv = model.metadata.get(key)
   if (kv && isGgufArray(kv.value)) {
-    if (kv.value.itemType !== GgufValueType.BOOL) bad('ARCH_BAD_HPARAMS', `${key} must be a number or an array of bools, found an array of ${valueTypeName(kv.value.itemType)}`)
+    if (kv.value.itemType !== GgufValueType.BOOL)
+      bad('ARCH_BAD_HPARAMS', `${key} must be a number or an array of bools, found an array of ${valueTypeName(kv.value.itemType)}`)
     const items = Array.from(kv.value.items as ArrayLike<boolean | number>, (v) => Boolean(v))
     if (items.length !== nLayer) bad('ARCH_BAD_HPARAMS', `${key} has ${items.length} entries for ${nLayer} blocks`)
     return items
@@ -180,11 +187,14 @@ export const SLIDING_WINDOW_IGNORED: ConfigFeature = {
 export const LONGROPE: ConfigFeature = {
   name: 'longrope',
   ropeScaling: {
-    longrope: ({meta, arch: a}) => (meta.has(`${a}.rope.scaling.factor`) ? 1 / meta.float(`${a}.rope.scaling.factor`, {min: 1e-3, max: 1e6}) : undefined),
+    longrope: ({meta, arch: a}) =>
+      meta.has(`${a}.rope.scaling.factor`) ? 1 / meta.float(`${a}.rope.scaling.factor`, {min: 1e-3, max: 1e6}) : undefined,
   },
   read: ({meta, arch: a}) => ({
     // llama.cpp reads these for any scaling type.
-    ...(meta.has(`${a}.rope.scaling.attn_factor`) ? {ropeAttnFactor: meta.float(`${a}.rope.scaling.attn_factor`, {min: Number.MIN_VALUE, max: 1e6})} : {}),
+    ...(meta.has(`${a}.rope.scaling.attn_factor`)
+      ? {ropeAttnFactor: meta.float(`${a}.rope.scaling.attn_factor`, {min: Number.MIN_VALUE, max: 1e6})}
+      : {}),
     ...(meta.has(`${a}.rope.scaling.original_context_length`)
       ? {nCtxOrig: meta.uint(`${a}.rope.scaling.original_context_length`, {min: 1, max: HPARAM_LIMITS.nCtx})}
       : {}),
@@ -196,15 +206,22 @@ export const LONGROPE: ConfigFeature = {
  * 'required' (qwen3moe) or 'optional' (llama: experts when expert_count > 0). The expert width
  * comes from `ffKey` (expert_feed_forward_length, or feed_forward_length itself).
  */
-export function experts(o: {presence: 'required' | 'optional'; ffKey: 'expert_feed_forward_length' | 'feed_forward_length'}): ConfigFeature {
+export function experts(o: {
+  presence: 'required' | 'optional'
+  ffKey: 'expert_feed_forward_length' | 'feed_forward_length'
+}): ConfigFeature {
   return {
     name: 'experts',
     read: ({meta, arch: a, base}) => {
       const countKey = `${a}.expert_count`
       const usedKey = `${a}.expert_used_count`
-      const nExpert = o.presence === 'required' ? meta.uint(countKey, {min: 1, max: HPARAM_LIMITS.nExpert}) : meta.uintOr(countKey, 0, {min: 0, max: HPARAM_LIMITS.nExpert})
+      const nExpert =
+        o.presence === 'required'
+          ? meta.uint(countKey, {min: 1, max: HPARAM_LIMITS.nExpert})
+          : meta.uintOr(countKey, 0, {min: 0, max: HPARAM_LIMITS.nExpert})
       if (nExpert === 0) {
-        if (meta.has(usedKey) && meta.uint(usedKey) !== 0) bad('ARCH_BAD_HPARAMS', `${usedKey} ${meta.uint(usedKey)} without experts (${countKey} is 0 or missing)`)
+        if (meta.has(usedKey) && meta.uint(usedKey) !== 0)
+          bad('ARCH_BAD_HPARAMS', `${usedKey} ${meta.uint(usedKey)} without experts (${countKey} is 0 or missing)`)
         return {}
       }
       const nExpertUsed = meta.uint(usedKey, {min: 1, max: HPARAM_LIMITS.nExpert})

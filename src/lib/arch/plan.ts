@@ -9,7 +9,25 @@ export {ARCHITECTURES} from './families.js'
 export {HPARAM_LIMITS} from './hparams.js'
 
 /** ggml types the engine has kernels for (native typeTraits() agrees: test/native). */
-export const ENGINE_WEIGHT_TYPES: ReadonlySet<string> = new Set(['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'Q8_K', 'IQ4_NL', 'MXFP4'])
+export const ENGINE_WEIGHT_TYPES: ReadonlySet<string> = new Set([
+  'F32',
+  'F16',
+  'BF16',
+  'Q8_0',
+  'Q4_0',
+  'Q4_1',
+  'Q5_0',
+  'Q5_1',
+  'Q8_1',
+  'Q2_K',
+  'Q3_K',
+  'Q4_K',
+  'Q5_K',
+  'Q6_K',
+  'Q8_K',
+  'IQ4_NL',
+  'MXFP4',
+])
 
 /**
  * Turn a GGUF model into what the engine loads: a config built from metadata (every value checked
@@ -20,10 +38,16 @@ export const ENGINE_WEIGHT_TYPES: ReadonlySet<string> = new Set(['F32', 'F16', '
 export function planModel(model: GgufModelFiles): ModelPlan {
   const first = model.shards[0]!
   const meta = new GgufMetadata(model.metadata, first.kvOffsets, model.path)
-  const archName = meta.has('general.architecture') ? meta.string('general.architecture') : bad('ARCH_MISSING', `${model.path}: general.architecture is missing`)
+  const archName = meta.has('general.architecture')
+    ? meta.string('general.architecture')
+    : bad('ARCH_MISSING', `${model.path}: general.architecture is missing`)
   const spec = ARCHITECTURES.get(archName)
   if (!spec) {
-    bad('ARCH_UNSUPPORTED', `general.architecture "${archName}" is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`, ExitCode.unsupported)
+    bad(
+      'ARCH_UNSUPPORTED',
+      `general.architecture "${archName}" is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`,
+      ExitCode.unsupported,
+    )
   }
   const config = buildConfig(meta, archName, spec, model)
   const files = model.shards.map((s) => s.path)
@@ -45,7 +69,10 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
   const nHeadKv = uniform(nHeadKvPer, `${a}.attention.head_count_kv`)
   nHeadPer.forEach((h, i) => {
     if ((h === 0) !== (nHeadKvPer[i] === 0)) {
-      bad('ARCH_BAD_HPARAMS', `block ${i}: ${a}.attention.head_count ${h} and head_count_kv ${nHeadKvPer[i]} disagree on whether it has attention`)
+      bad(
+        'ARCH_BAD_HPARAMS',
+        `block ${i}: ${a}.attention.head_count ${h} and head_count_kv ${nHeadKvPer[i]} disagree on whether it has attention`,
+      )
     }
   })
   const nFfPer = perBlock(model, meta, `${a}.feed_forward_length`, nLayer, {min: 0, max: L.nFf})
@@ -59,15 +86,19 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
     headDim = meta.uint(`${a}.attention.key_length`, {min: 2, max: L.headDim})
     headDimSource = `${a}.attention.key_length ${headDim}`
   } else {
-    if (nEmbd % nHead !== 0) bad('ARCH_BAD_HPARAMS', `${a}.embedding_length ${nEmbd} is not divisible by ${a}.attention.head_count ${nHead}`)
+    if (nEmbd % nHead !== 0)
+      bad('ARCH_BAD_HPARAMS', `${a}.embedding_length ${nEmbd} is not divisible by ${a}.attention.head_count ${nHead}`)
     headDim = nEmbd / nHead
     headDimSource = `${a}.embedding_length ${nEmbd} / ${a}.attention.head_count ${nHead}`
   }
   const valueLength = meta.uintOr(`${a}.attention.value_length`, headDim, {min: 1, max: L.headDim})
-  if (valueLength !== headDim) bad('ARCH_UNSUPPORTED', `${a}.attention.value_length ${valueLength} differs from key_length ${headDim}`, ExitCode.unsupported)
-  if (headDim % 2 !== 0 || headDim > L.headDim) bad('ARCH_BAD_HPARAMS', `head dimension ${headDim} (${headDimSource}) must be even and at most ${L.headDim}`)
+  if (valueLength !== headDim)
+    bad('ARCH_UNSUPPORTED', `${a}.attention.value_length ${valueLength} differs from key_length ${headDim}`, ExitCode.unsupported)
+  if (headDim % 2 !== 0 || headDim > L.headDim)
+    bad('ARCH_BAD_HPARAMS', `head dimension ${headDim} (${headDimSource}) must be even and at most ${L.headDim}`)
   const nRot = meta.uintOr(`${a}.rope.dimension_count`, headDim, {min: 2, max: L.headDim})
-  if (nRot > headDim || nRot % 2 !== 0) bad('ARCH_BAD_HPARAMS', `${a}.rope.dimension_count ${nRot} must be even and at most the head dimension ${headDim}`)
+  if (nRot > headDim || nRot % 2 !== 0)
+    bad('ARCH_BAD_HPARAMS', `${a}.rope.dimension_count ${nRot} must be even and at most the head dimension ${headDim}`)
   const nCtxTrain = meta.uint(`${a}.context_length`, {min: 1, max: L.nCtx})
   const ropeFreqBase = meta.floatOr(`${a}.rope.freq_base`, 10000, {min: Number.MIN_VALUE, max: 1e12})
   const scalingType = meta.stringOr(`${a}.rope.scaling.type`, 'none')
@@ -79,15 +110,25 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
     // Other scaling types are a feature's (phi3's longrope): it gives the scale, or keeps 1.
     const scalings = new Map(spec.features.flatMap((f) => Object.entries(f.ropeScaling ?? {})))
     const scaling = scalings.get(scalingType)
-    if (!scaling) bad('ARCH_UNSUPPORTED', `${a}.rope.scaling.type "${scalingType}" is not supported (none, linear${[...scalings.keys()].map((k) => `, ${k}`).join('')})`, ExitCode.unsupported)
-    ropeFreqScale = scaling({meta, model, arch: a, base: {nEmbd, nLayer, nHead, headDim, nFf, ropeFreqBase, ropeFreqScale}}) ?? ropeFreqScale
+    if (!scaling)
+      bad(
+        'ARCH_UNSUPPORTED',
+        `${a}.rope.scaling.type "${scalingType}" is not supported (none, linear${[...scalings.keys()].map((k) => `, ${k}`).join('')})`,
+        ExitCode.unsupported,
+      )
+    ropeFreqScale =
+      scaling({meta, model, arch: a, base: {nEmbd, nLayer, nHead, headDim, nFf, ropeFreqBase, ropeFreqScale}}) ?? ropeFreqScale
   }
   if (meta.has(`${a}.rope.scale_linear`)) ropeFreqScale = 1 / meta.float(`${a}.rope.scale_linear`, {min: 1e-3, max: 1e6})
   const normEps = meta.float(`${a}.attention.layer_norm_rms_epsilon`, {min: 0, max: 1})
 
   const tokens = model.metadata.get('tokenizer.ggml.tokens')
   if (!tokens || !isGgufArray(tokens.value) || tokens.value.itemType !== GgufValueType.STRING) {
-    const found = !tokens ? 'it is missing' : isGgufArray(tokens.value) ? `found an array of ${valueTypeName(tokens.value.itemType)}` : `found ${valueTypeName(tokens.type)}`
+    const found = !tokens
+      ? 'it is missing'
+      : isGgufArray(tokens.value)
+        ? `found an array of ${valueTypeName(tokens.value.itemType)}`
+        : `found ${valueTypeName(tokens.type)}`
     bad('ARCH_BAD_VOCAB', `tokenizer.ggml.tokens must be an array of strings; ${found}`)
   }
   const nVocab = tokens.value.items.length
@@ -145,7 +186,8 @@ function perBlock(model: GgufModelFiles, meta: GgufMetadata, key: string, nLayer
     const items = Array.from(kv.value.items as ArrayLike<number | bigint>, Number)
     if (items.length !== nLayer) bad('ARCH_BAD_HPARAMS', `${key} has ${items.length} entries for ${nLayer} blocks`)
     items.forEach((v, i) => {
-      if (!Number.isInteger(v) || v < range.min || v > range.max) bad('ARCH_BAD_HPARAMS', `${key}[${i}] is ${v}, outside [${range.min}, ${range.max}]`)
+      if (!Number.isInteger(v) || v < range.min || v > range.max)
+        bad('ARCH_BAD_HPARAMS', `${key}[${i}] is ${v}, outside [${range.min}, ${range.max}]`)
     })
     return items
   }
@@ -156,7 +198,12 @@ function perBlock(model: GgufModelFiles, meta: GgufMetadata, key: string, nLayer
 function uniform(values: readonly number[], key: string): number {
   const nonzero = [...new Set(values.filter((v) => v !== 0))]
   if (nonzero.length === 0) bad('ARCH_BAD_HPARAMS', `${key} is 0 in every block: no block has this sublayer`)
-  if (nonzero.length > 1) bad('ARCH_UNSUPPORTED', `${key} differs between blocks (${nonzero.join(', ')}); only 0 (removed) or one common value is supported`, ExitCode.unsupported)
+  if (nonzero.length > 1)
+    bad(
+      'ARCH_UNSUPPORTED',
+      `${key} differs between blocks (${nonzero.join(', ')}); only 0 (removed) or one common value is supported`,
+      ExitCode.unsupported,
+    )
   return nonzero[0]!
 }
 
@@ -179,18 +226,23 @@ function bindTensors(model: GgufModelFiles, spec: ArchitectureSpec, config: Mode
         const want = s.shape(config).slice(0, 2)
         for (let e = 0; e < config.nExpert!; e++) {
           const en = splitName(e)
-          const et = byName.get(en) ?? bad('ARCH_MISSING_TENSOR', `tensor ${en} is missing (expert ${e} of ${config.nExpert}, split layout)`)
+          const et =
+            byName.get(en) ?? bad('ARCH_MISSING_TENSOR', `tensor ${en} is missing (expert ${e} of ${config.nExpert}, split layout)`)
           used.add(en)
           out.push(checkedBinding(et, en, s, layer, want, files, e))
         }
         continue
       }
-      const removed = layer >= 0 && ((s.sublayer === 'attn' && config.attnRemoved[layer]) || (s.sublayer === 'ffn' && config.ffnRemoved[layer]))
+      const removed =
+        layer >= 0 && ((s.sublayer === 'attn' && config.attnRemoved[layer]) || (s.sublayer === 'ffn' && config.ffnRemoved[layer]))
       // A removed sublayer keeps at most its norms, which it no longer uses (the engine refuses anything else of it too).
       if (removed && !s.preNorm && !s.postNorm) {
         if (t) {
           const why = s.sublayer === 'attn' ? 'attention.head_count is 0 there' : 'feed_forward_length is 0 there'
-          bad('ARCH_SUBLAYER_PRESENT', `tensor ${name} is present but block ${layer}'s ${s.sublayer === 'attn' ? 'attention' : 'FFN'} is declared removed (${why})`)
+          bad(
+            'ARCH_SUBLAYER_PRESENT',
+            `tensor ${name} is present but block ${layer}'s ${s.sublayer === 'attn' ? 'attention' : 'FFN'} is declared removed (${why})`,
+          )
         }
         continue
       }
@@ -203,7 +255,12 @@ function bindTensors(model: GgufModelFiles, spec: ArchitectureSpec, config: Mode
     }
   }
   const extra = model.tensors.find((t) => !used.has(t.name))
-  if (extra) bad('ARCH_UNKNOWN_TENSOR', `tensor ${extra.name} is not part of the ${spec.name} architecture as the engine knows it`, ExitCode.unsupported)
+  if (extra)
+    bad(
+      'ARCH_UNKNOWN_TENSOR',
+      `tensor ${extra.name} is not part of the ${spec.name} architecture as the engine knows it`,
+      ExitCode.unsupported,
+    )
   return out
 }
 
@@ -223,7 +280,11 @@ function checkedBinding(
     bad('ARCH_BAD_TENSOR_SHAPE', `tensor ${name} has shape [${t.shape.join(', ')}], the metadata implies [${want.join(', ')}]`)
   }
   if (!ENGINE_WEIGHT_TYPES.has(t.type.name)) {
-    bad('ARCH_UNSUPPORTED_TYPE', `tensor ${name} is ${t.type.name}, which the engine does not support yet (${[...ENGINE_WEIGHT_TYPES].join(', ')})`, ExitCode.unsupported)
+    bad(
+      'ARCH_UNSUPPORTED_TYPE',
+      `tensor ${name} is ${t.type.name}, which the engine does not support yet (${[...ENGINE_WEIGHT_TYPES].join(', ')})`,
+      ExitCode.unsupported,
+    )
   }
   if (s.f32Only && t.type.name !== 'F32') {
     bad('ARCH_UNSUPPORTED_TYPE', `tensor ${name} is ${t.type.name}; norm weights must be F32`, ExitCode.unsupported)

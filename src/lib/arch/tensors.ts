@@ -30,17 +30,62 @@ export const LLAMA_TENSORS: readonly TensorSpec[] = [
  * (`blk.N.ffn_gate.E.weight`); both bind to the same roles.
  */
 export const EXPERT_TENSORS: readonly TensorSpec[] = [
-  {role: 'ffn_gate_inp', name: 'blk.{L}.ffn_gate_inp.weight', perLayer: true, shape: (c) => [c.nEmbd, c.nExpert!], sublayer: 'ffn', when: withExperts},
-  {role: 'ffn_gate_exps', name: 'blk.{L}.ffn_gate_exps.weight', split: 'blk.{L}.ffn_gate.{E}.weight', perLayer: true, shape: (c) => [c.nEmbd, c.nFfExp!, c.nExpert!], sublayer: 'ffn', when: withExperts},
-  {role: 'ffn_up_exps', name: 'blk.{L}.ffn_up_exps.weight', split: 'blk.{L}.ffn_up.{E}.weight', perLayer: true, shape: (c) => [c.nEmbd, c.nFfExp!, c.nExpert!], sublayer: 'ffn', when: withExperts},
-  {role: 'ffn_down_exps', name: 'blk.{L}.ffn_down_exps.weight', split: 'blk.{L}.ffn_down.{E}.weight', perLayer: true, shape: (c) => [c.nFfExp!, c.nEmbd, c.nExpert!], sublayer: 'ffn', when: withExperts},
+  {
+    role: 'ffn_gate_inp',
+    name: 'blk.{L}.ffn_gate_inp.weight',
+    perLayer: true,
+    shape: (c) => [c.nEmbd, c.nExpert!],
+    sublayer: 'ffn',
+    when: withExperts,
+  },
+  {
+    role: 'ffn_gate_exps',
+    name: 'blk.{L}.ffn_gate_exps.weight',
+    split: 'blk.{L}.ffn_gate.{E}.weight',
+    perLayer: true,
+    shape: (c) => [c.nEmbd, c.nFfExp!, c.nExpert!],
+    sublayer: 'ffn',
+    when: withExperts,
+  },
+  {
+    role: 'ffn_up_exps',
+    name: 'blk.{L}.ffn_up_exps.weight',
+    split: 'blk.{L}.ffn_up.{E}.weight',
+    perLayer: true,
+    shape: (c) => [c.nEmbd, c.nFfExp!, c.nExpert!],
+    sublayer: 'ffn',
+    when: withExperts,
+  },
+  {
+    role: 'ffn_down_exps',
+    name: 'blk.{L}.ffn_down_exps.weight',
+    split: 'blk.{L}.ffn_down.{E}.weight',
+    perLayer: true,
+    shape: (c) => [c.nFfExp!, c.nEmbd, c.nExpert!],
+    sublayer: 'ffn',
+    when: withExperts,
+  },
 ]
 
 /** Biases on the Q, K and V projections (qwen2). */
 export const QKV_BIASES: readonly TensorSpec[] = [
   {role: 'attn_q_bias', name: 'blk.{L}.attn_q.bias', perLayer: true, shape: (c) => [c.nHead * c.headDim], f32Only: true, sublayer: 'attn'},
-  {role: 'attn_k_bias', name: 'blk.{L}.attn_k.bias', perLayer: true, shape: (c) => [c.nHeadKv * c.headDim], f32Only: true, sublayer: 'attn'},
-  {role: 'attn_v_bias', name: 'blk.{L}.attn_v.bias', perLayer: true, shape: (c) => [c.nHeadKv * c.headDim], f32Only: true, sublayer: 'attn'},
+  {
+    role: 'attn_k_bias',
+    name: 'blk.{L}.attn_k.bias',
+    perLayer: true,
+    shape: (c) => [c.nHeadKv * c.headDim],
+    f32Only: true,
+    sublayer: 'attn',
+  },
+  {
+    role: 'attn_v_bias',
+    name: 'blk.{L}.attn_v.bias',
+    perLayer: true,
+    shape: (c) => [c.nHeadKv * c.headDim],
+    f32Only: true,
+    sublayer: 'attn',
+  },
 ]
 
 /** An RMS norm over each query and key head before rope (qwen3, gemma3). */
@@ -51,7 +96,15 @@ export const QK_NORMS: readonly TensorSpec[] = [
 
 /** RMS norms of each sublayer's output before the residual add (gemma2, gemma3). */
 export const POST_NORMS: readonly TensorSpec[] = [
-  {role: 'attn_post_norm', name: 'blk.{L}.post_attention_norm.weight', perLayer: true, shape: vec, f32Only: true, sublayer: 'attn', postNorm: true},
+  {
+    role: 'attn_post_norm',
+    name: 'blk.{L}.post_attention_norm.weight',
+    perLayer: true,
+    shape: vec,
+    f32Only: true,
+    sublayer: 'attn',
+    postNorm: true,
+  },
   {role: 'ffn_post_norm', name: 'blk.{L}.post_ffw_norm.weight', perLayer: true, shape: vec, f32Only: true, sublayer: 'ffn', postNorm: true},
 ]
 
@@ -60,14 +113,27 @@ export const POST_NORMS: readonly TensorSpec[] = [
  * up, under the name ffn_up) (phi3); the engine binds the fused rows as views.
  */
 export const FUSED_QKV_GATE_UP: readonly TensorSpec[] = [
-  {role: 'attn_qkv', name: 'blk.{L}.attn_qkv.weight', perLayer: true, shape: (c) => [c.nEmbd, (c.nHead + 2 * c.nHeadKv) * c.headDim], sublayer: 'attn'},
+  {
+    role: 'attn_qkv',
+    name: 'blk.{L}.attn_qkv.weight',
+    perLayer: true,
+    shape: (c) => [c.nEmbd, (c.nHead + 2 * c.nHeadKv) * c.headDim],
+    sublayer: 'attn',
+  },
   {role: 'ffn_gate_up', name: 'blk.{L}.ffn_up.weight', perLayer: true, shape: (c) => [c.nEmbd, 2 * c.nFf], sublayer: 'ffn'},
 ]
 
 /** longrope's frequency factors (phi3), model-wide, optional. */
 export const ROPE_FACTORS: readonly TensorSpec[] = [
   {role: 'rope_factors_long', name: 'rope_factors_long.weight', perLayer: false, shape: (c) => [c.nRot / 2], f32Only: true, optional: true},
-  {role: 'rope_factors_short', name: 'rope_factors_short.weight', perLayer: false, shape: (c) => [c.nRot / 2], f32Only: true, optional: true},
+  {
+    role: 'rope_factors_short',
+    name: 'rope_factors_short.weight',
+    perLayer: false,
+    shape: (c) => [c.nRot / 2],
+    f32Only: true,
+    optional: true,
+  },
 ]
 
 /** A table without some roles (the families' variations of llama's). */

@@ -32,7 +32,8 @@ export async function runSlashCommand(conversation: ChatConversation, command: S
         conversation.reset()
         return {ok: true, text: `conversation reset${conversation.system === undefined ? '' : ' (the system prompt stays)'}`, reset: true}
       case 'system':
-        if (command.text === undefined) return {ok: true, text: conversation.system === undefined ? 'no system prompt' : `system: ${conversation.system}`}
+        if (command.text === undefined)
+          return {ok: true, text: conversation.system === undefined ? 'no system prompt' : `system: ${conversation.system}`}
         conversation.setSystem(command.text === '-' ? undefined : command.text)
         return {ok: true, text: conversation.system === undefined ? 'system prompt removed' : `system prompt set: ${conversation.system}`}
       case 'save': {

@@ -176,33 +176,36 @@ export class ChatConversation {
     const release = () => {
       if (this.active === active) this.active = undefined
     }
-    const result = turn.result.then((r) => {
-      release()
-      signal?.removeEventListener('abort', forward)
-      const kept = !(r.finishReason === 'aborted' && r.tokenIds.length === 0)
-      // --context-shift drops the oldest turns only when this turn is kept: a discarded turn changes nothing.
-      if (kept) this.turns = [...this.turns.slice(plan.dropped), {role: 'user', content: text}, {role: 'assistant', content: r.text}]
-      const out: TurnResult = {
-        reply: r.text,
-        tokens: r.tokenIds,
-        finishReason: r.finishReason,
-        kept,
-        promptTokens: plan.prompt,
-        cachedTokens: turn.cachedTokens,
-        evaluatedTokens: r.usage.evaluatedTokens,
-        promptMs: r.timings.promptMs,
-        decodeMs: r.timings.decodeMs,
-        contextUsed: this.contextUsed,
-        dropped: plan.dropped,
-        seed,
-      }
-      this.last = out
-      return out
-    }, (error: unknown) => {
-      release()
-      signal?.removeEventListener('abort', forward)
-      throw error
-    })
+    const result = turn.result.then(
+      (r) => {
+        release()
+        signal?.removeEventListener('abort', forward)
+        const kept = !(r.finishReason === 'aborted' && r.tokenIds.length === 0)
+        // --context-shift drops the oldest turns only when this turn is kept: a discarded turn changes nothing.
+        if (kept) this.turns = [...this.turns.slice(plan.dropped), {role: 'user', content: text}, {role: 'assistant', content: r.text}]
+        const out: TurnResult = {
+          reply: r.text,
+          tokens: r.tokenIds,
+          finishReason: r.finishReason,
+          kept,
+          promptTokens: plan.prompt,
+          cachedTokens: turn.cachedTokens,
+          evaluatedTokens: r.usage.evaluatedTokens,
+          promptMs: r.timings.promptMs,
+          decodeMs: r.timings.decodeMs,
+          contextUsed: this.contextUsed,
+          dropped: plan.dropped,
+          seed,
+        }
+        this.last = out
+        return out
+      },
+      (error: unknown) => {
+        release()
+        signal?.removeEventListener('abort', forward)
+        throw error
+      },
+    )
     active.done = result.catch(() => {})
     this.active = active
     return {plan, stream: turn.events, cachedTokens: turn.cachedTokens, result}
@@ -239,8 +242,13 @@ export class ChatConversation {
    * as any history is (and rendered once, so a template that refuses it says so now).
    */
   load(input: unknown, param = 'messages'): number {
-    const list = Array.isArray(input) ? input : typeof input === 'object' && input !== null && 'messages' in input ? (input as {messages: unknown}).messages : undefined
-    if (list === undefined) throw new RunnerError('CHAT_LOAD_FAILED', 'a saved chat is {"messages": [...]} or an array of messages', ExitCode.usage)
+    const list = Array.isArray(input)
+      ? input
+      : typeof input === 'object' && input !== null && 'messages' in input
+        ? (input as {messages: unknown}).messages
+        : undefined
+    if (list === undefined)
+      throw new RunnerError('CHAT_LOAD_FAILED', 'a saved chat is {"messages": [...]} or an array of messages', ExitCode.usage)
     const messages = Array.isArray(list) && list.length === 0 ? [] : validateHistory(list, param, {endWith: 'any'})
     const systems = messages.filter((m) => m.role === 'system')
     const turns = messages.filter((m) => m.role !== 'system')

@@ -143,7 +143,9 @@ function before(text: string, i: number): number {
   return i >= 2 && /[\udc00-\udfff]/.test(text[i - 1]!) && /[\ud800-\udbff]/.test(text[i - 2]!) ? i - 2 : Math.max(0, i - 1)
 }
 function after(text: string, i: number): number {
-  return i + 2 <= text.length && /[\ud800-\udbff]/.test(text[i]!) && /[\udc00-\udfff]/.test(text[i + 1]!) ? i + 2 : Math.min(text.length, i + 1)
+  return i + 2 <= text.length && /[\ud800-\udbff]/.test(text[i]!) && /[\udc00-\udfff]/.test(text[i + 1]!)
+    ? i + 2
+    : Math.min(text.length, i + 1)
 }
 
 function insert(s: EditorState, text: string): EditorState {

@@ -3,7 +3,15 @@ export {ChatApp, type ChatAppProps, type RenderStats} from './app.js'
 export {type ChatOptions, runChat} from './run-chat.js'
 export {runInteractive} from './interactive.js'
 export {runSlashCommand, type CommandOutcome} from './commands.js'
-export {ChatContextFullError, ChatConversation, type ChatTurn, type ConversationOptions, type SavedConversation, type TurnPlan, type TurnResult} from './conversation.js'
+export {
+  ChatContextFullError,
+  ChatConversation,
+  type ChatTurn,
+  type ConversationOptions,
+  type SavedConversation,
+  type TurnPlan,
+  type TurnResult,
+} from './conversation.js'
 export {applyAction, type EditorAction, type EditorState, emptyEditor, keyActions, type KeyLike} from './editor.js'
 export {escapeLine, unescapeLine} from './escape.js'
 export {answerJson, type LineModeOptions, runLineMode} from './line-mode.js'

@@ -12,7 +12,12 @@ import {ExitCode} from '../errors.js'
 import {ChatApp, type RenderStats} from './app.js'
 import type {ChatConversation} from './conversation.js'
 
-export async function runInteractive(conversation: ChatConversation, modelName: string, origin: ChatTemplate['origin'], nCtx: number): Promise<number> {
+export async function runInteractive(
+  conversation: ChatConversation,
+  modelName: string,
+  origin: ChatTemplate['origin'],
+  nCtx: number,
+): Promise<number> {
   const stats: RenderStats = {frames: 0, streamFrames: 0, tokens: 0, generating: false}
   const statsFile = process.env.RUNNER_CHAT_STATS
   const output = statsFile ? countOutput() : undefined

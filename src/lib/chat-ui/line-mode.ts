@@ -43,11 +43,13 @@ export async function runLineMode(options: LineModeOptions): Promise<number> {
         continue
       }
       const turn = conversation.send(parsed.text, interrupt)
-      if (turn.plan.dropped > 0) diagnostic(`runner: dropped the ${turn.plan.dropped} oldest messages to fit the context (--context-shift)\n`)
+      if (turn.plan.dropped > 0)
+        diagnostic(`runner: dropped the ${turn.plan.dropped} oldest messages to fit the context (--context-shift)\n`)
       for await (const t of turn.stream) if (!json && t.text) write(escapeLine(t.text))
       const result = await turn.result
       write(json ? `${JSON.stringify(answerJson(result))}\n` : '\n')
-      if (result.finishReason === 'context') diagnostic('runner: the reply stopped because the context is full; /reset starts over, --context-shift drops old turns\n')
+      if (result.finishReason === 'context')
+        diagnostic('runner: the reply stopped because the context is full; /reset starts over, --context-shift drops old turns\n')
       if (result.finishReason === 'aborted') return ExitCode.interrupted
     }
   } finally {

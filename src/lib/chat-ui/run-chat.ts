@@ -72,6 +72,13 @@ function readTemplate(file: string): string {
 
 function runLines(conversation: ChatConversation, json: boolean): Promise<number> {
   return withInterrupt((interrupt) =>
-    runLineMode({conversation, input: process.stdin, write: (s) => process.stdout.write(s), diagnostic: (s) => process.stderr.write(s), json, interrupt}),
+    runLineMode({
+      conversation,
+      input: process.stdin,
+      write: (s) => process.stdout.write(s),
+      diagnostic: (s) => process.stderr.write(s),
+      json,
+      interrupt,
+    }),
   )
 }

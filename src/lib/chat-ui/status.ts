@@ -14,7 +14,11 @@ export interface StatusInput {
   readonly generatingCached?: number
 }
 
-const ORIGIN: Record<ChatTemplateSource, string> = {model: "model's template", 'fallback-chatml': 'ChatML fallback', override: 'template override'}
+const ORIGIN: Record<ChatTemplateSource, string> = {
+  model: "model's template",
+  'fallback-chatml': 'ChatML fallback',
+  override: 'template override',
+}
 
 function rate(tokens: number, ms: number): string {
   if (tokens === 0) return '-'

@@ -71,7 +71,8 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
       abortRef.current = abort
       stats.generating = true
       const head = [item('user', text)]
-      if (turn.plan.dropped > 0) head.push(item('notice', `dropped the ${turn.plan.dropped} oldest messages to fit the context (--context-shift)`))
+      if (turn.plan.dropped > 0)
+        head.push(item('notice', `dropped the ${turn.plan.dropped} oldest messages to fit the context (--context-shift)`))
       setTranscript((t) => ({items: [...t.items, ...head], live: '', generated: 0, cached: turn.cachedTokens}))
       const wrapper = new ReplyWrapper(replyColumns())
       let buffer = ''
@@ -113,10 +114,17 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
       const notes: TranscriptItem[] = []
       if (failure !== undefined) notes.push(item('error', failure instanceof RunnerError ? failure.message : String(failure)))
       else if (result && !result.kept) notes.push(item('notice', 'stopped before the first token; nothing was added to the conversation'))
-      else if (result?.finishReason === 'aborted') notes.push(item('notice', `stopped after ${result.tokens.length} tokens (kept in the conversation)`))
-      else if (result && result.reply.trim() === '') notes.push(item('notice', `empty reply (${result.finishReason === 'eos' ? 'the model ended it at once' : result.finishReason})`))
+      else if (result?.finishReason === 'aborted')
+        notes.push(item('notice', `stopped after ${result.tokens.length} tokens (kept in the conversation)`))
+      else if (result && result.reply.trim() === '')
+        notes.push(item('notice', `empty reply (${result.finishReason === 'eos' ? 'the model ended it at once' : result.finishReason})`))
       else if (result?.finishReason === 'context') {
-        notes.push(item('error', 'the reply stopped because the context is full: /reset starts over (or restart with --context-shift or a larger -c)'))
+        notes.push(
+          item(
+            'error',
+            'the reply stopped because the context is full: /reset starts over (or restart with --context-shift or a larger -c)',
+          ),
+        )
       }
       if (notes.length > 0) append(...notes)
     },

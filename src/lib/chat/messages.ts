@@ -56,7 +56,10 @@ export function validateHistory(input: unknown, param = 'messages', options: {en
   const messages = input.map((m, i) => validateMessage(m, `${param}[${i}]`))
   messages.forEach((m, i) => {
     if (m.role === 'system' && messages.slice(0, i).some((p) => p.role !== 'system')) {
-      throw new ChatHistoryError(`${param}[${i}].role`, `${param}[${i}] is a system message after the conversation started; system messages must come first`)
+      throw new ChatHistoryError(
+        `${param}[${i}].role`,
+        `${param}[${i}] is a system message after the conversation started; system messages must come first`,
+      )
     }
   })
   const last = messages.at(-1)!
@@ -70,12 +73,14 @@ export function validateHistory(input: unknown, param = 'messages', options: {en
 }
 
 function validateMessage(m: unknown, at: string): ChatMessage {
-  if (typeof m !== 'object' || m === null || Array.isArray(m)) throw new ChatHistoryError(at, `${at} must be an object with "role" and "content"`)
+  if (typeof m !== 'object' || m === null || Array.isArray(m))
+    throw new ChatHistoryError(at, `${at} must be an object with "role" and "content"`)
   const record = m as Record<string, unknown>
   const rawRole = record.role
   if (rawRole === undefined) throw new ChatHistoryError(`${at}.role`, `${at}.role is missing`)
   if (typeof rawRole !== 'string') throw new ChatHistoryError(`${at}.role`, `${at}.role must be a string`)
-  if (UNSUPPORTED_ROLES[rawRole]) throw new ChatHistoryError(`${at}.role`, `${at}.role "${rawRole}" is not supported: ${UNSUPPORTED_ROLES[rawRole]}`)
+  if (UNSUPPORTED_ROLES[rawRole])
+    throw new ChatHistoryError(`${at}.role`, `${at}.role "${rawRole}" is not supported: ${UNSUPPORTED_ROLES[rawRole]}`)
   const role = ROLE_ALIASES[rawRole]
   if (!role) throw new ChatHistoryError(`${at}.role`, `${at}.role "${rawRole}" is not one of system, developer, user, assistant`)
   for (const key of Object.keys(record)) {
@@ -95,9 +100,13 @@ function textContent(content: unknown, at: string): string {
   return content
     .map((part: unknown, j) => {
       const p = part as Record<string, unknown> | null
-      if (typeof p !== 'object' || p === null) throw new ChatHistoryError(`${at}[${j}]`, `${at}[${j}] must be an object {"type": "text", "text": ...}`)
+      if (typeof p !== 'object' || p === null)
+        throw new ChatHistoryError(`${at}[${j}]`, `${at}[${j}] must be an object {"type": "text", "text": ...}`)
       if (p.type !== 'text') {
-        throw new ChatHistoryError(`${at}[${j}].type`, `${at}[${j}].type ${JSON.stringify(p.type)} is not supported: the runner is text-only`)
+        throw new ChatHistoryError(
+          `${at}[${j}].type`,
+          `${at}[${j}].type ${JSON.stringify(p.type)} is not supported: the runner is text-only`,
+        )
       }
       if (typeof p.text !== 'string') throw new ChatHistoryError(`${at}[${j}].text`, `${at}[${j}].text must be a string`)
       return p.text

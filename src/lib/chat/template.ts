@@ -52,7 +52,13 @@ export class ChatTemplate {
   static forModel(gguf: GgufModelFiles, tokenizer: Tokenizer, override?: string): ChatTemplate {
     const bos = tokenizer.bos === undefined ? '' : tokenizer.tokenText(tokenizer.bos)
     const eos = tokenizer.eos === undefined ? '' : tokenizer.tokenText(tokenizer.eos)
-    if (override !== undefined) return new ChatTemplate(override === 'chatml' ? CHATML_TEMPLATE : override, override === 'chatml' ? 'fallback-chatml' : 'override', bos, eos)
+    if (override !== undefined)
+      return new ChatTemplate(
+        override === 'chatml' ? CHATML_TEMPLATE : override,
+        override === 'chatml' ? 'fallback-chatml' : 'override',
+        bos,
+        eos,
+      )
     const first = gguf.shards[0]!
     const meta = new GgufMetadata(gguf.metadata, first.kvOffsets, gguf.path)
     const own = meta.stringOr(CHAT_TEMPLATE_KEY, undefined)
@@ -77,7 +83,11 @@ export class ChatTemplate {
         eos_token: this.eosToken,
       })
     } catch (error) {
-      throw new ChatHistoryError('messages', `the model's chat template cannot represent this history: ${(error as Error).message}`, 'CHAT_TEMPLATE_REFUSED')
+      throw new ChatHistoryError(
+        'messages',
+        `the model's chat template cannot represent this history: ${(error as Error).message}`,
+        'CHAT_TEMPLATE_REFUSED',
+      )
     }
   }
 }

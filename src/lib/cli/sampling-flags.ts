@@ -36,7 +36,8 @@ export function samplingFromFlags(flags: SamplingFlagValues): SamplingOptions {
 export function parseNumberFlag(v: string | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined
   const n = Number(v)
-  if (v.trim() === '' || !Number.isFinite(n)) throw new RunnerError('BAD_FLAG', `${flag} ${JSON.stringify(v)} is not a number`, ExitCode.usage)
+  if (v.trim() === '' || !Number.isFinite(n))
+    throw new RunnerError('BAD_FLAG', `${flag} ${JSON.stringify(v)} is not a number`, ExitCode.usage)
   return n
 }
 

@@ -201,10 +201,20 @@ export interface NativeAddon {
     flags?: Int32Array,
   ): Promise<NativeModelHandle>
   modelFree(model: NativeModelHandle): void
-  contextCreate(model: NativeModelHandle, params: {nCtx: number; nBatch: number; threads: number; kvType: number}): Promise<NativeContextHandle>
+  contextCreate(
+    model: NativeModelHandle,
+    params: {nCtx: number; nBatch: number; threads: number; kvType: number},
+  ): Promise<NativeContextHandle>
   contextFree(ctx: NativeContextHandle): void
   /** flags: Int32Array [abort, stop], checked by the engine between layers and tokens. */
-  decode(ctx: NativeContextHandle, tokens: Int32Array, pos: number, logitsMode: number, logits?: Float32Array, flags?: Int32Array): Promise<void>
+  decode(
+    ctx: NativeContextHandle,
+    tokens: Int32Array,
+    pos: number,
+    logitsMode: number,
+    logits?: Float32Array,
+    flags?: Int32Array,
+  ): Promise<void>
   kvTruncate(ctx: NativeContextHandle, nKeep: number): void
   nPast(ctx: NativeContextHandle): number
   /** Bytes of K and V cache over the layers that have attention. */

@@ -98,7 +98,10 @@ export class Context {
    * Evaluate tokens at [pos, pos + n) (default pos: nPast). Returns the logits of the last token
    * ('last', n_vocab floats) or of every token ('all', n × n_vocab), or nothing ('none').
    */
-  async decode(tokens: ArrayLike<number>, options: {pos?: number; logits?: LogitsMode; signal?: AbortSignal} = {}): Promise<Float32Array | undefined> {
+  async decode(
+    tokens: ArrayLike<number>,
+    options: {pos?: number; logits?: LogitsMode; signal?: AbortSignal} = {},
+  ): Promise<Float32Array | undefined> {
     const mode = options.logits ?? 'last'
     const ids = Int32Array.from(tokens)
     const nVocab = this.model.config.nVocab
@@ -228,7 +231,10 @@ export class TokenStream implements AsyncIterable<GeneratedToken> {
         const finishReason = FINISH[stats.finish]
         // runner_finish_reason and this table must agree: a reason it lacks is a stale or newer engine, never "length".
         if (finishReason === undefined) {
-          throw new RunnerError('ENGINE_INTERNAL', `the engine ended a generation with finish reason ${stats.finish}, which this runner does not know`)
+          throw new RunnerError(
+            'ENGINE_INTERNAL',
+            `the engine ended a generation with finish reason ${stats.finish}, which this runner does not know`,
+          )
         }
         return {
           tokens,

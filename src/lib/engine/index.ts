@@ -6,7 +6,16 @@ export {ADDON_ABI_VERSION, addonPath, CPU_FEATURE_NAMES, cpuFeatures, findPackag
 export type {CpuFeatureName, CpuFeatures, KernelTile, KernelVariant, NativeAddon} from './addon.js'
 export {CPU_CAP_ENV, CPU_LEVELS, cpuCap, type CpuLevel, effectiveCpuLevel} from './cpu-level.js'
 export {engineError} from './errors.js'
-export {kernelTraits, kernelTypeId, type KernelTypeRef, type KernelTypeTraits, quantizeRef, rowBytes, toFloat, typeTraits} from './kernels.js'
+export {
+  kernelTraits,
+  kernelTypeId,
+  type KernelTypeRef,
+  type KernelTypeTraits,
+  quantizeRef,
+  rowBytes,
+  toFloat,
+  typeTraits,
+} from './kernels.js'
 export {DEFAULT_CONTEXT_CAP, defaultContextSize} from './context-size.js'
 export {type LoadOptions, Model, nativeConfig, nativeTensor} from './model.js'
 // Everything context.ts and session.ts export (the generation loop's owner reshapes them).

@@ -47,7 +47,8 @@ export function kernelTraits(type: KernelTypeRef): KernelTypeTraits | undefined 
 /** The engine's entry for a type, or KERNEL_UNSUPPORTED_TYPE naming it. */
 export function traitsOrThrow(type: KernelTypeRef): KernelTypeTraits {
   const t = kernelTraits(type)
-  if (!t) throw new RunnerError('KERNEL_UNSUPPORTED_TYPE', `the engine does not implement type ${JSON.stringify(type)}`, ExitCode.unsupported)
+  if (!t)
+    throw new RunnerError('KERNEL_UNSUPPORTED_TYPE', `the engine does not implement type ${JSON.stringify(type)}`, ExitCode.unsupported)
   return t
 }
 

@@ -1,4 +1,14 @@
-import {camelCase, enumValue, isEnumField, MODEL_CONFIG_FIELDS, type ModelConfig, type ModelPlan, type NativeModelConfig, planModel, roleId} from '../arch/index.js'
+import {
+  camelCase,
+  enumValue,
+  isEnumField,
+  MODEL_CONFIG_FIELDS,
+  type ModelConfig,
+  type ModelPlan,
+  type NativeModelConfig,
+  planModel,
+  roleId,
+} from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {createTokenizer, type Tokenizer} from '../tokenizer/index.js'
@@ -37,12 +47,22 @@ export class Model {
     const plan = planModel(gguf)
     const tokenizer = createTokenizer(gguf)
     if (tokenizer.vocabSize !== plan.config.nVocab) {
-      throw new RunnerError('ARCH_BAD_VOCAB', `the tokenizer has ${tokenizer.vocabSize} tokens but the model ${plan.config.nVocab}`, ExitCode.invalidModel)
+      throw new RunnerError(
+        'ARCH_BAD_VOCAB',
+        `the tokenizer has ${tokenizer.vocabSize} tokens but the model ${plan.config.nVocab}`,
+        ExitCode.invalidModel,
+      )
     }
     const addon = loadAddon()
     const flags = abortFlags(options.signal)
     try {
-      const handle = await addon.modelLoad(nativeConfig(plan.config), [...plan.files], plan.tensors.map(nativeTensor), options.onProgress, flags.array)
+      const handle = await addon.modelLoad(
+        nativeConfig(plan.config),
+        [...plan.files],
+        plan.tensors.map(nativeTensor),
+        options.onProgress,
+        flags.array,
+      )
       return new Model(gguf, plan, tokenizer, handle)
     } catch (error) {
       throw engineError(error)
@@ -67,12 +87,14 @@ export class Model {
     const threads = options.threads ?? defaultThreads()
     const kvType = options.kvType ?? 'f16'
     const check = (name: string, v: number, min: number, max: number) => {
-      if (!Number.isInteger(v) || v < min || v > max) throw new RunnerError('CONTEXT_BAD_OPTION', `${name} ${v} must be an integer in [${min}, ${max}]`, ExitCode.usage)
+      if (!Number.isInteger(v) || v < min || v > max)
+        throw new RunnerError('CONTEXT_BAD_OPTION', `${name} ${v} must be an integer in [${min}, ${max}]`, ExitCode.usage)
     }
     check('context size', nCtx, 1, 1 << 24)
     check('batch size', nBatch, 1, 65536)
     check('threads', threads, 1, 256)
-    if (kvType !== 'f16' && kvType !== 'f32') throw new RunnerError('CONTEXT_BAD_OPTION', `kv type ${String(kvType)} must be f16 or f32`, ExitCode.usage)
+    if (kvType !== 'f16' && kvType !== 'f32')
+      throw new RunnerError('CONTEXT_BAD_OPTION', `kv type ${String(kvType)} must be f16 or f32`, ExitCode.usage)
     try {
       const handle = await loadAddon().contextCreate(this.native, {nCtx, nBatch, threads, kvType: kvType === 'f16' ? 1 : 0})
       return new Context(this, handle, {nCtx, nBatch, threads, kvType})
@@ -99,7 +121,8 @@ export function nativeConfig(c: ModelConfig): NativeModelConfig {
     const v = c[camelCase(f.name)]
     if (v === undefined) continue
     if (typeof v === 'string') {
-      if (!isEnumField(f.name)) throw new RunnerError('ARCH_BAD_CONFIG', `config field ${f.name} has the name ${v} but is not an enum field`)
+      if (!isEnumField(f.name))
+        throw new RunnerError('ARCH_BAD_CONFIG', `config field ${f.name} has the name ${v} but is not an enum field`)
       out[f.name] = enumValue(f.name, v)
     } else {
       out[f.name] = typeof v === 'number' ? v : Uint8Array.from(v, Number)

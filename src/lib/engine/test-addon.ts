@@ -22,7 +22,15 @@ export interface TestAddon {
   kernelVecDot2(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array, bx?: number): [number, number]
   kernelVecDotTile(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number[]
   kernelVecDotMv(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number[]
-  kernelBenchVecDot(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array, iters: number, rowsPerCall?: number): number
+  kernelBenchVecDot(
+    type: number | string,
+    variant: string,
+    n: number,
+    x: Uint8Array,
+    y: Uint8Array,
+    iters: number,
+    rowsPerCall?: number,
+  ): number
   kernelFromFloat(type: number | string, variant: string, x: Float32Array, dstOffset?: number): Uint8Array
   kernelAxpy(type: number | string, variant: string, a: number | Float32Array, x: Uint8Array, y: Float32Array): Float32Array
   kernelRoundF16(variant: string, a: number, x: Float32Array): Float32Array
@@ -107,7 +115,14 @@ export function vecDot(type: HookTypeRef, n: number, x: Uint8Array, y: Uint8Arra
  * Two weight rows against one activation row with vec_dot2: x holds row 0 at byte 0 and row 1 at
  * byte `bx` (default: the row size), and nothing after row 1. Each result is bitwise vecDot's.
  */
-export function vecDot2(type: KernelTypeRef, n: number, x: Uint8Array, y: Uint8Array, variant: KernelVariant, bx?: number): [number, number] {
+export function vecDot2(
+  type: KernelTypeRef,
+  n: number,
+  x: Uint8Array,
+  y: Uint8Array,
+  variant: KernelVariant,
+  bx?: number,
+): [number, number] {
   return call(() => hooks().kernelVecDot2(kernelTypeId(type), variant, n, x, y, bx))
 }
 

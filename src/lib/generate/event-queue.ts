@@ -27,7 +27,7 @@ export class EventQueue<T> implements AsyncIterable<T> {
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<T> {
-    if (this.iterated) throw new RunnerError('STREAM_ITERATED', 'a generation\'s events can be iterated once; keep what you need')
+    if (this.iterated) throw new RunnerError('STREAM_ITERATED', "a generation's events can be iterated once; keep what you need")
     this.iterated = true
     let finished = false
     try {

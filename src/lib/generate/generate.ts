@@ -82,7 +82,13 @@ export interface Generation {
 }
 
 /** The engine's reasons, by name; a stop string (which the engine sees as "stopped") is decided here. */
-const ENGINE_FINISH: Readonly<Record<EngineFinishReason, FinishReason>> = {eos: 'eos', length: 'length', context: 'context', aborted: 'aborted', stopped: 'stopped'}
+const ENGINE_FINISH: Readonly<Record<EngineFinishReason, FinishReason>> = {
+  eos: 'eos',
+  length: 'length',
+  context: 'context',
+  aborted: 'aborted',
+  stopped: 'stopped',
+}
 
 /**
  * Start a generation on a session. Refuses synchronously what cannot run (a hook not built yet, a
@@ -93,7 +99,11 @@ export function generate(session: Session, request: GenerationRequest): Generati
   const nCtx = session.context.options.nCtx
   const fit = fitPrompt(request.prompt.length, nCtx)
   if (!fit.fits) {
-    throw new RunnerError('CONTEXT_FULL', `the prompt (${fit.promptTokens} tokens) does not fit in the context of ${nCtx} tokens; use a larger context (-c) or a shorter prompt`, ExitCode.usage)
+    throw new RunnerError(
+      'CONTEXT_FULL',
+      `the prompt (${fit.promptTokens} tokens) does not fit in the context of ${nCtx} tokens; use a larger context (-c) or a shorter prompt`,
+      ExitCode.usage,
+    )
   }
   const turn = session.generate(request.prompt, {
     maxTokens: request.maxTokens,

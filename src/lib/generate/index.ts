@@ -1,6 +1,15 @@
 /** Public face of the generation loop: one function, its request and outcome, and the helpers with one owner. */
 export {fitPrompt, type PromptFit} from './fit.js'
-export {type FinishReason, generate, type Generation, type GenerationEvents, type GenerationOutcome, type GenerationRequest, type GenerationTimings, type GenerationUsage} from './generate.js'
+export {
+  type FinishReason,
+  generate,
+  type Generation,
+  type GenerationEvents,
+  type GenerationOutcome,
+  type GenerationRequest,
+  type GenerationTimings,
+  type GenerationUsage,
+} from './generate.js'
 export {type DraftHook, type GenerationHooks, refuseUnbuiltHooks, type TokenMaskHook} from './hooks.js'
 export type {GenerationEvent} from './release.js'
 export {StopMatcher} from './stop-strings.js'

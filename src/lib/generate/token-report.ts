@@ -16,7 +16,12 @@ export interface TokenReport {
 /** A report before its offset is known. */
 export type TokenFacts = Omit<TokenReport, 'offset'>
 
-export function tokenFacts(tokenizer: Tokenizer, token: number, logprob: number, top: ReadonlyArray<{token: number; logprob: number}> | undefined): TokenFacts {
+export function tokenFacts(
+  tokenizer: Tokenizer,
+  token: number,
+  logprob: number,
+  top: ReadonlyArray<{token: number; logprob: number}> | undefined,
+): TokenFacts {
   const piece = (id: number) => {
     const bytes = tokenizer.pieceBytes(id)
     return {text: Buffer.from(bytes).toString('utf8'), bytes: [...bytes]}

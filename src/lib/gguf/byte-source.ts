@@ -37,13 +37,7 @@ export class ByteSource {
   /** `length` bytes at `offset`; the returned view is only valid until the next call. */
   bytes(offset: number, length: number, field: string): Buffer {
     if (offset + length > this.size) {
-      throw new GgufError(
-        GgufErrorCode.truncated,
-        field,
-        offset,
-        `needs ${length} bytes but the file ends at byte ${this.size}`,
-        this.path,
-      )
+      throw new GgufError(GgufErrorCode.truncated, field, offset, `needs ${length} bytes but the file ends at byte ${this.size}`, this.path)
     }
     const end = this.windowStart + this.window.length
     if (offset < this.windowStart || offset + length > end) this.fill(offset, length)

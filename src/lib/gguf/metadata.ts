@@ -103,7 +103,11 @@ export class GgufMetadata {
     const kv = this.need(key)
     if (!isGgufArray(kv.value)) this.fail(GgufErrorCode.metaType, key, `expected an array, found ${valueTypeName(kv.type)}`)
     if (kv.value.itemType !== itemType) {
-      this.fail(GgufErrorCode.metaType, key, `expected an array of ${valueTypeName(itemType)}, found an array of ${valueTypeName(kv.value.itemType)}`)
+      this.fail(
+        GgufErrorCode.metaType,
+        key,
+        `expected an array of ${valueTypeName(itemType)}, found an array of ${valueTypeName(kv.value.itemType)}`,
+      )
     }
     if (length !== undefined && kv.value.items.length !== length) {
       this.fail(GgufErrorCode.metaRange, key, `has ${kv.value.items.length} items, expected ${length}`)

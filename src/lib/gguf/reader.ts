@@ -1,15 +1,7 @@
 import {ByteSource} from './byte-source.js'
 import {GgufError, GgufErrorCode} from './errors.js'
 import {type GgmlTypeInfo, ggmlTypeById, tensorByteSize} from './types.js'
-import {
-  FIXED_VALUE_TYPES,
-  type GgufArray,
-  type GgufKv,
-  type GgufValue,
-  GgufValueType,
-  minEncodedSize,
-  valueTypeName,
-} from './values.js'
+import {FIXED_VALUE_TYPES, type GgufArray, type GgufKv, type GgufValue, GgufValueType, minEncodedSize, valueTypeName} from './values.js'
 
 export const GGUF_MAGIC = 'GGUF'
 export const GGUF_DEFAULT_ALIGNMENT = 32
@@ -149,22 +141,33 @@ class HeaderCursor {
     const info = FIXED_VALUE_TYPES.get(type)!
     const b = this.take(info.size, field)
     switch (type) {
-      case GgufValueType.UINT8: return b.readUInt8(0)
-      case GgufValueType.INT8: return b.readInt8(0)
-      case GgufValueType.UINT16: return b.readUInt16LE(0)
-      case GgufValueType.INT16: return b.readInt16LE(0)
-      case GgufValueType.UINT32: return b.readUInt32LE(0)
-      case GgufValueType.INT32: return b.readInt32LE(0)
-      case GgufValueType.FLOAT32: return b.readFloatLE(0)
-      case GgufValueType.UINT64: return b.readBigUInt64LE(0)
-      case GgufValueType.INT64: return b.readBigInt64LE(0)
-      default: return b.readDoubleLE(0) // FLOAT64
+      case GgufValueType.UINT8:
+        return b.readUInt8(0)
+      case GgufValueType.INT8:
+        return b.readInt8(0)
+      case GgufValueType.UINT16:
+        return b.readUInt16LE(0)
+      case GgufValueType.INT16:
+        return b.readInt16LE(0)
+      case GgufValueType.UINT32:
+        return b.readUInt32LE(0)
+      case GgufValueType.INT32:
+        return b.readInt32LE(0)
+      case GgufValueType.FLOAT32:
+        return b.readFloatLE(0)
+      case GgufValueType.UINT64:
+        return b.readBigUInt64LE(0)
+      case GgufValueType.INT64:
+        return b.readBigInt64LE(0)
+      default:
+        return b.readDoubleLE(0) // FLOAT64
     }
   }
 
   private array(field: string, depth: number): GgufArray {
     const at = this.pos
-    if (depth > GGUF_LIMITS.arrayDepth) this.fail(GgufErrorCode.arrayDepth, field, `arrays nested deeper than ${GGUF_LIMITS.arrayDepth}`, at)
+    if (depth > GGUF_LIMITS.arrayDepth)
+      this.fail(GgufErrorCode.arrayDepth, field, `arrays nested deeper than ${GGUF_LIMITS.arrayDepth}`, at)
     const itemType = this.valueType(`${field}.item_type`)
     const n = this.count(`${field}.length`, minEncodedSize(itemType), Number.MAX_SAFE_INTEGER, GgufErrorCode.arrayLength)
     const fixed = FIXED_VALUE_TYPES.get(itemType)
@@ -256,14 +259,21 @@ function readTensorInfo(c: HeaderCursor, i: number, names: Set<string>, file: st
   const label = `tensor '${name}'`
   if (name.length === 0) c.fail(GgufErrorCode.tensorName, `tensor[${i}].name`, 'empty tensor name', infoOffset)
   if (Buffer.byteLength(name) > GGUF_MAX_TENSOR_NAME_BYTES) {
-    c.fail(GgufErrorCode.tensorName, `tensor[${i}].name`, `${JSON.stringify(name)} is longer than ${GGUF_MAX_TENSOR_NAME_BYTES} bytes`, infoOffset)
+    c.fail(
+      GgufErrorCode.tensorName,
+      `tensor[${i}].name`,
+      `${JSON.stringify(name)} is longer than ${GGUF_MAX_TENSOR_NAME_BYTES} bytes`,
+      infoOffset,
+    )
   }
-  if (names.has(name)) c.fail(GgufErrorCode.duplicateTensor, `tensor[${i}].name`, `duplicate tensor name ${JSON.stringify(name)}`, infoOffset)
+  if (names.has(name))
+    c.fail(GgufErrorCode.duplicateTensor, `tensor[${i}].name`, `duplicate tensor name ${JSON.stringify(name)}`, infoOffset)
   names.add(name)
 
   const dimsAt = c.pos
   const nDims = c.u32(`${label}.n_dims`)
-  if (nDims < 1 || nDims > GGUF_MAX_DIMS) c.fail(GgufErrorCode.badNDims, `${label}.n_dims`, `${nDims} is not between 1 and ${GGUF_MAX_DIMS}`, dimsAt)
+  if (nDims < 1 || nDims > GGUF_MAX_DIMS)
+    c.fail(GgufErrorCode.badNDims, `${label}.n_dims`, `${nDims} is not between 1 and ${GGUF_MAX_DIMS}`, dimsAt)
   const shape: number[] = []
   let product = 1n
   for (let d = 0; d < nDims; d++) {
@@ -281,7 +291,13 @@ function readTensorInfo(c: HeaderCursor, i: number, names: Set<string>, file: st
   const typeId = c.u32(`${label}.type`)
   const type = ggmlTypeById(typeId)
   if (!type) c.fail(GgufErrorCode.unknownType, `${label}.type`, `unknown ggml type id ${typeId}`, typeAt)
-  if (type.removed) c.fail(GgufErrorCode.removedType, `${label}.type`, `type ${type.name} (id ${typeId}) was removed from ggml; re-quantize the model`, typeAt)
+  if (type.removed)
+    c.fail(
+      GgufErrorCode.removedType,
+      `${label}.type`,
+      `type ${type.name} (id ${typeId}) was removed from ggml; re-quantize the model`,
+      typeAt,
+    )
   const bytes = tensorByteSize(type, BigInt(shape[0]!), product)
   if (typeof bytes === 'string') c.fail(GgufErrorCode.blockMultiple, `${label}.ne[0]`, bytes, dimsAt + 4)
 

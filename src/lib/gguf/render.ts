@@ -68,6 +68,10 @@ function familyRows(s: ModelSummary): Array<[string, string]> {
 
 function renderTable(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
-  const line = (cells: string[]) => cells.map((c, i) => (i >= 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i >= 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd()
   return [line(header), ...rows.map(line)].join('\n')
 }

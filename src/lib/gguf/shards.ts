@@ -107,9 +107,21 @@ function checkShard(s: GgufFile, index: number, count: number): void {
     throw new GgufError(GgufErrorCode.shardMismatch, 'split.no', 0, 'a shard of a split set lacks split.no / split.count', s.path)
   }
   if (Number(n.value) !== count) {
-    throw new GgufError(GgufErrorCode.shardMismatch, 'split.count', at('split.count'), `is ${n.value} but the file names say ${count}`, s.path)
+    throw new GgufError(
+      GgufErrorCode.shardMismatch,
+      'split.count',
+      at('split.count'),
+      `is ${n.value} but the file names say ${count}`,
+      s.path,
+    )
   }
   if (Number(no.value) !== index) {
-    throw new GgufError(GgufErrorCode.shardMismatch, 'split.no', at('split.no'), `is ${no.value} but this is shard ${index + 1} of ${count} (split.no ${index} expected)`, s.path)
+    throw new GgufError(
+      GgufErrorCode.shardMismatch,
+      'split.no',
+      at('split.no'),
+      `is ${no.value} but this is shard ${index + 1} of ${count} (split.no ${index} expected)`,
+      s.path,
+    )
   }
 }

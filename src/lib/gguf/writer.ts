@@ -10,9 +10,7 @@ import {FIXED_VALUE_TYPES, type GgufArray, type GgufKv, type GgufValue, GgufValu
 
 /** Where a tensor's bytes come from: in memory, a range of an existing file, or a generator of chunks. */
 export type TensorData =
-  | Uint8Array
-  | {readonly file: string; readonly offset: number}
-  | (() => Iterable<Uint8Array> | AsyncIterable<Uint8Array>)
+  Uint8Array | {readonly file: string; readonly offset: number} | (() => Iterable<Uint8Array> | AsyncIterable<Uint8Array>)
 
 export interface GgufWriteTensor {
   readonly name: string
@@ -72,7 +70,13 @@ export async function writeGguf(path: string, input: GgufWriteInput, options: Gg
         await write(chunk)
       }
       if (pos - start !== want) {
-        throw new GgufError(GgufErrorCode.writeBadTensor, `tensor '${t.name}'.data`, layout.dataOffset + layout.offsets[i]!, `got ${pos - start} or more bytes, expected ${want}`, target)
+        throw new GgufError(
+          GgufErrorCode.writeBadTensor,
+          `tensor '${t.name}'.data`,
+          layout.dataOffset + layout.offsets[i]!,
+          `got ${pos - start} or more bytes, expected ${want}`,
+          target,
+        )
       }
       await write(new Uint8Array(alignUp(pos, layout.alignment) - pos))
       options.onProgress?.(pos, layout.totalBytes)
@@ -102,7 +106,12 @@ function planLayout(input: GgufWriteInput): Layout {
   const alignKv = input.kvs.find((kv) => kv.key === 'general.alignment')
   const alignment = alignKv ? (alignKv.value as number) : GGUF_DEFAULT_ALIGNMENT
   if (alignKv && (alignKv.type !== GgufValueType.UINT32 || alignment === 0 || (alignment & (alignment - 1)) !== 0)) {
-    throw new GgufError(GgufErrorCode.badAlignment, 'general.alignment', 0, `${alignment} (${valueTypeName(alignKv.type)}) is not a u32 power of two`)
+    throw new GgufError(
+      GgufErrorCode.badAlignment,
+      'general.alignment',
+      0,
+      `${alignment} (${valueTypeName(alignKv.type)}) is not a u32 power of two`,
+    )
   }
   const b = new ByteBuilder()
   b.raw(Buffer.from('GGUF', 'latin1'))
@@ -124,12 +133,26 @@ function planLayout(input: GgufWriteInput): Layout {
   for (const t of input.tensors) {
     const type = typeof t.type === 'number' ? ggmlTypeById(t.type) : t.type
     const field = `tensor '${t.name}'`
-    if (!type || type.removed) throw new GgufError(GgufErrorCode.unknownType, `${field}.type`, 0, `type ${String(typeof t.type === 'number' ? t.type : t.type.name)} cannot be written`)
-    if (!t.name || Buffer.byteLength(t.name) > GGUF_MAX_TENSOR_NAME_BYTES) throw new GgufError(GgufErrorCode.tensorName, field, 0, `name must be 1 to ${GGUF_MAX_TENSOR_NAME_BYTES} bytes`)
+    if (!type || type.removed)
+      throw new GgufError(
+        GgufErrorCode.unknownType,
+        `${field}.type`,
+        0,
+        `type ${String(typeof t.type === 'number' ? t.type : t.type.name)} cannot be written`,
+      )
+    if (!t.name || Buffer.byteLength(t.name) > GGUF_MAX_TENSOR_NAME_BYTES)
+      throw new GgufError(GgufErrorCode.tensorName, field, 0, `name must be 1 to ${GGUF_MAX_TENSOR_NAME_BYTES} bytes`)
     if (names.has(t.name)) throw new GgufError(GgufErrorCode.duplicateTensor, field, 0, 'duplicate tensor name')
     names.add(t.name)
-    if (t.shape.length < 1 || t.shape.length > GGUF_MAX_DIMS) throw new GgufError(GgufErrorCode.badNDims, `${field}.n_dims`, 0, `${t.shape.length} dimensions`)
-    if (t.shape.some((d) => !Number.isSafeInteger(d) || d < 1)) throw new GgufError(GgufErrorCode.badDim, `${field}.shape`, 0, `[${t.shape.join(', ')}] has a dimension that is not a positive integer`)
+    if (t.shape.length < 1 || t.shape.length > GGUF_MAX_DIMS)
+      throw new GgufError(GgufErrorCode.badNDims, `${field}.n_dims`, 0, `${t.shape.length} dimensions`)
+    if (t.shape.some((d) => !Number.isSafeInteger(d) || d < 1))
+      throw new GgufError(
+        GgufErrorCode.badDim,
+        `${field}.shape`,
+        0,
+        `[${t.shape.join(', ')}] has a dimension that is not a positive integer`,
+      )
     const n = t.shape.reduce((a, d) => a * BigInt(d), 1n)
     const bytes = tensorByteSize(type, BigInt(t.shape[0]!), n)
     if (typeof bytes === 'string') throw new GgufError(GgufErrorCode.blockMultiple, `${field}.ne[0]`, 0, bytes)
@@ -169,7 +192,8 @@ function encodeValue(b: ByteBuilder, type: GgufValueType, value: GgufValue, fiel
       const fixed = FIXED_VALUE_TYPES.get(arr.itemType)
       if (fixed?.arrayCtor) {
         const view = arr.items
-        if (!(view instanceof fixed.arrayCtor) || !ArrayBuffer.isView(view)) return bad(`array of ${fixed.name} must be held in a ${fixed.arrayCtor.name}`)
+        if (!(view instanceof fixed.arrayCtor) || !ArrayBuffer.isView(view))
+          return bad(`array of ${fixed.name} must be held in a ${fixed.arrayCtor.name}`)
         b.raw(new Uint8Array(view.buffer, view.byteOffset, view.byteLength))
         return
       }
@@ -201,17 +225,38 @@ function writeScalar(buf: Buffer, type: GgufValueType, value: GgufValue): void {
     return value
   }
   switch (type) {
-    case GgufValueType.UINT8: buf.writeUInt8(num()); break
-    case GgufValueType.INT8: buf.writeInt8(num()); break
-    case GgufValueType.UINT16: buf.writeUInt16LE(num()); break
-    case GgufValueType.INT16: buf.writeInt16LE(num()); break
-    case GgufValueType.UINT32: buf.writeUInt32LE(num()); break
-    case GgufValueType.INT32: buf.writeInt32LE(num()); break
-    case GgufValueType.FLOAT32: buf.writeFloatLE(num()); break
-    case GgufValueType.FLOAT64: buf.writeDoubleLE(num()); break
-    case GgufValueType.UINT64: buf.writeBigUInt64LE(big()); break
-    case GgufValueType.INT64: buf.writeBigInt64LE(big()); break
-    default: throw new TypeError(`not a scalar type: ${type}`)
+    case GgufValueType.UINT8:
+      buf.writeUInt8(num())
+      break
+    case GgufValueType.INT8:
+      buf.writeInt8(num())
+      break
+    case GgufValueType.UINT16:
+      buf.writeUInt16LE(num())
+      break
+    case GgufValueType.INT16:
+      buf.writeInt16LE(num())
+      break
+    case GgufValueType.UINT32:
+      buf.writeUInt32LE(num())
+      break
+    case GgufValueType.INT32:
+      buf.writeInt32LE(num())
+      break
+    case GgufValueType.FLOAT32:
+      buf.writeFloatLE(num())
+      break
+    case GgufValueType.FLOAT64:
+      buf.writeDoubleLE(num())
+      break
+    case GgufValueType.UINT64:
+      buf.writeBigUInt64LE(big())
+      break
+    case GgufValueType.INT64:
+      buf.writeBigInt64LE(big())
+      break
+    default:
+      throw new TypeError(`not a scalar type: ${type}`)
   }
 }
 
@@ -230,7 +275,7 @@ async function* tensorChunks(data: TensorData, size: number): AsyncIterable<Uint
   }
   const src = await open(data.file, 'r')
   try {
-    for (let done = 0; done < size; ) {
+    for (let done = 0; done < size;) {
       const buf = Buffer.allocUnsafe(Math.min(COPY_CHUNK, size - done))
       const {bytesRead} = await src.read(buf, 0, buf.length, data.offset + done)
       if (bytesRead === 0) return
@@ -243,7 +288,7 @@ async function* tensorChunks(data: TensorData, size: number): AsyncIterable<Uint
 }
 
 async function writeAll(fh: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
-  for (let done = 0; done < bytes.length; ) {
+  for (let done = 0; done < bytes.length;) {
     const {bytesWritten} = await fh.write(bytes, done, bytes.length - done, position + done)
     done += bytesWritten
   }
@@ -253,9 +298,21 @@ async function writeAll(fh: FileHandle, bytes: Uint8Array, position: number): Pr
 async function refuseOwnInput(target: string, inputs: readonly string[]): Promise<void> {
   const targetStat = await stat(target).catch(() => undefined)
   for (const input of inputs) {
-    const same = resolve(input) === target || (targetStat && (await stat(input).then((s) => s.dev === targetStat.dev && s.ino === targetStat.ino, () => false)))
+    const same =
+      resolve(input) === target ||
+      (targetStat &&
+        (await stat(input).then(
+          (s) => s.dev === targetStat.dev && s.ino === targetStat.ino,
+          () => false,
+        )))
     if (same) {
-      throw new GgufError(GgufErrorCode.writeOverwritesInput, 'output', 0, `refusing to overwrite the input file ${input}; write to a new path`, target)
+      throw new GgufError(
+        GgufErrorCode.writeOverwritesInput,
+        'output',
+        0,
+        `refusing to overwrite the input file ${input}; write to a new path`,
+        target,
+      )
     }
   }
 }

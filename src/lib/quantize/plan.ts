@@ -4,7 +4,22 @@ import {ExitCode, RunnerError} from '../errors.js'
 import {type GgmlTypeInfo, ggmlTypeByName, type GgufModelFiles, type GgufTensorInfo} from '../gguf/index.js'
 
 /** Tensor types `runner quantize` can write (the engine's reference quantizers, byte-identical to llama.cpp's). */
-export const QUANTIZE_TYPES = ['F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_NL', 'MXFP4'] as const
+export const QUANTIZE_TYPES = [
+  'F16',
+  'BF16',
+  'Q8_0',
+  'Q4_0',
+  'Q4_1',
+  'Q5_0',
+  'Q5_1',
+  'Q2_K',
+  'Q3_K',
+  'Q4_K',
+  'Q5_K',
+  'Q6_K',
+  'IQ4_NL',
+  'MXFP4',
+] as const
 /** Types it can read and convert from (dequantizing requantizes: refused, as llama.cpp does without --allow-requantize). */
 const SOURCE_TYPES = new Set(['F32', 'F16', 'BF16'])
 
@@ -40,7 +55,10 @@ export const QUANTIZE_MIXES: Readonly<Record<string, {readonly ftype: number; re
 }
 
 /** llama.cpp's LLAMA_FTYPE values, for general.file_type, by --type name. */
-export const FILE_TYPE: Readonly<Record<string, number>> = {F32: 0, ...Object.fromEntries(Object.entries(QUANTIZE_MIXES).map(([k, v]) => [k, v.ftype]))}
+export const FILE_TYPE: Readonly<Record<string, number>> = {
+  F32: 0,
+  ...Object.fromEntries(Object.entries(QUANTIZE_MIXES).map(([k, v]) => [k, v.ftype])),
+}
 
 export interface TypePlanRule {
   /** A regular expression matched against the whole tensor name. */
@@ -93,7 +111,11 @@ function targetType(name: string, what: string): GgmlTypeInfo {
   const t = ggmlTypeByName(name)
   if (!t) usage('QUANT_BAD_TYPE', `${what}: unknown type ${JSON.stringify(name)} (${QUANTIZE_TYPES.join(', ')})`)
   if (!(QUANTIZE_TYPES as readonly string[]).includes(t.name)) {
-    throw new RunnerError('QUANT_UNSUPPORTED_TYPE', `${what}: ${t.name} cannot be written (${QUANTIZE_TYPES.join(', ')})`, ExitCode.unsupported)
+    throw new RunnerError(
+      'QUANT_UNSUPPORTED_TYPE',
+      `${what}: ${t.name} cannot be written (${QUANTIZE_TYPES.join(', ')})`,
+      ExitCode.unsupported,
+    )
   }
   return t
 }
@@ -113,14 +135,20 @@ function resolveMix(name: string): {name: string; ftype: number; base: GgmlTypeI
 export function parseTypePlan(json: unknown, file: string): TypePlanRule[] {
   if (!validatePlan(json)) {
     const e = validatePlan.errors?.[0]
-    usage('QUANT_BAD_PLAN', `${file}: ${e?.instancePath || '(root)'} ${e?.message ?? 'is invalid'}; expected {"rules": [{"pattern": "REGEX", "type": "Q8_0"}, ...]}`)
+    usage(
+      'QUANT_BAD_PLAN',
+      `${file}: ${e?.instancePath || '(root)'} ${e?.message ?? 'is invalid'}; expected {"rules": [{"pattern": "REGEX", "type": "Q8_0"}, ...]}`,
+    )
   }
   const rules = (json as {rules: TypePlanRule[]}).rules
   rules.forEach((r, i) => {
     try {
       new RegExp(`^(?:${r.pattern})$`)
     } catch (error) {
-      usage('QUANT_BAD_PLAN', `${file}: /rules/${i}/pattern ${JSON.stringify(r.pattern)} is not a valid regular expression: ${(error as Error).message}`)
+      usage(
+        'QUANT_BAD_PLAN',
+        `${file}: /rules/${i}/pattern ${JSON.stringify(r.pattern)} is not a valid regular expression: ${(error as Error).message}`,
+      )
     }
     targetType(r.type, `${file}: /rules/${i}/type`)
   })
@@ -129,7 +157,19 @@ export function parseTypePlan(json: unknown, file: string): TypePlanRule[] {
 
 // ---- llama.cpp's mix rules (src/llama-quant.cpp) -------------------------------------------------
 
-type Category = 'token_embd' | 'output' | 'attn_q' | 'attn_k' | 'attn_v' | 'attn_qkv' | 'attn_kv_b' | 'attn_output' | 'ffn_up' | 'ffn_gate' | 'ffn_down' | 'other'
+type Category =
+  | 'token_embd'
+  | 'output'
+  | 'attn_q'
+  | 'attn_k'
+  | 'attn_v'
+  | 'attn_qkv'
+  | 'attn_kv_b'
+  | 'attn_output'
+  | 'ffn_up'
+  | 'ffn_gate'
+  | 'ffn_down'
+  | 'other'
 
 /** tensor_get_category: by name, in llama.cpp's order of tests. */
 function category(name: string): Category {
@@ -299,13 +339,21 @@ function mixState(model: GgufModelFiles, tensors: readonly GgufTensorInfo[], fty
  *    mix rules do not see it);
  *  - then the fallback for a block that does not divide ne0; 1-D tensors keep their type.
  */
-export function planQuantization(model: GgufModelFiles, options: QuantizeOptions, tensors: readonly GgufTensorInfo[] = model.tensors): TensorDecision[] {
+export function planQuantization(
+  model: GgufModelFiles,
+  options: QuantizeOptions,
+  tensors: readonly GgufTensorInfo[] = model.tensors,
+): TensorDecision[] {
   const mix = resolveMix(options.type)
   const rules = (options.plan ?? []).map((r) => ({...r, re: new RegExp(`^(?:${r.pattern})$`), used: false, to: targetType(r.type, 'plan')}))
   const arch = String(model.metadata.get('general.architecture')?.value ?? '')
   const mixed = !options.pure && mix.base.blockSize > 1
   if (mixed && arch === 'falcon') {
-    throw new RunnerError('QUANT_MIX_UNSUPPORTED', `llama.cpp's ${mix.name} mix has falcon-specific rules runner does not implement; pass --pure`, ExitCode.unsupported)
+    throw new RunnerError(
+      'QUANT_MIX_UNSUPPORTED',
+      `llama.cpp's ${mix.name} mix has falcon-specific rules runner does not implement; pass --pure`,
+      ExitCode.unsupported,
+    )
   }
   const state = mixState(model, tensors, mix.name, mix.base.name)
   const order = tensors.map((t, i) => ({t, i, layer: layerOf(t.name)}))
@@ -336,7 +384,10 @@ export function planQuantization(model: GgufModelFiles, options: QuantizeOptions
       reason = 'kept (--keep-output)'
     }
     if (to.id !== t.type.id && !SOURCE_TYPES.has(t.type.name)) {
-      usage('QUANT_REQUANTIZE', `tensor ${t.name} is already ${t.type.name}; converting it to ${to.name} would requantize it, which loses precision twice; start from the F32/F16/BF16 file`)
+      usage(
+        'QUANT_REQUANTIZE',
+        `tensor ${t.name} is already ${t.type.name}; converting it to ${to.name} would requantize it, which loses precision twice; start from the F32/F16/BF16 file`,
+      )
     }
     decisions[i] = {tensor: t, from: t.type, to, reason}
   }

@@ -15,7 +15,8 @@ export class ChunkPool {
   private next = 0
 
   constructor(readonly threads: number) {
-    if (!Number.isInteger(threads) || threads < 1 || threads > 256) throw new RunnerError('QUANT_BAD_THREADS', `--threads ${threads} must be an integer from 1 to 256`, ExitCode.usage)
+    if (!Number.isInteger(threads) || threads < 1 || threads > 256)
+      throw new RunnerError('QUANT_BAD_THREADS', `--threads ${threads} must be an integer from 1 to 256`, ExitCode.usage)
     if (threads === 1) return
     // Compiled: chunk-worker.js beside this file. Under tsx (tests, scripts): the .ts, loaded through tsx.
     const url = new URL(import.meta.url.endsWith('.ts') ? './chunk-worker.ts' : './chunk-worker.js', import.meta.url)

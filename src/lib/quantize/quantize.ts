@@ -52,7 +52,12 @@ async function* convert(d: TensorDecision, pool: ChunkPool): AsyncIterable<Uint8
 }
 
 /** Metadata of the output: the input's, without split keys, with file type and provenance updated. */
-function outputKvs(model: GgufModelFiles, base: readonly GgufKv[], decisions: readonly TensorDecision[], options: QuantizeOptions): GgufKv[] {
+function outputKvs(
+  model: GgufModelFiles,
+  base: readonly GgufKv[],
+  decisions: readonly TensorDecision[],
+  options: QuantizeOptions,
+): GgufKv[] {
   const quantized = decisions.some((d) => d.to.blockSize > 1)
   const set: GgufKv[] = [
     {key: 'general.file_type', type: GgufValueType.UINT32, value: FILE_TYPE[options.type.toUpperCase()] ?? 0},
@@ -99,12 +104,16 @@ export async function quantizeModel(
   }))
   let result
   try {
-    result = await writeGguf(out, {version: 3, kvs: outputKvs(model, baseKvs, decisions, options), tensors}, {
-      inputs: model.shards.map((s) => s.path),
-      onProgress: () => {
-        index++
+    result = await writeGguf(
+      out,
+      {version: 3, kvs: outputKvs(model, baseKvs, decisions, options), tensors},
+      {
+        inputs: model.shards.map((s) => s.path),
+        onProgress: () => {
+          index++
+        },
       },
-    })
+    )
   } finally {
     await pool.close()
   }

@@ -18,11 +18,15 @@ export interface RemovalSummary {
 /** "attn:48,mlp:3" → removals; refused by name when malformed. */
 export function parseRemovals(spec: string): SublayerRemoval[] {
   const out: SublayerRemoval[] = []
-  for (const part of spec.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of spec
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const m = /^(attn|mlp):(\d+)$/.exec(part)
     if (!m) throw new RunnerError('SUBLAYER_BAD_SPEC', `"${part}" is not attn:N or mlp:N (N a block index)`, ExitCode.usage)
     const r = {kind: m[1] as 'attn' | 'mlp', block: Number(m[2])}
-    if (out.some((o) => o.kind === r.kind && o.block === r.block)) throw new RunnerError('SUBLAYER_BAD_SPEC', `${part} is listed twice`, ExitCode.usage)
+    if (out.some((o) => o.kind === r.kind && o.block === r.block))
+      throw new RunnerError('SUBLAYER_BAD_SPEC', `${part} is listed twice`, ExitCode.usage)
     out.push(r)
   }
   if (out.length === 0) throw new RunnerError('SUBLAYER_BAD_SPEC', 'no sublayer to remove: give attn:N and/or mlp:N', ExitCode.usage)
@@ -47,8 +51,14 @@ function sublayerTensors(spec: ArchitectureSpec, r: SublayerRemoval): (name: str
 /** The per-block form of a count with 0 at the removed blocks. */
 function perBlockKv(kv: GgufKv | undefined, key: string, nLayer: number, zeroAt: ReadonlySet<number>): GgufKv {
   if (!kv) throw new RunnerError('SUBLAYER_UNSUPPORTED', `${key} is missing`, ExitCode.unsupported)
-  const values = isGgufArray(kv.value) ? Array.from(kv.value.items as ArrayLike<number | bigint>, Number) : Array.from({length: nLayer}, () => Number(kv.value))
-  return {key, type: GgufValueType.ARRAY, value: {itemType: GgufValueType.UINT32, items: Uint32Array.from(values, (v, i) => (zeroAt.has(i) ? 0 : v))}}
+  const values = isGgufArray(kv.value)
+    ? Array.from(kv.value.items as ArrayLike<number | bigint>, Number)
+    : Array.from({length: nLayer}, () => Number(kv.value))
+  return {
+    key,
+    type: GgufValueType.ARRAY,
+    value: {itemType: GgufValueType.UINT32, items: Uint32Array.from(values, (v, i) => (zeroAt.has(i) ? 0 : v))},
+  }
 }
 
 /** What a removal changes: the metadata to write, the tensors that stay and those that go. */
@@ -68,12 +78,19 @@ export function planRemovals(model: GgufModelFiles, removals: readonly SublayerR
   const {config} = plan
   const a = config.architecture
   for (const r of removals) {
-    if (r.block >= config.nLayer) throw new RunnerError('SUBLAYER_BAD_SPEC', `${r.kind}:${r.block}: the model has blocks 0 to ${config.nLayer - 1}`, ExitCode.usage)
+    if (r.block >= config.nLayer)
+      throw new RunnerError('SUBLAYER_BAD_SPEC', `${r.kind}:${r.block}: the model has blocks 0 to ${config.nLayer - 1}`, ExitCode.usage)
     const already = r.kind === 'attn' ? config.attnRemoved[r.block] : config.ffnRemoved[r.block]
     if (already) throw new RunnerError('SUBLAYER_ALREADY_REMOVED', `${r.kind}:${r.block} is already removed in this file`, ExitCode.usage)
   }
-  const attnZero = new Set([...config.attnRemoved.flatMap((x, i) => (x ? [i] : [])), ...removals.filter((r) => r.kind === 'attn').map((r) => r.block)])
-  const ffnZero = new Set([...config.ffnRemoved.flatMap((x, i) => (x ? [i] : [])), ...removals.filter((r) => r.kind === 'mlp').map((r) => r.block)])
+  const attnZero = new Set([
+    ...config.attnRemoved.flatMap((x, i) => (x ? [i] : [])),
+    ...removals.filter((r) => r.kind === 'attn').map((r) => r.block),
+  ])
+  const ffnZero = new Set([
+    ...config.ffnRemoved.flatMap((x, i) => (x ? [i] : [])),
+    ...removals.filter((r) => r.kind === 'mlp').map((r) => r.block),
+  ])
   if (attnZero.size === config.nLayer || ffnZero.size === config.nLayer) {
     throw new RunnerError('SUBLAYER_UNSUPPORTED', 'removing that sublayer from every block leaves none: refused', ExitCode.unsupported)
   }

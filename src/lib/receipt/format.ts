@@ -26,7 +26,10 @@ export interface ReceiptBody {
   readonly format: typeof RECEIPT_FORMAT
   readonly version: number
   readonly created: {readonly started: string; readonly finished: string}
-  readonly model: {readonly architecture: string; readonly files: ReadonlyArray<{readonly name: string; readonly bytes: number; readonly sha256: string}>}
+  readonly model: {
+    readonly architecture: string
+    readonly files: ReadonlyArray<{readonly name: string; readonly bytes: number; readonly sha256: string}>
+  }
   readonly engine: {
     readonly runner: string
     readonly abi: number

@@ -29,9 +29,16 @@ async function codeFiles(dir: string): Promise<string[]> {
  * code file under the source root, so any changed, added or removed file changes it.
  */
 export async function packageSha256(root = CODE_ROOT): Promise<string> {
-  const files = (await codeFiles(root)).map((p) => ({rel: relative(root, p).split(sep).join('/'), p})).sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))
+  const files = (await codeFiles(root))
+    .map((p) => ({rel: relative(root, p).split(sep).join('/'), p}))
+    .sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))
   const hash = createHash('sha256')
-  for (const f of files) hash.update(`${f.rel}\0${createHash('sha256').update(await readFile(f.p)).digest('hex')}\n`)
+  for (const f of files)
+    hash.update(
+      `${f.rel}\0${createHash('sha256')
+        .update(await readFile(f.p))
+        .digest('hex')}\n`,
+    )
   return hash.digest('hex')
 }
 

@@ -1,5 +1,13 @@
 export {intactChain} from './prev.js'
-export {CHAIN_MARK, RECEIPT_FORMAT, RECEIPT_VERSION, type ReceiptBody, type ReceiptSignature, SIGNATURE_MARK, splitReceipt} from './format.js'
+export {
+  CHAIN_MARK,
+  RECEIPT_FORMAT,
+  RECEIPT_VERSION,
+  type ReceiptBody,
+  type ReceiptSignature,
+  SIGNATURE_MARK,
+  splitReceipt,
+} from './format.js'
 export {engineIdentity, packageSha256} from './identity.js'
 export {generateKeyPair, hex, type KeyPair, privateKeyPem, publicKeyPem, readPublicKey, readSecretKey} from './keys.js'
 export {prepareReceipt, PROFILE, type ReceiptOptions, type ReceiptSetup, type RunRecord, writeReceipt} from './record.js'

@@ -38,7 +38,11 @@ export async function prepareReceipt(model: GgufModelFiles, options: ReceiptOpti
   try {
     await access(folder, constants.W_OK)
   } catch (error) {
-    throw new RunnerError('RECEIPT_UNWRITABLE', `--transcript ${options.path}: cannot write into ${folder} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, ExitCode.usage)
+    throw new RunnerError(
+      'RECEIPT_UNWRITABLE',
+      `--transcript ${options.path}: cannot write into ${folder} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      ExitCode.usage,
+    )
   }
   const key = options.signKeyPath === undefined ? undefined : await readSecretKey(options.signKeyPath)
   let prev: string | null = null
@@ -47,7 +51,9 @@ export async function prepareReceipt(model: GgufModelFiles, options: ReceiptOpti
     if (typeof chain !== 'string') throw new RunnerError('RECEIPT_PREV_INVALID', `--transcript-prev: ${chain.problem}`, ExitCode.usage)
     prev = chain
   }
-  const modelFiles = Promise.all(model.shards.map(async (s) => ({name: basename(s.path), bytes: s.fileSize, sha256: await sha256File(s.path)})))
+  const modelFiles = Promise.all(
+    model.shards.map(async (s) => ({name: basename(s.path), bytes: s.fileSize, sha256: await sha256File(s.path)})),
+  )
   const engine = engineIdentity()
   // Both are awaited when the receipt is written; a failure must not surface earlier as unhandled.
   modelFiles.catch(() => {})
@@ -113,7 +119,8 @@ export async function writeReceipt(path: string, setup: ReceiptSetup, run: RunRe
   }
   const {signed, chain} = withChain(chainedPrefix(body))
   let signature: ReceiptSignature | undefined
-  if (setup.key) signature = {algorithm: 'ed25519', publicKey: hex(setup.key.publicKey), value: hex(await sign(signed, setup.key.secretKey))}
+  if (setup.key)
+    signature = {algorithm: 'ed25519', publicKey: hex(setup.key.publicKey), value: hex(await sign(signed, setup.key.secretKey))}
   const bytes = receiptBytes(signed, signature)
   await writeFileAtomic(path, bytes)
   return {chain, bytes: bytes.length}

@@ -3,10 +3,14 @@ import {Ajv} from 'ajv'
 import {RECEIPT_FORMAT, RECEIPT_VERSION, type ReceiptBody, type ReceiptSignature} from './format.js'
 import {PROFILE} from './profile.js'
 
-
 const hex = (bytes: number) => ({type: 'string', pattern: `^[0-9a-f]{${2 * bytes}}$`})
 const tokenList = {type: 'array', items: {type: 'integer', minimum: 0, maximum: 2147483647}}
-const obj = (properties: Record<string, unknown>) => ({type: 'object', additionalProperties: false, required: Object.keys(properties), properties})
+const obj = (properties: Record<string, unknown>) => ({
+  type: 'object',
+  additionalProperties: false,
+  required: Object.keys(properties),
+  properties,
+})
 
 /**
  * The structure of a version-1 receipt. Ranges of the settings are not checked here: the replay
@@ -53,7 +57,13 @@ const RECEIPT_SCHEMA = {
       }),
     }),
     prompt: obj({text: {type: 'string'}, tokens: tokenList}),
-    output: obj({tokens: tokenList, logprobs: {type: 'array', items: {type: 'number'}}, text: {type: 'string'}, bytes: {type: 'string', pattern: '^([0-9a-f]{2})*$'}, finishReason: {enum: ['length', 'eos', 'aborted', 'stopped', 'context']}}),
+    output: obj({
+      tokens: tokenList,
+      logprobs: {type: 'array', items: {type: 'number'}},
+      text: {type: 'string'},
+      bytes: {type: 'string', pattern: '^([0-9a-f]{2})*$'},
+      finishReason: {enum: ['length', 'eos', 'aborted', 'stopped', 'context']},
+    }),
     prev: {anyOf: [{type: 'null'}, hex(32)]},
     chain: hex(32),
     signature: obj({algorithm: {const: 'ed25519'}, publicKey: hex(32), value: hex(64)}),

@@ -64,7 +64,11 @@ type Fail = (name: Check['name'], detail: string, verdict?: Verdict, divergence?
 type Pass = (name: Check['name'], detail: string) => void
 
 class Stop extends Error {
-  constructor(readonly verdict: Verdict, readonly reason: string, readonly divergence?: Divergence) {
+  constructor(
+    readonly verdict: Verdict,
+    readonly reason: string,
+    readonly divergence?: Divergence,
+  ) {
     super(reason)
   }
 }
@@ -103,8 +107,10 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
       fail('structure', `${options.receiptPath} is not JSON: ${(error as Error).message}`)
     }
     const head = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as {format?: unknown; version?: unknown}
-    if (head.format !== RECEIPT_FORMAT) fail('structure', `${options.receiptPath} is not a runner receipt (no "format": "${RECEIPT_FORMAT}")`)
-    if (head.version !== RECEIPT_VERSION) fail('structure', `receipt version ${JSON.stringify(head.version)} is unknown to this verifier (it reads version ${RECEIPT_VERSION})`)
+    if (head.format !== RECEIPT_FORMAT)
+      fail('structure', `${options.receiptPath} is not a runner receipt (no "format": "${RECEIPT_FORMAT}")`)
+    if (head.version !== RECEIPT_VERSION)
+      fail('structure', `receipt version ${JSON.stringify(head.version)} is unknown to this verifier (it reads version ${RECEIPT_VERSION})`)
     const split = splitReceipt(file)
     if (typeof split === 'string') fail('structure', `the receipt's tail is malformed: ${split}`)
     const structured = checkReceiptStructure(parsed)
@@ -114,11 +120,15 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
     pass('structure', `format ${RECEIPT_FORMAT} version ${RECEIPT_VERSION}`)
     options.onStage?.('chain')
     const recomputed = sha256Hex(split.prefix)
-    if (recomputed !== split.chain) fail('chain', `the record has been altered: sha256 of the bytes before "chain" is ${recomputed}, the receipt says ${split.chain}`)
+    if (recomputed !== split.chain)
+      fail('chain', `the record has been altered: sha256 of the bytes before "chain" is ${recomputed}, the receipt says ${split.chain}`)
     chain = split.chain
     const {chain: _chain, signature, ...body} = canonicalize(receipt) as ParsedReceipt
     if (!receiptBytes(withChain(chainedPrefix(body)).signed, signature).equals(file)) {
-      fail('chain', 'the receipt is not in the canonical form of docs/receipts.md (one line of compact JSON, keys in order, the exact tail)')
+      fail(
+        'chain',
+        'the receipt is not in the canonical form of docs/receipts.md (one line of compact JSON, keys in order, the exact tail)',
+      )
     }
     pass('chain', `sha256 ${chain} over ${split.prefix.length} bytes`)
 
@@ -129,8 +139,10 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
       signer = receipt.signature.publicKey
       const ok = await verifySignature(Buffer.from(receipt.signature.value, 'hex'), split.signed, Buffer.from(signer, 'hex'))
       if (!ok) fail('signature', `the signature does not match the receipt's bytes under its public key ${signer}`)
-      if (trusted.length > 0 && !trusted.includes(signer)) fail('signature', `signed by ${signer}, which is not among the ${trusted.length} trusted key(s)`)
-      if (options.requireSigned && trusted.length === 0) fail('signature', `--require-signed needs --trust-key: a valid signature by an unpinned key (${signer}) proves nothing`)
+      if (trusted.length > 0 && !trusted.includes(signer))
+        fail('signature', `signed by ${signer}, which is not among the ${trusted.length} trusted key(s)`)
+      if (options.requireSigned && trusted.length === 0)
+        fail('signature', `--require-signed needs --trust-key: a valid signature by an unpinned key (${signer}) proves nothing`)
       pass('signature', `valid Ed25519 signature by ${signer}${trusted.length > 0 ? ' (trusted)' : ' (no key pinned with --trust-key)'}`)
     } else if (options.requireSigned) {
       fail('signature', 'the receipt is not signed, and --require-signed was given')
@@ -143,7 +155,8 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
     if (options.prevPath !== undefined) {
       const prevChain = await intactChain(options.prevPath)
       if (typeof prevChain !== 'string') fail('link', `the previous receipt ${prevChain.problem}`)
-      if (receipt.prev !== prevChain) fail('link', `the receipt links to ${receipt.prev ?? 'nothing'}, but ${options.prevPath} has chain hash ${prevChain}`)
+      if (receipt.prev !== prevChain)
+        fail('link', `the receipt links to ${receipt.prev ?? 'nothing'}, but ${options.prevPath} has chain hash ${prevChain}`)
       pass('link', `links to ${basename(options.prevPath)} (${prevChain})`)
     } else {
       pass('link', receipt.prev ? `links to ${receipt.prev} (not checked: pass --prev)` : 'first of its chain')
@@ -158,13 +171,17 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
       fail('model', `cannot read the model ${options.modelPath}: ${(error as Error).message}`)
     }
     const files = receipt.model.files
-    if (gguf.shards.length !== files.length) fail('model', `the receipt names ${files.length} model file(s), ${options.modelPath} has ${gguf.shards.length}`)
+    if (gguf.shards.length !== files.length)
+      fail('model', `the receipt names ${files.length} model file(s), ${options.modelPath} has ${gguf.shards.length}`)
     const architecture = gguf.metadata.get('general.architecture')?.value
-    if (architecture !== receipt.model.architecture) fail('model', `wrong model: ${options.modelPath} is a ${String(architecture)} model, the receipt names ${receipt.model.architecture}`)
+    if (architecture !== receipt.model.architecture)
+      fail('model', `wrong model: ${options.modelPath} is a ${String(architecture)} model, the receipt names ${receipt.model.architecture}`)
     for (const [i, shard] of gguf.shards.entries()) {
-      if (shard.fileSize !== files[i]!.bytes) fail('model', `wrong model: ${shard.path} has ${shard.fileSize} bytes, the receipt's ${files[i]!.name} ${files[i]!.bytes}`)
+      if (shard.fileSize !== files[i]!.bytes)
+        fail('model', `wrong model: ${shard.path} has ${shard.fileSize} bytes, the receipt's ${files[i]!.name} ${files[i]!.bytes}`)
       const sha = await sha256File(shard.path)
-      if (sha !== files[i]!.sha256) fail('model', `wrong model: ${shard.path} has sha256 ${sha}, the receipt was made with ${files[i]!.name} (${files[i]!.sha256})`)
+      if (sha !== files[i]!.sha256)
+        fail('model', `wrong model: ${shard.path} has sha256 ${sha}, the receipt was made with ${files[i]!.name} (${files[i]!.sha256})`)
     }
     pass('model', `sha256 ${files.map((f) => f.sha256).join(', ')}`)
 
@@ -189,24 +206,36 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
         ? `prompt and output (${receipt.prompt.tokens.length + receipt.output.tokens.length} tokens) exceed config.nCtx ${c.nCtx}`
         : undefined,
       kvProblem(gguf, c),
-      receipt.output.tokens.length > c.maxTokens ? `output has ${receipt.output.tokens.length} tokens, more than config.maxTokens ${c.maxTokens}` : undefined,
+      receipt.output.tokens.length > c.maxTokens
+        ? `output has ${receipt.output.tokens.length} tokens, more than config.maxTokens ${c.maxTokens}`
+        : undefined,
       receipt.output.logprobs.length !== receipt.output.tokens.length ? 'output.logprobs and output.tokens differ in length' : undefined,
-      [...receipt.prompt.tokens, ...receipt.output.tokens, ...c.stopTokens].some((t) => t >= tokenizer.vocabSize) ? `a token id is outside the model's vocabulary of ${tokenizer.vocabSize}` : undefined,
+      [...receipt.prompt.tokens, ...receipt.output.tokens, ...c.stopTokens].some((t) => t >= tokenizer.vocabSize)
+        ? `a token id is outside the model's vocabulary of ${tokenizer.vocabSize}`
+        : undefined,
     ].filter((p): p is string => p !== undefined)
     if (problems.length > 0) fail('settings', `the recorded settings are invalid: ${problems[0]}`)
-    pass('settings', `seed ${c.sampling.seed}, temperature ${c.sampling.temperature}, ${c.maxTokens} max tokens, context ${c.nCtx}, ${c.threads} thread(s), KV ${c.kvType}`)
+    pass(
+      'settings',
+      `seed ${c.sampling.seed}, temperature ${c.sampling.temperature}, ${c.maxTokens} max tokens, context ${c.nCtx}, ${c.threads} thread(s), KV ${c.kvType}`,
+    )
 
     // 6. Replay.
     options.onStage?.('replay')
     const promptTokens = encodePrompt(tokenizer, receipt.prompt.text, {addBos: c.addBos, parseSpecial: c.parseSpecial})
     const p = firstDifference(promptTokens, receipt.prompt.tokens)
     if (p >= 0) {
-      fail('replay', `the prompt text does not tokenize to the recorded prompt tokens (first difference at prompt token ${p})`, 'DIVERGED', {
-        at: 'prompt',
-        index: p,
-        expected: String(receipt.prompt.tokens[p] ?? 'end'),
-        got: String(promptTokens[p] ?? 'end'),
-      })
+      fail(
+        'replay',
+        `the prompt text does not tokenize to the recorded prompt tokens (first difference at prompt token ${p})`,
+        'DIVERGED',
+        {
+          at: 'prompt',
+          index: p,
+          expected: String(receipt.prompt.tokens[p] ?? 'end'),
+          got: String(promptTokens[p] ?? 'end'),
+        },
+      )
     }
     const model = await Model.load(options.modelPath)
     modelLoaded = true
@@ -215,7 +244,15 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
     } finally {
       model.dispose()
     }
-    return {verdict: 'VERIFIED', exitCode: 0, reason: `replayed ${receipt.output.tokens.length} tokens: every token and byte matches`, checks, chain, signer, modelLoaded}
+    return {
+      verdict: 'VERIFIED',
+      exitCode: 0,
+      reason: `replayed ${receipt.output.tokens.length} tokens: every token and byte matches`,
+      checks,
+      chain,
+      signer,
+      modelLoaded,
+    }
   } catch (error) {
     if (error instanceof Stop)
       return {
@@ -255,7 +292,12 @@ async function replay(
   const tok = model.tokenizer
   let generation: Generation | undefined
   try {
-    generation = generate(new Session(ctx), {prompt: receipt.prompt.tokens, maxTokens: cut ? expected.length : c.maxTokens, sampling, stopTokens: c.stopTokens})
+    generation = generate(new Session(ctx), {
+      prompt: receipt.prompt.tokens,
+      maxTokens: cut ? expected.length : c.maxTokens,
+      sampling,
+      stopTokens: c.stopTokens,
+    })
     // Token by token, so a divergence stops the replay at once.
     for await (const e of generation.events) {
       if (e.token < 0) continue
@@ -263,14 +305,24 @@ async function replay(
       got.push(e.token)
       if (e.token !== expected[i]) {
         const exp = expected[i] === undefined ? `end of output (${receipt.output.finishReason})` : describe(expected[i]!)
-        fail('replay', `diverged at output token ${i}: the receipt has ${exp}, the model produced ${describe(e.token)}`, 'DIVERGED', {at: 'token', index: i, expected: exp, got: describe(e.token)})
+        fail('replay', `diverged at output token ${i}: the receipt has ${exp}, the model produced ${describe(e.token)}`, 'DIVERGED', {
+          at: 'token',
+          index: i,
+          expected: exp,
+          got: describe(e.token),
+        })
       }
     }
     const result = await generation.result
     const logprobs = result.tokens.map((t) => t.logprob)
     if (got.length < expected.length) {
       const exp = describe(expected[got.length]!)
-      fail('replay', `diverged at output token ${got.length}: the receipt has ${exp}, the model ended (${result.finishReason})`, 'DIVERGED', {at: 'token', index: got.length, expected: exp, got: `end (${result.finishReason})`})
+      fail(
+        'replay',
+        `diverged at output token ${got.length}: the receipt has ${exp}, the model ended (${result.finishReason})`,
+        'DIVERGED',
+        {at: 'token', index: got.length, expected: exp, got: `end (${result.finishReason})`},
+      )
     }
     if (!cut && result.finishReason !== receipt.output.finishReason) {
       fail('replay', `the run ended "${result.finishReason}", the receipt says "${receipt.output.finishReason}"`, 'DIVERGED', {
@@ -284,11 +336,21 @@ async function replay(
     const recorded = Buffer.from(receipt.output.bytes, 'hex')
     if (!bytes.equals(recorded)) {
       const b = firstDifference([...bytes], [...recorded])
-      fail('replay', `the output bytes differ from the tokens' bytes at byte ${b}`, 'DIVERGED', {at: 'bytes', index: b, expected: hexAt(recorded, b), got: hexAt(bytes, b)})
+      fail('replay', `the output bytes differ from the tokens' bytes at byte ${b}`, 'DIVERGED', {
+        at: 'bytes',
+        index: b,
+        expected: hexAt(recorded, b),
+        got: hexAt(bytes, b),
+      })
     }
     if (result.text !== receipt.output.text) {
       const i = firstDifference([...result.text], [...receipt.output.text])
-      fail('replay', `the output text differs from the tokens' text at character ${i}`, 'DIVERGED', {at: 'text', index: i, expected: [...receipt.output.text][i] ?? 'end', got: [...result.text][i] ?? 'end'})
+      fail('replay', `the output text differs from the tokens' text at character ${i}`, 'DIVERGED', {
+        at: 'text',
+        index: i,
+        expected: [...receipt.output.text][i] ?? 'end',
+        got: [...result.text][i] ?? 'end',
+      })
     }
     // Log-probabilities: bit-exact on the same build (and in practice on every CPU level, whose
     // kernels are bitwise equal); another build may round differently, within LOGPROB_TOLERANCE.
@@ -297,22 +359,35 @@ async function replay(
     const same = await sameBuild
     const far = logprobs.findIndex((v, i) => !(Math.abs(v - receipt.output.logprobs[i]!) <= LOGPROB_TOLERANCE))
     if (far >= 0 && !same) {
-      fail('replay', `the log-probability of output token ${far} is ${logprobs[far]}, the receipt says ${receipt.output.logprobs[far]} (more than ${LOGPROB_TOLERANCE} apart)`, 'DIVERGED', {
-        at: 'logprob',
-        index: far,
-        expected: String(receipt.output.logprobs[far]),
-        got: String(logprobs[far]),
-      })
+      fail(
+        'replay',
+        `the log-probability of output token ${far} is ${logprobs[far]}, the receipt says ${receipt.output.logprobs[far]} (more than ${LOGPROB_TOLERANCE} apart)`,
+        'DIVERGED',
+        {
+          at: 'logprob',
+          index: far,
+          expected: String(receipt.output.logprobs[far]),
+          got: String(logprobs[far]),
+        },
+      )
     }
     if (l >= 0 && same) {
-      fail('replay', `same build, yet the log-probability of output token ${l} differs: ${receipt.output.logprobs[l]} recorded, ${logprobs[l]} replayed`, 'DIVERGED', {
-        at: 'logprob',
-        index: l,
-        expected: String(receipt.output.logprobs[l]),
-        got: String(logprobs[l]),
-      })
+      fail(
+        'replay',
+        `same build, yet the log-probability of output token ${l} differs: ${receipt.output.logprobs[l]} recorded, ${logprobs[l]} replayed`,
+        'DIVERGED',
+        {
+          at: 'logprob',
+          index: l,
+          expected: String(receipt.output.logprobs[l]),
+          got: String(logprobs[l]),
+        },
+      )
     }
-    pass('replay', `${got.length} tokens and ${bytes.length} bytes identical; log-probabilities ${l < 0 ? 'bit-identical' : `differ from token ${l} (another build)`}`)
+    pass(
+      'replay',
+      `${got.length} tokens and ${bytes.length} bytes identical; log-probabilities ${l < 0 ? 'bit-identical' : `differ from token ${l} (another build)`}`,
+    )
   } finally {
     // A divergence leaves the loop early: the engine stops after its token, and must let go of the context first.
     await generation?.result.catch(() => {})
@@ -335,7 +410,9 @@ function kvProblem(gguf: GgufModelFiles, c: ParsedReceipt['config']): string | u
   const m = plan.config
   const layers = m.attnRemoved.filter((removed) => !removed).length
   const bytes = 2 * layers * c.nCtx * m.nHeadKv * m.headDim * (c.kvType === 'f16' ? 2 : 4)
-  return bytes > totalmem() ? `config.nCtx ${c.nCtx} needs a ${bytes} byte KV cache, more than this machine's ${totalmem()} bytes of memory` : undefined
+  return bytes > totalmem()
+    ? `config.nCtx ${c.nCtx} needs a ${bytes} byte KV cache, more than this machine's ${totalmem()} bytes of memory`
+    : undefined
 }
 
 function rangeProblem(name: string, v: number, min: number, max: number): string | undefined {

@@ -67,7 +67,11 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
     const ids = encodePrompt(tokenizer, options.prompt, {addBos: options.addBos, parseSpecial: options.parseSpecial})
     const nCtx = options.nCtx ?? defaultContextSize(model.config.nCtxTrain)
     if (!fitPrompt(ids.length, nCtx, 1).fits) {
-      throw new RunnerError('PROMPT_TOO_LONG', `the prompt is ${ids.length} tokens but the context holds ${nCtx}; raise -c (at most the model's ${model.config.nCtxTrain}) or shorten the prompt`, ExitCode.usage)
+      throw new RunnerError(
+        'PROMPT_TOO_LONG',
+        `the prompt is ${ids.length} tokens but the context holds ${nCtx}; raise -c (at most the model's ${model.config.nCtxTrain}) or shorten the prompt`,
+        ExitCode.usage,
+      )
     }
     const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
     try {

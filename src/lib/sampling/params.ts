@@ -189,9 +189,24 @@ export function resolveSamplingOptions(input: SamplingInput = {}): SamplingOptio
   const topK = integer('topK', get('topK') ?? d.topK, 0, 2 ** 31 - 1, 'must be an integer >= 0 (0: off)')
   const topP = float('topP', get('topP') ?? d.topP, (x) => x > 0 && x <= 1, 'must be in (0, 1] (1: off)')
   const minP = float('minP', get('minP') ?? d.minP, (x) => x >= 0 && x <= 1, 'must be in [0, 1] (0: off)')
-  const repeatPenalty = float('repeatPenalty', get('repeatPenalty') ?? d.repeatPenalty, (x) => x > 0, 'must be a finite number > 0 (1: off)')
-  const presencePenalty = float('presencePenalty', get('presencePenalty') ?? d.presencePenalty, () => true, 'must be a finite number (0: off)')
-  const frequencyPenalty = float('frequencyPenalty', get('frequencyPenalty') ?? d.frequencyPenalty, () => true, 'must be a finite number (0: off)')
+  const repeatPenalty = float(
+    'repeatPenalty',
+    get('repeatPenalty') ?? d.repeatPenalty,
+    (x) => x > 0,
+    'must be a finite number > 0 (1: off)',
+  )
+  const presencePenalty = float(
+    'presencePenalty',
+    get('presencePenalty') ?? d.presencePenalty,
+    () => true,
+    'must be a finite number (0: off)',
+  )
+  const frequencyPenalty = float(
+    'frequencyPenalty',
+    get('frequencyPenalty') ?? d.frequencyPenalty,
+    () => true,
+    'must be a finite number (0: off)',
+  )
   const penaltyLastN = integer(
     'penaltyLastN',
     get('penaltyLastN') ?? d.penaltyLastN,
@@ -201,7 +216,13 @@ export function resolveSamplingOptions(input: SamplingInput = {}): SamplingOptio
   )
   const logprobs = get('logprobs') ?? d.logprobs
   if (typeof logprobs !== 'boolean') refuse('logprobs', logprobs, 'must be a boolean')
-  const topLogprobs = integer('topLogprobs', get('topLogprobs') ?? d.topLogprobs, 0, MAX_TOP_LOGPROBS, `must be an integer in [0, ${MAX_TOP_LOGPROBS}]`)
+  const topLogprobs = integer(
+    'topLogprobs',
+    get('topLogprobs') ?? d.topLogprobs,
+    0,
+    MAX_TOP_LOGPROBS,
+    `must be an integer in [0, ${MAX_TOP_LOGPROBS}]`,
+  )
   if (topLogprobs > 0 && !logprobs) refuse('topLogprobs', topLogprobs, 'needs logprobs: true')
 
   return {

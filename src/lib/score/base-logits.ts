@@ -68,7 +68,8 @@ export function decodeBaseLogits(buf: Buffer, file: string): BaseLogits {
     if (buf.length < n) fail('KLD_BASE_TRUNCATED', file, `the file ends at byte ${buf.length}, before ${what}`)
   }
   need(8 + 32, 'the header')
-  if (buf.toString('latin1', 0, 8) !== BASE_MAGIC) fail('KLD_BASE_BAD_MAGIC', file, `not a runner base-logits file (magic ${JSON.stringify(buf.toString('latin1', 0, 8))})`)
+  if (buf.toString('latin1', 0, 8) !== BASE_MAGIC)
+    fail('KLD_BASE_BAD_MAGIC', file, `not a runner base-logits file (magic ${JSON.stringify(buf.toString('latin1', 0, 8))})`)
   const u = (i: number) => buf.readUInt32LE(8 + 4 * i)
   if (u(0) !== BASE_VERSION) fail('KLD_BASE_VERSION', file, `version ${u(0)} is not supported (${BASE_VERSION})`)
   const [k, nVocab, nPositions, ctx, stride, first] = [u(1), u(2), u(3), u(4), u(5), u(6)]
@@ -80,7 +81,9 @@ export function decodeBaseLogits(buf: Buffer, file: string): BaseLogits {
   const total = head + (12 + 8 * k) * nPositions + 32
   need(total, `${nPositions} positions of top-${k} and the checksum (${total} bytes)`)
   if (buf.length !== total) fail('KLD_BASE_BAD_HEADER', file, `${buf.length} bytes, the header implies ${total}`)
-  const digest = createHash('sha256').update(buf.subarray(0, total - 32)).digest()
+  const digest = createHash('sha256')
+    .update(buf.subarray(0, total - 32))
+    .digest()
   if (!digest.equals(buf.subarray(total - 32))) fail('KLD_BASE_CORRUPT', file, 'the checksum does not match: the file was altered or cut')
   const tokens = new Int32Array(nTokens)
   for (let i = 0; i < nTokens; i++) tokens[i] = buf.readInt32LE(72 + 4 * i)
@@ -96,7 +99,8 @@ export function decodeBaseLogits(buf: Buffer, file: string): BaseLogits {
     for (let i = 0; i < k; i++, o += 8) {
       ids[i] = buf.readInt32LE(o)
       lps[i] = buf.readFloatLE(o + 4)
-      if (ids[i]! < 0 || ids[i]! >= nVocab) fail('KLD_BASE_BAD_HEADER', file, `position ${p}: token ${ids[i]} outside the vocabulary of ${nVocab}`)
+      if (ids[i]! < 0 || ids[i]! >= nVocab)
+        fail('KLD_BASE_BAD_HEADER', file, `position ${p}: token ${ids[i]} outside the vocabulary of ${nVocab}`)
     }
     positions.push({target, targetLogprob, logRest, tokens: ids, logprobs: lps})
   }

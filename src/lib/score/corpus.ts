@@ -46,7 +46,8 @@ class KldTally {
 
   add(row: Float32Array, lse: number, target: number, argmax: number): void {
     const b = this.base.positions[this.klds.length]!
-    if (b.target !== target) throw new RunnerError('KLD_BASE_MISMATCH', `${this.file}: position ${this.klds.length} scores another token`, ExitCode.usage)
+    if (b.target !== target)
+      throw new RunnerError('KLD_BASE_MISMATCH', `${this.file}: position ${this.klds.length} scores another token`, ExitCode.usage)
     this.klds.push(positionKld(b, row, lse))
     this.agree.push(argmax === b.tokens[0])
   }
@@ -77,7 +78,11 @@ export async function scoreCorpus(o: CorpusScoreOptions) {
     const tok = model.tokenizer
     const tokens = tok.encode(o.corpus, {addSpecial: true, parseSpecial: false})
     if (o.ctx > model.config.nCtxTrain) {
-      throw new RunnerError('SCORE_CTX_TOO_LARGE', `--ctx ${o.ctx} is larger than the model's context of ${model.config.nCtxTrain}`, ExitCode.usage)
+      throw new RunnerError(
+        'SCORE_CTX_TOO_LARGE',
+        `--ctx ${o.ctx} is larger than the model's context of ${model.config.nCtxTrain}`,
+        ExitCode.usage,
+      )
     }
     const ctx = await model.createContext({nCtx: o.ctx, nBatch: Math.min(o.nBatch, o.ctx), threads: o.threads, kvType: o.kvType})
     try {

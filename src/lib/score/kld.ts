@@ -77,10 +77,13 @@ export function checkBaseMatches(
   file: string,
 ): void {
   const why =
-    base.corpusSha256 !== corpusSha256 ? 'it was saved on another corpus (sha256 differs)'
-    : base.tokens.length !== tokens.length || base.tokens.some((t, i) => t !== tokens[i]) ? 'it was saved on other tokens (another tokenizer)'
-    : base.ctx !== scheme.ctx || base.stride !== scheme.stride || base.first !== scheme.first ? `its windows (ctx ${base.ctx}, stride ${base.stride}) differ from these (ctx ${scheme.ctx}, stride ${scheme.stride})`
-    : undefined
+    base.corpusSha256 !== corpusSha256
+      ? 'it was saved on another corpus (sha256 differs)'
+      : base.tokens.length !== tokens.length || base.tokens.some((t, i) => t !== tokens[i])
+        ? 'it was saved on other tokens (another tokenizer)'
+        : base.ctx !== scheme.ctx || base.stride !== scheme.stride || base.first !== scheme.first
+          ? `its windows (ctx ${base.ctx}, stride ${base.stride}) differ from these (ctx ${scheme.ctx}, stride ${scheme.stride})`
+          : undefined
   if (why) throw new RunnerError('KLD_BASE_MISMATCH', `${file}: ${why}; score the base model again on this corpus`, ExitCode.usage)
 }
 

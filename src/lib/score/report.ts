@@ -11,8 +11,14 @@ export function formatScoreReport(doc: ScoreDocument): string {
     ['speed', `${doc.timings.scoredPerSecond} tokens/s scored (${doc.timings.tokensPerSecond} tokens/s evaluated, ${doc.timings.ms} ms)`],
     ...(doc.kld
       ? ([
-          ['KLD vs base', `mean ${doc.kld.mean.toFixed(6)}, median ${doc.kld.median.toFixed(6)}, p99 ${doc.kld.p99.toFixed(6)}, max ${doc.kld.max.toFixed(6)}`],
-          ['top-1 agreement', `${(100 * doc.kld.top1_agreement).toFixed(2)}% (${(100 * doc.kld.top1_agreement_margin).toFixed(2)}% where the base leads by > ${doc.kld.margin} nats, ${doc.kld.margin_positions} positions)`],
+          [
+            'KLD vs base',
+            `mean ${doc.kld.mean.toFixed(6)}, median ${doc.kld.median.toFixed(6)}, p99 ${doc.kld.p99.toFixed(6)}, max ${doc.kld.max.toFixed(6)}`,
+          ],
+          [
+            'top-1 agreement',
+            `${(100 * doc.kld.top1_agreement).toFixed(2)}% (${(100 * doc.kld.top1_agreement_margin).toFixed(2)}% where the base leads by > ${doc.kld.margin} nats, ${doc.kld.margin_positions} positions)`,
+          ],
           ['ppl ratio', `${doc.kld.ppl_ratio.toFixed(6)} (base ppl ${doc.kld.base_ppl.toFixed(4)})`],
         ] as Array<[string, string]>)
       : []),

@@ -54,7 +54,11 @@ function rowStats(row: Float32Array): {lse: number; argmax: number} {
 }
 
 function selfCheckFailed(detail: string): never {
-  throw new RunnerError('SCORE_SELF_CHECK', `the scorer's own numbers contradict probability theory: ${detail}; nothing is reported`, ExitCode.verificationFailed)
+  throw new RunnerError(
+    'SCORE_SELF_CHECK',
+    `the scorer's own numbers contradict probability theory: ${detail}; nothing is reported`,
+    ExitCode.verificationFailed,
+  )
 }
 
 /**
@@ -67,7 +71,11 @@ export async function scoreTokens(ctx: Context, tokens: readonly number[], optio
   const t0 = performance.now()
   const scheme = windowScheme(tokens.length, options.ctx, options.stride)
   if (scheme.starts.length === 0) {
-    throw new RunnerError('SCORE_TOO_SHORT', `the corpus has ${tokens.length} tokens, fewer than one window of ${options.ctx}; give more text or a smaller --ctx`, ExitCode.usage)
+    throw new RunnerError(
+      'SCORE_TOO_SHORT',
+      `the corpus has ${tokens.length} tokens, fewer than one window of ${options.ctx}; give more text or a smaller --ctx`,
+      ExitCode.usage,
+    )
   }
   const nVocab = ctx.model.config.nVocab
   const windows: WindowResult[] = []
@@ -86,7 +94,8 @@ export async function scoreTokens(ctx: Context, tokens: readonly number[], optio
       const {lse, argmax} = rowStats(row)
       const logp = row[target]! - lse
       const pArgmax = Math.exp(row[argmax]! - lse)
-      if (Math.exp(logp) > 0.5 && target !== argmax) selfCheckFailed(`at token ${start + i + 1}, p = ${Math.exp(logp)} > 0.5 but ${argmax} has a higher logit`)
+      if (Math.exp(logp) > 0.5 && target !== argmax)
+        selfCheckFailed(`at token ${start + i + 1}, p = ${Math.exp(logp)} > 0.5 but ${argmax} has a higher logit`)
       if (pArgmax < 1 / nVocab) selfCheckFailed(`at token ${start + i + 1}, the argmax has p = ${pArgmax} < 1/${nVocab}`)
       if (!Number.isFinite(logp)) selfCheckFailed(`at token ${start + i + 1}, log p = ${logp}`)
       options.onPosition?.(row, lse, target, argmax)

@@ -17,7 +17,12 @@ import {validateBody} from './schemas.js'
 import {SseWriter} from './sse.js'
 import type {ServerState} from './state.js'
 
-const textBlock = {type: 'object', required: ['type', 'text'], properties: {type: {const: 'text'}, text: {type: 'string'}}, additionalProperties: false}
+const textBlock = {
+  type: 'object',
+  required: ['type', 'text'],
+  properties: {type: {const: 'text'}, text: {type: 'string'}},
+  additionalProperties: false,
+}
 
 export const MESSAGES_SCHEMA = {
   type: 'object',
@@ -49,14 +54,25 @@ const UNSUPPORTED: Readonly<Record<string, string>> = {
 
 type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence'
 
-const STOP_REASON: Readonly<Record<GenerationOutcome['ended'], StopReason>> = {eos: 'end_turn', stopped: 'end_turn', 'stop-string': 'stop_sequence', length: 'max_tokens', context: 'max_tokens'}
+const STOP_REASON: Readonly<Record<GenerationOutcome['ended'], StopReason>> = {
+  eos: 'end_turn',
+  stopped: 'end_turn',
+  'stop-string': 'stop_sequence',
+  length: 'max_tokens',
+  context: 'max_tokens',
+}
 
 function stopReason(o: GenerationOutcome): StopReason {
   return STOP_REASON[o.ended]
 }
 
 function usage(o: Pick<GenerationOutcome, 'promptTokens' | 'completionTokens' | 'cachedTokens'>) {
-  return {input_tokens: o.promptTokens, output_tokens: o.completionTokens, cache_read_input_tokens: o.cachedTokens, cache_creation_input_tokens: 0}
+  return {
+    input_tokens: o.promptTokens,
+    output_tokens: o.completionTokens,
+    cache_read_input_tokens: o.cachedTokens,
+    cache_creation_input_tokens: 0,
+  }
 }
 
 function prepare(env: RequestEnv, raw: unknown) {
@@ -66,12 +82,20 @@ function prepare(env: RequestEnv, raw: unknown) {
     body.messages.forEach((m: unknown, i) => {
       const role = (m as {role?: unknown} | null)?.role
       if (role === 'system' || role === 'developer') {
-        throw badParam(`messages.${i}.role`, `messages.${i}.role "${String(role)}": Anthropic's API takes the system prompt in the top-level "system" field`)
+        throw badParam(
+          `messages.${i}.role`,
+          `messages.${i}.role "${String(role)}": Anthropic's API takes the system prompt in the top-level "system" field`,
+        )
       }
     })
   }
   const history = validateHistory(body.messages, 'messages')
-  const system = body.system === undefined ? undefined : typeof body.system === 'string' ? body.system : (body.system as Array<{text: string}>).map((b) => b.text).join('')
+  const system =
+    body.system === undefined
+      ? undefined
+      : typeof body.system === 'string'
+        ? body.system
+        : (body.system as Array<{text: string}>).map((b) => b.text).join('')
   const messages = system ? [{role: 'system' as const, content: system}, ...history] : history
   let prompt: number[]
   try {
@@ -110,7 +134,16 @@ export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: 
   try {
     if (!p.stream) {
       const o = await runGeneration(s.generation, p, life.signal)
-      return {id, type: 'message', role: 'assistant', model, content: [{type: 'text', text: o.text}], stop_reason: stopReason(o), stop_sequence: o.stopString ?? null, usage: usage(o)}
+      return {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [{type: 'text', text: o.text}],
+        stop_reason: stopReason(o),
+        stop_sequence: o.stopString ?? null,
+        usage: usage(o),
+      }
     }
     reply.hijack()
     const sse = new SseWriter(reply.raw, (e) => e.anthropicBody(), 'error')
@@ -118,7 +151,16 @@ export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: 
     const open = () => {
       if (opened) return
       opened = true
-      const message = {id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: {input_tokens: p.prompt.length, output_tokens: 0}}
+      const message = {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: {input_tokens: p.prompt.length, output_tokens: 0},
+      }
       sse.send({type: 'message_start', message}, 'message_start')
       sse.send({type: 'content_block_start', index: 0, content_block: {type: 'text', text: ''}}, 'content_block_start')
     }
@@ -129,7 +171,10 @@ export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: 
       })
       open()
       sse.send({type: 'content_block_stop', index: 0}, 'content_block_stop')
-      sse.send({type: 'message_delta', delta: {stop_reason: stopReason(o), stop_sequence: o.stopString ?? null}, usage: usage(o)}, 'message_delta')
+      sse.send(
+        {type: 'message_delta', delta: {stop_reason: stopReason(o), stop_sequence: o.stopString ?? null}, usage: usage(o)},
+        'message_delta',
+      )
       sse.send({type: 'message_stop'}, 'message_stop')
       sse.end()
     } catch (error) {

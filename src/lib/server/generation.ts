@@ -44,7 +44,13 @@ export interface GenerationOutcome {
 }
 
 /** OpenAI's two reasons; the server never stops a generation itself, so "stopped" cannot occur but maps like an end. */
-const OPENAI_FINISH: Readonly<Record<Exclude<FinishReason, 'aborted'>, OpenAiFinishReason>> = {eos: 'stop', 'stop-string': 'stop', stopped: 'stop', length: 'length', context: 'length'}
+const OPENAI_FINISH: Readonly<Record<Exclude<FinishReason, 'aborted'>, OpenAiFinishReason>> = {
+  eos: 'stop',
+  'stop-string': 'stop',
+  stopped: 'stop',
+  length: 'length',
+  context: 'length',
+}
 
 export interface GenerationContext {
   readonly scheduler: Scheduler

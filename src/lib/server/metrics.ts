@@ -55,11 +55,22 @@ export class Metrics {
         const [route, status] = JSON.parse(key) as [string, string]
         return [`{route="${escapeLabel(route)}",status="${status}"}`, n]
       })
-    metric('runner_http_requests_total', 'counter', 'HTTP requests answered, by route and status (scrapes of /metrics excluded).', requestSamples)
-    metric('runner_prompt_tokens_total', 'counter', 'Prompt tokens of finished generations (cached ones included).', [['', this.promptTokens]])
+    metric(
+      'runner_http_requests_total',
+      'counter',
+      'HTTP requests answered, by route and status (scrapes of /metrics excluded).',
+      requestSamples,
+    )
+    metric('runner_prompt_tokens_total', 'counter', 'Prompt tokens of finished generations (cached ones included).', [
+      ['', this.promptTokens],
+    ])
     metric('runner_generated_tokens_total', 'counter', 'Tokens generated.', [['', this.generatedTokens]])
-    metric('runner_cached_tokens_total', 'counter', 'Prompt tokens whose KV rows were reused from the prefix cache instead of evaluated.', [['', this.cachedTokens]])
-    metric('runner_generation_seconds_total', 'counter', 'Seconds slots spent generating (prompt and decode).', [['', this.generationSeconds]])
+    metric('runner_cached_tokens_total', 'counter', 'Prompt tokens whose KV rows were reused from the prefix cache instead of evaluated.', [
+      ['', this.cachedTokens],
+    ])
+    metric('runner_generation_seconds_total', 'counter', 'Seconds slots spent generating (prompt and decode).', [
+      ['', this.generationSeconds],
+    ])
     metric('runner_queue_depth', 'gauge', 'Requests waiting for a slot.', [['', g.queueDepth]])
     metric('runner_slots_busy', 'gauge', 'Slots serving a request.', [['', g.slotsBusy]])
     metric('runner_slots_total', 'gauge', 'Slots (--parallel).', [['', g.slotsTotal]])

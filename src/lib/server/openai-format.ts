@@ -103,7 +103,11 @@ export function textCompletion(meta: ResponseMeta, o: GenerationOutcome, logprob
   }
 }
 
-export function textChunk(meta: ResponseMeta, text: string, extra: {logprobs?: unknown; finishReason?: OpenAiFinishReason | null; usage?: boolean}): unknown {
+export function textChunk(
+  meta: ResponseMeta,
+  text: string,
+  extra: {logprobs?: unknown; finishReason?: OpenAiFinishReason | null; usage?: boolean},
+): unknown {
   return {
     id: meta.id,
     object: 'text_completion',

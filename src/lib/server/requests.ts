@@ -49,7 +49,12 @@ function opt<T>(body: Body, key: string): T | undefined {
 export function checkModel(env: RequestEnv, body: Body): void {
   const model = body.model as string
   if (model !== env.modelId) {
-    throw new ApiError(404, `The model \`${model}\` does not exist; this server serves \`${env.modelId}\` (GET /v1/models)`, 'model', 'model_not_found')
+    throw new ApiError(
+      404,
+      `The model \`${model}\` does not exist; this server serves \`${env.modelId}\` (GET /v1/models)`,
+      'model',
+      'model_not_found',
+    )
   }
 }
 
@@ -65,10 +70,20 @@ export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
   checkModel(env, body)
   const format = opt<{type: string}>(body, 'response_format')
   if (format && format.type !== 'text') {
-    throw new ApiError(400, `response_format.type "${format.type}" is not supported: constrained decoding does not exist yet; only "text"`, 'response_format.type', 'unsupported_value')
+    throw new ApiError(
+      400,
+      `response_format.type "${format.type}" is not supported: constrained decoding does not exist yet; only "text"`,
+      'response_format.type',
+      'unsupported_value',
+    )
   }
   if (format && 'json_schema' in format) {
-    throw new ApiError(400, 'response_format.json_schema goes with type "json_schema", which is not supported; with "text" it would be ignored', 'response_format.json_schema', 'unsupported_parameter')
+    throw new ApiError(
+      400,
+      'response_format.json_schema goes with type "json_schema", which is not supported; with "text" it would be ignored',
+      'response_format.json_schema',
+      'unsupported_parameter',
+    )
   }
   const maxTokens = opt<number>(body, 'max_tokens')
   const maxCompletion = opt<number>(body, 'max_completion_tokens')
@@ -103,11 +118,20 @@ export function prepareCompletion(env: RequestEnv, raw: unknown): PreparedReques
   } else {
     prompt = p as number[]
     prompt.forEach((id, i) => {
-      if (id >= env.tokenizer.vocabSize) throw badParam(`prompt[${i}]`, `prompt[${i}] = ${id} is not a token id (the vocabulary has ${env.tokenizer.vocabSize})`)
+      if (id >= env.tokenizer.vocabSize)
+        throw badParam(`prompt[${i}]`, `prompt[${i}] = ${id} is not a token id (the vocabulary has ${env.tokenizer.vocabSize})`)
     })
   }
   const logprobs = opt<number>(body, 'logprobs')
-  return finish(env, body, prompt, 'prompt', opt<number>(body, 'max_tokens') ?? COMPLETION_DEFAULT_MAX_TOKENS, logprobs !== undefined, logprobs ?? 0)
+  return finish(
+    env,
+    body,
+    prompt,
+    'prompt',
+    opt<number>(body, 'max_tokens') ?? COMPLETION_DEFAULT_MAX_TOKENS,
+    logprobs !== undefined,
+    logprobs ?? 0,
+  )
 }
 
 function finish(

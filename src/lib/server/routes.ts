@@ -8,7 +8,18 @@ import type {FastifyReply, FastifyRequest} from 'fastify'
 import {messagesRoute} from './anthropic.js'
 import {ApiError, toApiError} from './api-error.js'
 import {type GenerationDelta, runGeneration} from './generation.js'
-import {chatChunk, chatCompletion, chatLogprobs, completionId, completionLogprobs, type ResponseMeta, textChunk, textCompletion, usageChunk, usageOf} from './openai-format.js'
+import {
+  chatChunk,
+  chatCompletion,
+  chatLogprobs,
+  completionId,
+  completionLogprobs,
+  type ResponseMeta,
+  textChunk,
+  textCompletion,
+  usageChunk,
+  usageOf,
+} from './openai-format.js'
 import {type PreparedRequest, prepareChat, prepareCompletion, renderChat} from './requests.js'
 import {APPLY_TEMPLATE_SCHEMA, validateBody} from './schemas.js'
 import {SseWriter} from './sse.js'
@@ -25,15 +36,57 @@ export interface Route {
 }
 
 export const ROUTES: readonly Route[] = [
-  {method: 'POST', url: '/v1/chat/completions', auth: true, summary: 'chat completion (OpenAI), streaming or not', handler: (s, q, r) => generateRoute(s, 'chat', q, r)},
-  {method: 'POST', url: '/v1/completions', auth: true, summary: 'text completion (OpenAI legacy), streaming or not', handler: (s, q, r) => generateRoute(s, 'text', q, r)},
+  {
+    method: 'POST',
+    url: '/v1/chat/completions',
+    auth: true,
+    summary: 'chat completion (OpenAI), streaming or not',
+    handler: (s, q, r) => generateRoute(s, 'chat', q, r),
+  },
+  {
+    method: 'POST',
+    url: '/v1/completions',
+    auth: true,
+    summary: 'text completion (OpenAI legacy), streaming or not',
+    handler: (s, q, r) => generateRoute(s, 'text', q, r),
+  },
   {method: 'POST', url: '/v1/messages', auth: true, summary: "Anthropic's Messages API, streaming or not", handler: messagesRoute},
-  {method: 'GET', url: '/v1/models', auth: true, summary: 'the served model', handler: async (s) => ({object: 'list', data: [modelObject(s)]})},
-  {method: 'GET', url: '/v1/models/:model', auth: true, summary: 'one model by id', handler: async (s, q) => modelById(s, (q.params as {model: string}).model)},
-  {method: 'GET', url: '/v1/capabilities', auth: true, summary: 'what this server and model can do (effective settings)', handler: async (s) => s.capabilities},
-  {method: 'POST', url: '/apply-template', auth: true, summary: 'the prompt a chat history renders to (llama-server compatible)', handler: async (s, q) => applyTemplate(s, q.body)},
+  {
+    method: 'GET',
+    url: '/v1/models',
+    auth: true,
+    summary: 'the served model',
+    handler: async (s) => ({object: 'list', data: [modelObject(s)]}),
+  },
+  {
+    method: 'GET',
+    url: '/v1/models/:model',
+    auth: true,
+    summary: 'one model by id',
+    handler: async (s, q) => modelById(s, (q.params as {model: string}).model),
+  },
+  {
+    method: 'GET',
+    url: '/v1/capabilities',
+    auth: true,
+    summary: 'what this server and model can do (effective settings)',
+    handler: async (s) => s.capabilities,
+  },
+  {
+    method: 'POST',
+    url: '/apply-template',
+    auth: true,
+    summary: 'the prompt a chat history renders to (llama-server compatible)',
+    handler: async (s, q) => applyTemplate(s, q.body),
+  },
   {method: 'GET', url: '/health', auth: false, summary: 'liveness and slot use', handler: async (s, _q, r) => health(s, r)},
-  {method: 'GET', url: '/metrics', auth: true, summary: 'Prometheus metrics', handler: async (s, _q, r) => r.type(PROMETHEUS_CONTENT_TYPE).send(s.metrics.render())},
+  {
+    method: 'GET',
+    url: '/metrics',
+    auth: true,
+    summary: 'Prometheus metrics',
+    handler: async (s, _q, r) => r.type(PROMETHEUS_CONTENT_TYPE).send(s.metrics.render()),
+  },
 ]
 
 function modelObject(s: ServerState) {
@@ -41,7 +94,8 @@ function modelObject(s: ServerState) {
 }
 
 async function modelById(s: ServerState, id: string) {
-  if (id !== s.env.modelId) throw new ApiError(404, `The model \`${id}\` does not exist; this server serves \`${s.env.modelId}\``, 'model', 'model_not_found')
+  if (id !== s.env.modelId)
+    throw new ApiError(404, `The model \`${id}\` does not exist; this server serves \`${s.env.modelId}\``, 'model', 'model_not_found')
   return modelObject(s)
 }
 
@@ -55,14 +109,23 @@ async function applyTemplate(s: ServerState, raw: unknown) {
 }
 
 async function health(s: ServerState, reply: FastifyReply) {
-  const body = {status: s.closing ? 'shutting_down' : 'ok', slots_idle: s.scheduler.slots.length - s.scheduler.busy, slots_busy: s.scheduler.busy, queue_depth: s.scheduler.queued}
+  const body = {
+    status: s.closing ? 'shutting_down' : 'ok',
+    slots_idle: s.scheduler.slots.length - s.scheduler.busy,
+    slots_busy: s.scheduler.busy,
+    queue_depth: s.scheduler.queued,
+  }
   return reply.code(s.closing ? 503 : 200).send(body)
 }
 
 /** Chat and text completions share everything but the request's prompt and the response's shape. */
 async function generateRoute(s: ServerState, kind: 'chat' | 'text', req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const prepared = kind === 'chat' ? prepareChat(s.env, req.body) : prepareCompletion(s.env, req.body)
-  const meta: ResponseMeta = {id: completionId(kind === 'chat' ? 'chatcmpl' : 'cmpl'), created: Math.floor(Date.now() / 1000), model: s.env.modelId}
+  const meta: ResponseMeta = {
+    id: completionId(kind === 'chat' ? 'chatcmpl' : 'cmpl'),
+    created: Math.floor(Date.now() / 1000),
+    model: s.env.modelId,
+  }
   const life = s.track(req, reply)
   try {
     if (!prepared.stream) {
@@ -77,7 +140,14 @@ async function generateRoute(s: ServerState, kind: 'chat' | 'text', req: Fastify
   }
 }
 
-async function stream(s: ServerState, kind: 'chat' | 'text', p: PreparedRequest, meta: ResponseMeta, signal: AbortSignal, sse: SseWriter): Promise<void> {
+async function stream(
+  s: ServerState,
+  kind: 'chat' | 'text',
+  p: PreparedRequest,
+  meta: ResponseMeta,
+  signal: AbortSignal,
+  sse: SseWriter,
+): Promise<void> {
   const usage = p.includeUsage
   let opened = false
   const open = () => {

@@ -78,9 +78,15 @@ export class Scheduler {
     }
     if (this.waiting.length >= this.options.queueLimit) {
       return Promise.reject(
-        new ApiError(503, `the server is busy: ${this.slots.length} slots in use and ${this.waiting.length} requests queued (--queue); retry later`, null, 'server_overloaded', {
-          'retry-after': '1',
-        }),
+        new ApiError(
+          503,
+          `the server is busy: ${this.slots.length} slots in use and ${this.waiting.length} requests queued (--queue); retry later`,
+          null,
+          'server_overloaded',
+          {
+            'retry-after': '1',
+          },
+        ),
       )
     }
     return new Promise<Lease>((resolve, reject) => {

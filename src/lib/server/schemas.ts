@@ -9,7 +9,6 @@ import {Ajv, type ErrorObject, type ValidateFunction} from 'ajv'
 import {MAX_TOP_LOGPROBS} from '../sampling/index.js'
 import {ApiError} from './api-error.js'
 
-
 const nullable = (schema: Record<string, unknown>) => ({...schema, type: [schema.type as string, 'null']})
 
 /** Fields both endpoints share. */
@@ -22,11 +21,7 @@ const common = {
   min_p: nullable({type: 'number', minimum: 0, maximum: 1}),
   seed: nullable({type: 'integer'}),
   stop: {
-    anyOf: [
-      {type: 'null'},
-      {type: 'string', minLength: 1},
-      {type: 'array', maxItems: 4, items: {type: 'string', minLength: 1}},
-    ],
+    anyOf: [{type: 'null'}, {type: 'string', minLength: 1}, {type: 'array', maxItems: 4, items: {type: 'string', minLength: 1}}],
   },
   presence_penalty: nullable({type: 'number', minimum: -2, maximum: 2}),
   frequency_penalty: nullable({type: 'number', minimum: -2, maximum: 2}),
@@ -122,7 +117,11 @@ const ajv = new Ajv({allErrors: false, strict: true, allowUnionTypes: true})
 const compiled = new Map<object, ValidateFunction>()
 
 /** Check a parsed body against a schema; throws an ApiError naming the first offending field. */
-export function validateBody(schema: object, body: unknown, unsupported: Readonly<Record<string, string>> = UNSUPPORTED): Record<string, unknown> {
+export function validateBody(
+  schema: object,
+  body: unknown,
+  unsupported: Readonly<Record<string, string>> = UNSUPPORTED,
+): Record<string, unknown> {
   if (body === undefined) throw new ApiError(400, 'the request body is empty; send a JSON object', null, 'invalid_json')
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ApiError(400, 'the request body must be a JSON object', null, 'invalid_type')
@@ -146,12 +145,17 @@ export function paramOf(pointer: string): string {
     .split('/')
     .slice(1)
     .map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'))
-    .reduce((out, seg) => (/^\d+$/.test(seg) && out !== '' && !out.startsWith('logit_bias') ? `${out}[${seg}]` : out === '' ? seg : `${out}.${seg}`), '')
+    .reduce(
+      (out, seg) =>
+        /^\d+$/.test(seg) && out !== '' && !out.startsWith('logit_bias') ? `${out}[${seg}]` : out === '' ? seg : `${out}.${seg}`,
+      '',
+    )
 }
 
 function valueAt(body: unknown, pointer: string): unknown {
   let v: unknown = body
-  for (const seg of pointer.split('/').slice(1)) v = (v as Record<string, unknown> | undefined)?.[seg.replaceAll('~1', '/').replaceAll('~0', '~')]
+  for (const seg of pointer.split('/').slice(1))
+    v = (v as Record<string, unknown> | undefined)?.[seg.replaceAll('~1', '/').replaceAll('~0', '~')]
   return v
 }
 
@@ -191,14 +195,21 @@ function refusal(e: ErrorObject | undefined, body: unknown): ApiError {
   }
   if (e.keyword === 'propertyNames') {
     const name = (e.params as {propertyName: string}).propertyName
-    return new ApiError(400, `${paramOf(e.instancePath)} key ${JSON.stringify(name)} must be a token id (a decimal integer)`, paramOf(e.instancePath), 'invalid_value')
+    return new ApiError(
+      400,
+      `${paramOf(e.instancePath)} key ${JSON.stringify(name)} must be a token id (a decimal integer)`,
+      paramOf(e.instancePath),
+      'invalid_value',
+    )
   }
   const param = paramOf(e.instancePath)
   const value = valueAt(body, e.instancePath)
   const shown = JSON.stringify(value) ?? String(value)
   const top = param.split(/[.[]/)[0]!
-  if (NARROWED[top] !== undefined && e.keyword !== 'type') return new ApiError(400, `${param} = ${shown}: ${NARROWED[top]}`, param, 'unsupported_value')
+  if (NARROWED[top] !== undefined && e.keyword !== 'type')
+    return new ApiError(400, `${param} = ${shown}: ${NARROWED[top]}`, param, 'unsupported_value')
   const code = e.keyword === 'type' || e.keyword === 'anyOf' ? 'invalid_type' : 'invalid_value'
-  const rule = e.keyword === 'anyOf' ? (ANY_OF_RULE[param] ?? 'has the wrong type or value (see docs/http-api.md)') : (e.message ?? 'is invalid')
+  const rule =
+    e.keyword === 'anyOf' ? (ANY_OF_RULE[param] ?? 'has the wrong type or value (see docs/http-api.md)') : (e.message ?? 'is invalid')
   return new ApiError(400, `${param} = ${shown.length > 80 ? `${shown.slice(0, 80)}…` : shown} ${rule}`, param, code)
 }

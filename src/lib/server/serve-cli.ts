@@ -14,7 +14,8 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/i
 /** --timeout: seconds, any positive number. */
 export function parseTimeoutFlag(text: string): number {
   const seconds = Number(text)
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new RunnerError('BAD_FLAG', `--timeout ${JSON.stringify(text)} must be a positive number of seconds`, ExitCode.usage)
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new RunnerError('BAD_FLAG', `--timeout ${JSON.stringify(text)} must be a positive number of seconds`, ExitCode.usage)
   return seconds
 }
 
@@ -30,12 +31,17 @@ export function readTemplateFlag(value: string | undefined): string | undefined 
 
 /** The warning for serving beyond loopback without a key, if that is what was asked. */
 export function exposureWarning(host: string, apiKey: string | undefined): string | undefined {
-  return !LOOPBACK.test(host) && apiKey === undefined ? `runner: warning: serving on ${host} without --api-key: anyone who can reach this address can use the model` : undefined
+  return !LOOPBACK.test(host) && apiKey === undefined
+    ? `runner: warning: serving on ${host} without --api-key: anyone who can reach this address can use the model`
+    : undefined
 }
 
 /** The line a client (or a test) waits for: where it listens and with what. */
 export function startupLine(server: RunningServer): string {
-  const caps = server.state.capabilities as {slots: {parallel: number; n_ctx_per_slot: number; threads_per_slot: number}; chat_template: {origin: string}}
+  const caps = server.state.capabilities as {
+    slots: {parallel: number; n_ctx_per_slot: number; threads_per_slot: number}
+    chat_template: {origin: string}
+  }
   return (
     `runner serve: listening on ${server.url} · model ${server.state.env.modelId} · ${caps.slots.parallel} slot(s) × ${caps.slots.n_ctx_per_slot} tokens, ` +
     `${caps.slots.threads_per_slot} thread(s) each · chat template ${caps.chat_template.origin}`

@@ -76,9 +76,13 @@ function uvThreadpoolSize(): number {
 export const MAX_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000)
 
 export async function startServer(options: ServeOptions, log: (line: string) => void = () => {}): Promise<RunningServer> {
-  const o = {...SERVE_DEFAULTS, ...definedOnly(options), modelPath: options.modelPath} as Required<Omit<ServeOptions, 'nCtx' | 'threadsPerSlot' | 'apiKey' | 'chatTemplate' | 'alias'>> & ServeOptions
+  const o = {...SERVE_DEFAULTS, ...definedOnly(options), modelPath: options.modelPath} as Required<
+    Omit<ServeOptions, 'nCtx' | 'threadsPerSlot' | 'apiKey' | 'chatTemplate' | 'alias'>
+  > &
+    ServeOptions
   const check = (name: string, v: number, min: number, max: number) => {
-    if (!Number.isInteger(v) || v < min || v > max) throw new RunnerError('SERVE_BAD_OPTION', `${name} ${v} must be an integer in [${min}, ${max}]`, ExitCode.usage)
+    if (!Number.isInteger(v) || v < min || v > max)
+      throw new RunnerError('SERVE_BAD_OPTION', `${name} ${v} must be an integer in [${min}, ${max}]`, ExitCode.usage)
   }
   check('--parallel', o.parallel, 1, 256)
   check('--queue', o.queueLimit, 0, 1 << 20)
@@ -86,7 +90,11 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   check('--port', o.port, 0, 65535)
   // Node's timers hold at most 2^31 - 1 ms (about 24.8 days); a larger delay would fire at once.
   if (!(o.timeoutSeconds > 0) || !(o.timeoutSeconds <= MAX_TIMEOUT_SECONDS)) {
-    throw new RunnerError('SERVE_BAD_OPTION', `--timeout ${o.timeoutSeconds} must be a number of seconds above 0 and at most ${MAX_TIMEOUT_SECONDS}`, ExitCode.usage)
+    throw new RunnerError(
+      'SERVE_BAD_OPTION',
+      `--timeout ${o.timeoutSeconds} must be a number of seconds above 0 and at most ${MAX_TIMEOUT_SECONDS}`,
+      ExitCode.usage,
+    )
   }
 
   const model = await Model.load(o.modelPath)
@@ -117,7 +125,9 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     scheduler.onAssign = (_slot, reused) => metrics.recordPrefix(reused)
     const concurrent = Math.min(o.parallel, uvThreadpoolSize())
     if (concurrent < o.parallel) {
-      log(`runner: warning: ${o.parallel} slots but only ${concurrent} engine calls run at once (UV_THREADPOOL_SIZE=${uvThreadpoolSize()}); start with UV_THREADPOOL_SIZE=${o.parallel} to run every slot at once`)
+      log(
+        `runner: warning: ${o.parallel} slots but only ${concurrent} engine calls run at once (UV_THREADPOOL_SIZE=${uvThreadpoolSize()}); start with UV_THREADPOOL_SIZE=${o.parallel} to run every slot at once`,
+      )
     }
     const capabilities = {
       model: {
@@ -151,7 +161,12 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         eviction: 'least recently used slot',
         exact: true,
       },
-      limits: {timeout_seconds: o.timeoutSeconds, body_limit_bytes: o.bodyLimitBytes, max_stop_sequences: 4, max_top_logprobs: MAX_TOP_LOGPROBS},
+      limits: {
+        timeout_seconds: o.timeoutSeconds,
+        body_limit_bytes: o.bodyLimitBytes,
+        max_stop_sequences: 4,
+        max_top_logprobs: MAX_TOP_LOGPROBS,
+      },
       auth: {api_key_required: o.apiKey !== undefined},
       defaults: {
         temperature: SAMPLING_DEFAULTS.temperature,
@@ -167,9 +182,30 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       },
       fields: {
         honoured: [
-          'model', 'messages', 'prompt', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'top_k', 'min_p', 'seed', 'stop',
-          'presence_penalty', 'frequency_penalty', 'logit_bias', 'logprobs', 'top_logprobs', 'n (1)', 'stream', 'stream_options.include_usage',
-          'response_format (text)', 'user (accepted; the server keeps no per-user records)', 'echo (false)', 'suffix (empty)', 'best_of (1)',
+          'model',
+          'messages',
+          'prompt',
+          'max_tokens',
+          'max_completion_tokens',
+          'temperature',
+          'top_p',
+          'top_k',
+          'min_p',
+          'seed',
+          'stop',
+          'presence_penalty',
+          'frequency_penalty',
+          'logit_bias',
+          'logprobs',
+          'top_logprobs',
+          'n (1)',
+          'stream',
+          'stream_options.include_usage',
+          'response_format (text)',
+          'user (accepted; the server keeps no per-user records)',
+          'echo (false)',
+          'suffix (empty)',
+          'best_of (1)',
         ],
         refused: {
           'n > 1': 'one choice per request',
@@ -260,7 +296,12 @@ function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefi
   /** Anthropic's route answers errors in Anthropic's shape; every other route in OpenAI's. */
   const errorBody = (req: FastifyRequest, e: ApiError) => (req.routeOptions.url === '/v1/messages' ? e.anthropicBody() : e.body())
   app.setNotFoundHandler((req, reply) => {
-    const err = new ApiError(404, `there is no route ${req.method} ${req.url.split('?')[0]} (GET /v1/capabilities lists the routes)`, null, 'unknown_url')
+    const err = new ApiError(
+      404,
+      `there is no route ${req.method} ${req.url.split('?')[0]} (GET /v1/capabilities lists the routes)`,
+      null,
+      'unknown_url',
+    )
     void reply.code(404).send(err.body())
   })
   app.setErrorHandler((error: FastifyError, req, reply) => {
@@ -289,6 +330,7 @@ function fromFastify(error: FastifyError): ApiError {
   if (error instanceof SyntaxError || (error.statusCode === 400 && /JSON/i.test(error.message))) {
     return new ApiError(400, `the request body is not valid JSON: ${error.message}`, null, 'invalid_json')
   }
-  if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) return new ApiError(error.statusCode, error.message, null, (error.code ?? 'bad_request').toLowerCase())
+  if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500)
+    return new ApiError(error.statusCode, error.message, null, (error.code ?? 'bad_request').toLowerCase())
   return toApiError(error)
 }

@@ -25,12 +25,18 @@ export class SseWriter {
   private start(): void {
     if (this.started) return
     this.started = true
-    this.res.writeHead(200, {'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no'})
+    this.res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    })
   }
 
   send(data: unknown, event?: string): void {
     this.start()
-    if (!this.res.writableEnded && !this.res.destroyed) this.res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`)
+    if (!this.res.writableEnded && !this.res.destroyed)
+      this.res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`)
   }
 
   /** OpenAI's end marker. */

@@ -47,11 +47,19 @@ export class ServerState {
     const startedAt = (req as FastifyRequest & {startedAt?: number}).startedAt ?? performance.now()
     const remaining = Math.max(0, this.timeoutMs - (performance.now() - startedAt))
     const timer = setTimeout(() => {
-      controller.abort(new ApiError(408, `the request did not finish within the server's timeout of ${this.timeoutMs / 1000} s (--timeout)`, null, 'request_timeout'))
+      controller.abort(
+        new ApiError(
+          408,
+          `the request did not finish within the server's timeout of ${this.timeoutMs / 1000} s (--timeout)`,
+          null,
+          'request_timeout',
+        ),
+      )
     }, remaining)
     const onClose = () => {
       // 'close' before the response finished: the client went away. Free its slot now.
-      if (!reply.raw.writableFinished) controller.abort(new ApiError(499, 'the client closed the connection', null, 'client_closed_request'))
+      if (!reply.raw.writableFinished)
+        controller.abort(new ApiError(499, 'the client closed the connection', null, 'client_closed_request'))
     }
     reply.raw.on('close', onClose)
     let finish!: () => void
@@ -72,7 +80,10 @@ export class ServerState {
   async drain(graceMs: number): Promise<void> {
     const all = () => Promise.all([...this.inFlight].map((e) => e.done))
     let timer: NodeJS.Timeout | undefined
-    const timedOut = await Promise.race([all().then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs)))])
+    const timedOut = await Promise.race([
+      all().then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs))),
+    ])
     clearTimeout(timer)
     if (timedOut) {
       for (const e of this.inFlight) e.controller.abort(new ApiError(503, 'the server is shutting down', null, 'server_shutting_down'))

@@ -29,7 +29,11 @@ export class PieceTable {
   /** Check that `id` is a token id; `field` names it in the refusal. */
   check(id: number, field: string): void {
     if (!Number.isInteger(id) || id < 0 || id >= this.vocab.tokens.length) {
-      throw tokenizerError(TokenizerErrorCode.badTokenId, field, `${id} is not a token id (the vocabulary has ${this.vocab.tokens.length} tokens)`)
+      throw tokenizerError(
+        TokenizerErrorCode.badTokenId,
+        field,
+        `${id} is not a token id (the vocabulary has ${this.vocab.tokens.length} tokens)`,
+      )
     }
   }
 
@@ -97,7 +101,9 @@ export function detokenize(vocab: Vocab, pieces: PieceTable, ids: readonly numbe
 }
 
 // ASCII: ' ? ! . , t d s m l r v e
-const [QUOTE, Q, BANG, DOT, COMMA, T, D, S, M, L, R, V, E] = [0x27, 0x3f, 0x21, 0x2e, 0x2c, 0x74, 0x64, 0x73, 0x6d, 0x6c, 0x72, 0x76, 0x65] as const
+const [QUOTE, Q, BANG, DOT, COMMA, T, D, S, M, L, R, V, E] = [
+  0x27, 0x3f, 0x21, 0x2e, 0x2c, 0x74, 0x64, 0x73, 0x6d, 0x6c, 0x72, 0x76, 0x65,
+] as const
 
 /**
  * llama.cpp's clean_up_tokenization_spaces, three in-place passes over the bytes, ported literally

@@ -32,7 +32,9 @@ function isModelFiles(x: GgufModelFiles | ReadonlyMap<string, GgufKv>): x is Ggu
  */
 export function createTokenizer(source: GgufModelFiles | ReadonlyMap<string, GgufKv>, options: CreateTokenizerOptions = {}): Tokenizer {
   if (isModelFiles(source)) {
-    return new Tokenizer(loadVocab(source.metadata, {offsets: options.offsets ?? source.shards[0]?.kvOffsets ?? new Map(), file: options.file ?? source.path}))
+    return new Tokenizer(
+      loadVocab(source.metadata, {offsets: options.offsets ?? source.shards[0]?.kvOffsets ?? new Map(), file: options.file ?? source.path}),
+    )
   }
   return new Tokenizer(loadVocab(source, {offsets: options.offsets ?? new Map(), file: options.file}))
 }

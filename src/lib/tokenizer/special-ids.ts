@@ -5,22 +5,24 @@
  */
 
 export type SpecialSlot =
-  | 'bos'
-  | 'eos'
-  | 'eot'
-  | 'eom'
-  | 'unk'
-  | 'sep'
-  | 'pad'
-  | 'mask'
-  | 'fimPre'
-  | 'fimSuf'
-  | 'fimMid'
-  | 'fimPad'
-  | 'fimRep'
-  | 'fimSep'
+  'bos' | 'eos' | 'eot' | 'eom' | 'unk' | 'sep' | 'pad' | 'mask' | 'fimPre' | 'fimSuf' | 'fimMid' | 'fimPad' | 'fimRep' | 'fimSep'
 
-export const SPECIAL_SLOTS: readonly SpecialSlot[] = ['bos', 'eos', 'eot', 'eom', 'unk', 'sep', 'pad', 'mask', 'fimPre', 'fimSuf', 'fimMid', 'fimPad', 'fimRep', 'fimSep']
+export const SPECIAL_SLOTS: readonly SpecialSlot[] = [
+  'bos',
+  'eos',
+  'eot',
+  'eom',
+  'unk',
+  'sep',
+  'pad',
+  'mask',
+  'fimPre',
+  'fimSuf',
+  'fimMid',
+  'fimPad',
+  'fimRep',
+  'fimSep',
+]
 
 /** Metadata key → slot, in llama.cpp's order (the deprecated FIM keys come last and win). */
 export const SPECIAL_ID_KEYS: ReadonlyArray<readonly [string, SpecialSlot]> = [
@@ -77,18 +79,9 @@ export const DETECT_BY_TEXT: ReadonlyArray<readonly [SpecialSlot, readonly strin
     ],
   ],
   ['eom', ['<|eom_id|>']],
-  [
-    'fimPre',
-    ['<|fim_prefix|>', '<fim-prefix>', '<fim_prefix>', '<｜fim▁begin｜>', '<PRE>', '▁<PRE>', '<|code_prefix|>', '<|prefix|>'],
-  ],
-  [
-    'fimSuf',
-    ['<|fim_suffix|>', '<fim-suffix>', '<fim_suffix>', '<｜fim▁hole｜>', '<SUF>', '▁<SUF>', '<|code_suffix|>', '<|suffix|>'],
-  ],
-  [
-    'fimMid',
-    ['<|fim_middle|>', '<fim-middle>', '<fim_middle>', '<｜fim▁end｜>', '<MID>', '▁<MID>', '<|code_middle|>', '<|middle|>'],
-  ],
+  ['fimPre', ['<|fim_prefix|>', '<fim-prefix>', '<fim_prefix>', '<｜fim▁begin｜>', '<PRE>', '▁<PRE>', '<|code_prefix|>', '<|prefix|>']],
+  ['fimSuf', ['<|fim_suffix|>', '<fim-suffix>', '<fim_suffix>', '<｜fim▁hole｜>', '<SUF>', '▁<SUF>', '<|code_suffix|>', '<|suffix|>']],
+  ['fimMid', ['<|fim_middle|>', '<fim-middle>', '<fim_middle>', '<｜fim▁end｜>', '<MID>', '▁<MID>', '<|code_middle|>', '<|middle|>']],
   ['fimPad', ['<|fim_pad|>', '<fim-pad>', '<fim_pad>', '<PAD>', '[PAD]']],
   ['fimRep', ['<|fim_repo|>', '<|repo_name|>', '<fim-repo>', '<REPO>', '<reponame>']],
   ['fimSep', ['<|file_sep|>']],

@@ -129,14 +129,19 @@ export function loadVocab(kvs: ReadonlyMap<string, GgufKv>, source: MetadataSour
   const tokenToId = new Map<string, number>()
   tokens.forEach((t, id) => {
     const prev = tokenToId.get(t)
-    if (prev !== undefined) throw fail(TokenizerErrorCode.badVocab, TOKENIZER_KEYS.tokens, `duplicate token ${JSON.stringify(t)} at ids ${prev} and ${id}`)
+    if (prev !== undefined)
+      throw fail(TokenizerErrorCode.badVocab, TOKENIZER_KEYS.tokens, `duplicate token ${JSON.stringify(t)} at ids ${prev} and ${id}`)
     tokenToId.set(t, id)
   })
   const scores = readScores(kvs, n, fail)
   const attrs = readAttrs(meta, n, fail)
   tokens.forEach((t, id) => {
     if (attrs[id]! & TokenAttr.byte && !BYTE_TOKEN.test(t)) {
-      throw fail(TokenizerErrorCode.badVocab, TOKENIZER_KEYS.tokenType, `token ${id} ${JSON.stringify(t)} has type byte (6) but is not spelled <0xXX>`)
+      throw fail(
+        TokenizerErrorCode.badVocab,
+        TOKENIZER_KEYS.tokenType,
+        `token ${id} ${JSON.stringify(t)} has type byte (6) but is not spelled <0xXX>`,
+      )
     }
   })
   const mergeRanks = model === 'gpt2' ? readMerges(meta, fail) : new Map<string, number>()
@@ -264,7 +269,11 @@ function readAttrs(meta: GgufMetadata, n: number, fail: Fail): Uint16Array {
   for (let id = 0; id < n; id++) {
     const attr = ATTR_OF_TYPE[types[id]!]
     if (attr === undefined) {
-      throw fail(TokenizerErrorCode.badVocab, TOKENIZER_KEYS.tokenType, `token ${id} has type ${types[id]}, not one of 0..6 (undefined, normal, unknown, control, user defined, unused, byte)`)
+      throw fail(
+        TokenizerErrorCode.badVocab,
+        TOKENIZER_KEYS.tokenType,
+        `token ${id} has type ${types[id]}, not one of 0..6 (undefined, normal, unknown, control, user defined, unused, byte)`,
+      )
     }
     attrs[id] = attr
   }
@@ -278,7 +287,8 @@ function readAttrs(meta: GgufMetadata, n: number, fail: Fail): Uint16Array {
  * byte-level symbols never contain a raw space, so "left right" names exactly one pair.
  */
 function readMerges(meta: GgufMetadata, fail: Fail): Map<string, number> {
-  if (!meta.has(TOKENIZER_KEYS.merges)) throw fail(TokenizerErrorCode.badMerges, TOKENIZER_KEYS.merges, 'is required for a gpt2 (BPE) tokenizer and is missing')
+  if (!meta.has(TOKENIZER_KEYS.merges))
+    throw fail(TokenizerErrorCode.badMerges, TOKENIZER_KEYS.merges, 'is required for a gpt2 (BPE) tokenizer and is missing')
   const lines = meta.stringArray(TOKENIZER_KEYS.merges)
   const ranks = new Map<string, number>()
   for (let i = 0; i < lines.length; i++) {
@@ -339,7 +349,12 @@ function applyNameRules(
     const id = tokenToId.get(text)
     if (id === undefined) {
       // llama.cpp looks these up with token_to_id.at() and fails with "_Map_base::at".
-      if (required) throw fail(TokenizerErrorCode.badVocab, 'general.name', `'${name}' is treated as Phi-3, which requires the token ${JSON.stringify(text)}; the vocabulary has none`)
+      if (required)
+        throw fail(
+          TokenizerErrorCode.badVocab,
+          'general.name',
+          `'${name}' is treated as Phi-3, which requires the token ${JSON.stringify(text)}; the vocabulary has none`,
+        )
       return
     }
     attrs[id] = on ? attrs[id]! | attr : attrs[id]! & ~attr

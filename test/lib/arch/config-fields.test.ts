@@ -29,7 +29,10 @@ describe('the model config table agrees across the seam', () => {
   })
 
   test("the generated enum values deep-equal the addon's modelConfigEnums()", () => {
-    assert.deepEqual(loadAddon().modelConfigEnums(), MODEL_CONFIG_ENUM_VALUES.map((e) => ({...e})))
+    assert.deepEqual(
+      loadAddon().modelConfigEnums(),
+      MODEL_CONFIG_ENUM_VALUES.map((e) => ({...e})),
+    )
     assert.deepEqual(MODEL_CONFIG_ENUMS, {rope_type: {norm: 0, neox: 2}, ffn_act: {silu: 0, gelu: 1}})
   })
 
@@ -44,7 +47,9 @@ describe('the model config table agrees across the seam', () => {
       return {name: f.name, offset}
     })
     assert.deepEqual(
-      loadAddon().modelConfigFields().map(({name, offset}) => ({name, offset})),
+      loadAddon()
+        .modelConfigFields()
+        .map(({name, offset}) => ({name, offset})),
       want,
     )
   })
@@ -54,7 +59,7 @@ describe('the model config table agrees across the seam', () => {
     assert.equal(r.status, 0, r.stderr)
   })
 
-  test('the status codes: the generated list equals the addon\'s statusCodes(), and each has an exit code', () => {
+  test("the status codes: the generated list equals the addon's statusCodes(), and each has an exit code", () => {
     assert.deepEqual(loadAddon().statusCodes(), [...NATIVE_STATUS_CODES])
     for (const code of NATIVE_STATUS_CODES) assert.ok(code in NATIVE_EXIT_CODES, code)
     assert.equal(NATIVE_EXIT_CODES.ENGINE_NO_MEMORY, ExitCode.failure, 'out of memory is a failure, never usage')
@@ -94,7 +99,11 @@ describe('nativeConfig and the addon read the config by the table', {skip: hasSh
 
   test('an unknown key is refused by name (a camelCase key is not a field)', () => {
     const config = nativeConfig(plan.config)
-    refusedSync(() => loadAddon().modelLoad({...config, nVocab: 512} as typeof config, [STORIES], tensors), 'config.nVocab', 'not a model config field')
+    refusedSync(
+      () => loadAddon().modelLoad({...config, nVocab: 512} as typeof config, [STORIES], tensors),
+      'config.nVocab',
+      'not a model config field',
+    )
     refusedSync(() => loadAddon().modelLoad({...config, rope_kind: 2} as typeof config, [STORIES], tensors), 'config.rope_kind')
   })
 
@@ -110,7 +119,15 @@ describe('nativeConfig and the addon read the config by the table', {skip: hasSh
 
   test('a flag field of the wrong length or type is refused by name', () => {
     const config = nativeConfig(plan.config)
-    refusedSync(() => loadAddon().modelLoad({...config, attn_removed: new Uint8Array(2)}, [STORIES], tensors), 'config.attn_removed', 'one flag per layer (5)')
-    refusedSync(() => loadAddon().modelLoad({...config, swa_layers: [0, 0, 0, 0, 0] as unknown as Uint8Array}, [STORIES], tensors), 'config.swa_layers', 'Uint8Array')
+    refusedSync(
+      () => loadAddon().modelLoad({...config, attn_removed: new Uint8Array(2)}, [STORIES], tensors),
+      'config.attn_removed',
+      'one flag per layer (5)',
+    )
+    refusedSync(
+      () => loadAddon().modelLoad({...config, swa_layers: [0, 0, 0, 0, 0] as unknown as Uint8Array}, [STORIES], tensors),
+      'config.swa_layers',
+      'Uint8Array',
+    )
   })
 })

@@ -72,7 +72,8 @@ function itemsOf(key: string): ArrayLike<unknown> & {slice(a?: number, b?: numbe
   assert.ok(v !== undefined && typeof v === 'object' && isGgufArray(v), `${key} is an array in stories260K`)
   return v.items as ArrayLike<unknown> & {slice(a?: number, b?: number): unknown}
 }
-const array = (key: string, itemType: GgufValueType, items: unknown) => setKv(key, GgufValueType.ARRAY, {itemType, items} as GgufKv['value'])
+const array = (key: string, itemType: GgufValueType, items: unknown) =>
+  setKv(key, GgufValueType.ARRAY, {itemType, items} as GgufKv['value'])
 
 /** Change one tensor's header (type, shape) and give it data of the size the new header implies. */
 const editTensor =
@@ -181,80 +182,498 @@ const unsupported = ExitCode.unsupported
 
 /** Hyperparameters out of range or inconsistent. stories260K: n_embd 64, 8/4 heads, head_dim 8, 5 blocks. */
 const HPARAM_CASES: Case[] = [
-  {name: 'block_count huge (10^9)', kvs: u32(`${A}.block_count`, 1_000_000_000), code: META_RANGE, exit: bad, field: `${A}.block_count`, mentions: [`${A}.block_count`, '1000000000']},
-  {name: 'block_count 2^64 - 1 (u64)', kvs: setKv(`${A}.block_count`, GgufValueType.UINT64, (1n << 64n) - 1n), code: META_RANGE, exit: bad, field: `${A}.block_count`, mentions: [`${A}.block_count`, '18446744073709551615']},
-  {name: 'block_count 0', kvs: u32(`${A}.block_count`, 0), code: META_RANGE, exit: bad, field: `${A}.block_count`, mentions: [`${A}.block_count`, '0 is outside']},
-  {name: 'block_count 6 (one more than the file has)', kvs: u32(`${A}.block_count`, 6), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.5.']},
-  {name: 'block_count 4 (one less than the file has)', kvs: u32(`${A}.block_count`, 4), code: 'ARCH_UNKNOWN_TENSOR', exit: unsupported, mentions: ['blk.4.']},
-  {name: 'block_count is a string', kvs: setKv(`${A}.block_count`, GgufValueType.STRING, '5'), code: META_TYPE, exit: bad, field: `${A}.block_count`, mentions: [`${A}.block_count`, 'string']},
-  {name: 'block_count is a float', kvs: setKv(`${A}.block_count`, GgufValueType.FLOAT32, 5), code: META_TYPE, exit: bad, field: `${A}.block_count`, mentions: [`${A}.block_count`, 'f32']},
-  {name: 'head_count 0', kvs: u32(`${A}.attention.head_count`, 0), code: META_RANGE, exit: bad, field: `${A}.attention.head_count`, mentions: [`${A}.attention.head_count at`, '0 is outside']},
-  {name: 'head_count huge', kvs: u32(`${A}.attention.head_count`, 4_000_000_000), code: META_RANGE, exit: bad, field: `${A}.attention.head_count`, mentions: [`${A}.attention.head_count at`, '4000000000']},
-  {name: 'head_count_kv 0', kvs: u32(`${A}.attention.head_count_kv`, 0), code: META_RANGE, exit: bad, field: `${A}.attention.head_count_kv`, mentions: [`${A}.attention.head_count_kv`, '0 is outside']},
-  {name: 'head_count not a multiple of head_count_kv (8 over 3)', kvs: u32(`${A}.attention.head_count_kv`, 3), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: [`${A}.attention.head_count 8`, `${A}.attention.head_count_kv 3`]},
-  {name: 'head_count_kv larger than head_count (8 over 16)', kvs: u32(`${A}.attention.head_count_kv`, 16), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: [`${A}.attention.head_count 8`, `${A}.attention.head_count_kv 16`]},
-  {name: 'per-layer head counts that differ (8, 4, 8, 8, 8)', kvs: array(`${A}.attention.head_count`, GgufValueType.UINT32, Uint32Array.of(8, 4, 8, 8, 8)), code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: [`${A}.attention.head_count`, '8, 4']},
-  {name: 'per-layer head counts of the wrong length (3 for 5 blocks)', kvs: array(`${A}.attention.head_count`, GgufValueType.UINT32, Uint32Array.of(8, 8, 8)), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: [`${A}.attention.head_count`, '3 entries']},
-  {name: 'embedding_length not divisible by head_count (60 / 8)', kvs: u32(`${A}.embedding_length`, 60), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: [`${A}.embedding_length 60`, `${A}.attention.head_count 8`]},
-  {name: 'embedding_length huge (2^31)', kvs: u32(`${A}.embedding_length`, 2 ** 31), code: META_RANGE, exit: bad, field: `${A}.embedding_length`, mentions: [`${A}.embedding_length`, '2147483648']},
-  {name: 'embedding_length missing', kvs: delKv(`${A}.embedding_length`), code: META_MISSING, exit: bad, field: `${A}.embedding_length`, mentions: [`${A}.embedding_length`, 'missing']},
-  {name: 'odd head dimension (embedding_length 56 = 8 heads × 7)', kvs: u32(`${A}.embedding_length`, 56), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['head dimension 7', `${A}.embedding_length 56`]},
-  {name: 'odd head dimension (key_length 7)', kvs: u32(`${A}.attention.key_length`, 7), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['head dimension 7', `${A}.attention.key_length 7`]},
-  {name: 'key_length huge', kvs: u32(`${A}.attention.key_length`, 1 << 20), code: META_RANGE, exit: bad, field: `${A}.attention.key_length`, mentions: [`${A}.attention.key_length`, '1048576']},
-  {name: 'value_length different from key_length', kvs: u32(`${A}.attention.value_length`, 16), code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: [`${A}.attention.value_length 16`]},
-  {name: 'rope dimensions beyond the head size (16 > 8)', kvs: u32(`${A}.rope.dimension_count`, 16), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: [`${A}.rope.dimension_count 16`, 'head dimension 8']},
-  {name: 'rope dimensions odd (7)', kvs: u32(`${A}.rope.dimension_count`, 7), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: [`${A}.rope.dimension_count 7`]},
-  {name: 'rope dimensions absurd (10^6)', kvs: u32(`${A}.rope.dimension_count`, 1_000_000), code: META_RANGE, exit: bad, field: `${A}.rope.dimension_count`, mentions: [`${A}.rope.dimension_count`, '1000000']},
-  {name: 'context_length absurd (2^31)', kvs: u32(`${A}.context_length`, 2 ** 31), code: META_RANGE, exit: bad, field: `${A}.context_length`, mentions: [`${A}.context_length`, '2147483648']},
-  {name: 'context_length absurd (2^63, u64)', kvs: setKv(`${A}.context_length`, GgufValueType.UINT64, 1n << 63n), code: META_RANGE, exit: bad, field: `${A}.context_length`, mentions: [`${A}.context_length`, '9223372036854775808']},
-  {name: 'context_length negative (i32)', kvs: setKv(`${A}.context_length`, GgufValueType.INT32, -1), code: META_RANGE, exit: bad, field: `${A}.context_length`, mentions: [`${A}.context_length`, '-1']},
-  {name: 'context_length 0', kvs: u32(`${A}.context_length`, 0), code: META_RANGE, exit: bad, field: `${A}.context_length`, mentions: [`${A}.context_length`, '0 is outside']},
-  {name: 'feed_forward_length 0', kvs: u32(`${A}.feed_forward_length`, 0), code: META_RANGE, exit: bad, field: `${A}.feed_forward_length`, mentions: [`${A}.feed_forward_length`, '0 is outside']},
-  {name: 'rms epsilon NaN', kvs: setKv(`${A}.attention.layer_norm_rms_epsilon`, GgufValueType.FLOAT32, Number.NaN), code: META_RANGE, exit: bad, field: `${A}.attention.layer_norm_rms_epsilon`, mentions: [`${A}.attention.layer_norm_rms_epsilon`, 'NaN']},
-  {name: 'rms epsilon negative', kvs: setKv(`${A}.attention.layer_norm_rms_epsilon`, GgufValueType.FLOAT32, -1), code: META_RANGE, exit: bad, field: `${A}.attention.layer_norm_rms_epsilon`, mentions: [`${A}.attention.layer_norm_rms_epsilon`, '-1']},
-  {name: 'rope freq_base 0', kvs: setKv(`${A}.rope.freq_base`, GgufValueType.FLOAT32, 0), code: META_RANGE, exit: bad, field: `${A}.rope.freq_base`, mentions: [`${A}.rope.freq_base`, '0 is outside']},
-  {name: 'rope scaling type yarn', kvs: setKv(`${A}.rope.scaling.type`, GgufValueType.STRING, 'yarn'), code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: [`${A}.rope.scaling.type`, '"yarn"']},
+  {
+    name: 'block_count huge (10^9)',
+    kvs: u32(`${A}.block_count`, 1_000_000_000),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.block_count`,
+    mentions: [`${A}.block_count`, '1000000000'],
+  },
+  {
+    name: 'block_count 2^64 - 1 (u64)',
+    kvs: setKv(`${A}.block_count`, GgufValueType.UINT64, (1n << 64n) - 1n),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.block_count`,
+    mentions: [`${A}.block_count`, '18446744073709551615'],
+  },
+  {
+    name: 'block_count 0',
+    kvs: u32(`${A}.block_count`, 0),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.block_count`,
+    mentions: [`${A}.block_count`, '0 is outside'],
+  },
+  {
+    name: 'block_count 6 (one more than the file has)',
+    kvs: u32(`${A}.block_count`, 6),
+    code: 'ARCH_MISSING_TENSOR',
+    exit: bad,
+    mentions: ['blk.5.'],
+  },
+  {
+    name: 'block_count 4 (one less than the file has)',
+    kvs: u32(`${A}.block_count`, 4),
+    code: 'ARCH_UNKNOWN_TENSOR',
+    exit: unsupported,
+    mentions: ['blk.4.'],
+  },
+  {
+    name: 'block_count is a string',
+    kvs: setKv(`${A}.block_count`, GgufValueType.STRING, '5'),
+    code: META_TYPE,
+    exit: bad,
+    field: `${A}.block_count`,
+    mentions: [`${A}.block_count`, 'string'],
+  },
+  {
+    name: 'block_count is a float',
+    kvs: setKv(`${A}.block_count`, GgufValueType.FLOAT32, 5),
+    code: META_TYPE,
+    exit: bad,
+    field: `${A}.block_count`,
+    mentions: [`${A}.block_count`, 'f32'],
+  },
+  {
+    name: 'head_count 0',
+    kvs: u32(`${A}.attention.head_count`, 0),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.attention.head_count`,
+    mentions: [`${A}.attention.head_count at`, '0 is outside'],
+  },
+  {
+    name: 'head_count huge',
+    kvs: u32(`${A}.attention.head_count`, 4_000_000_000),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.attention.head_count`,
+    mentions: [`${A}.attention.head_count at`, '4000000000'],
+  },
+  {
+    name: 'head_count_kv 0',
+    kvs: u32(`${A}.attention.head_count_kv`, 0),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.attention.head_count_kv`,
+    mentions: [`${A}.attention.head_count_kv`, '0 is outside'],
+  },
+  {
+    name: 'head_count not a multiple of head_count_kv (8 over 3)',
+    kvs: u32(`${A}.attention.head_count_kv`, 3),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: [`${A}.attention.head_count 8`, `${A}.attention.head_count_kv 3`],
+  },
+  {
+    name: 'head_count_kv larger than head_count (8 over 16)',
+    kvs: u32(`${A}.attention.head_count_kv`, 16),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: [`${A}.attention.head_count 8`, `${A}.attention.head_count_kv 16`],
+  },
+  {
+    name: 'per-layer head counts that differ (8, 4, 8, 8, 8)',
+    kvs: array(`${A}.attention.head_count`, GgufValueType.UINT32, Uint32Array.of(8, 4, 8, 8, 8)),
+    code: 'ARCH_UNSUPPORTED',
+    exit: unsupported,
+    mentions: [`${A}.attention.head_count`, '8, 4'],
+  },
+  {
+    name: 'per-layer head counts of the wrong length (3 for 5 blocks)',
+    kvs: array(`${A}.attention.head_count`, GgufValueType.UINT32, Uint32Array.of(8, 8, 8)),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: [`${A}.attention.head_count`, '3 entries'],
+  },
+  {
+    name: 'embedding_length not divisible by head_count (60 / 8)',
+    kvs: u32(`${A}.embedding_length`, 60),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: [`${A}.embedding_length 60`, `${A}.attention.head_count 8`],
+  },
+  {
+    name: 'embedding_length huge (2^31)',
+    kvs: u32(`${A}.embedding_length`, 2 ** 31),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.embedding_length`,
+    mentions: [`${A}.embedding_length`, '2147483648'],
+  },
+  {
+    name: 'embedding_length missing',
+    kvs: delKv(`${A}.embedding_length`),
+    code: META_MISSING,
+    exit: bad,
+    field: `${A}.embedding_length`,
+    mentions: [`${A}.embedding_length`, 'missing'],
+  },
+  {
+    name: 'odd head dimension (embedding_length 56 = 8 heads × 7)',
+    kvs: u32(`${A}.embedding_length`, 56),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: ['head dimension 7', `${A}.embedding_length 56`],
+  },
+  {
+    name: 'odd head dimension (key_length 7)',
+    kvs: u32(`${A}.attention.key_length`, 7),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: ['head dimension 7', `${A}.attention.key_length 7`],
+  },
+  {
+    name: 'key_length huge',
+    kvs: u32(`${A}.attention.key_length`, 1 << 20),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.attention.key_length`,
+    mentions: [`${A}.attention.key_length`, '1048576'],
+  },
+  {
+    name: 'value_length different from key_length',
+    kvs: u32(`${A}.attention.value_length`, 16),
+    code: 'ARCH_UNSUPPORTED',
+    exit: unsupported,
+    mentions: [`${A}.attention.value_length 16`],
+  },
+  {
+    name: 'rope dimensions beyond the head size (16 > 8)',
+    kvs: u32(`${A}.rope.dimension_count`, 16),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: [`${A}.rope.dimension_count 16`, 'head dimension 8'],
+  },
+  {
+    name: 'rope dimensions odd (7)',
+    kvs: u32(`${A}.rope.dimension_count`, 7),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: [`${A}.rope.dimension_count 7`],
+  },
+  {
+    name: 'rope dimensions absurd (10^6)',
+    kvs: u32(`${A}.rope.dimension_count`, 1_000_000),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.rope.dimension_count`,
+    mentions: [`${A}.rope.dimension_count`, '1000000'],
+  },
+  {
+    name: 'context_length absurd (2^31)',
+    kvs: u32(`${A}.context_length`, 2 ** 31),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.context_length`,
+    mentions: [`${A}.context_length`, '2147483648'],
+  },
+  {
+    name: 'context_length absurd (2^63, u64)',
+    kvs: setKv(`${A}.context_length`, GgufValueType.UINT64, 1n << 63n),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.context_length`,
+    mentions: [`${A}.context_length`, '9223372036854775808'],
+  },
+  {
+    name: 'context_length negative (i32)',
+    kvs: setKv(`${A}.context_length`, GgufValueType.INT32, -1),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.context_length`,
+    mentions: [`${A}.context_length`, '-1'],
+  },
+  {
+    name: 'context_length 0',
+    kvs: u32(`${A}.context_length`, 0),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.context_length`,
+    mentions: [`${A}.context_length`, '0 is outside'],
+  },
+  {
+    name: 'feed_forward_length 0',
+    kvs: u32(`${A}.feed_forward_length`, 0),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.feed_forward_length`,
+    mentions: [`${A}.feed_forward_length`, '0 is outside'],
+  },
+  {
+    name: 'rms epsilon NaN',
+    kvs: setKv(`${A}.attention.layer_norm_rms_epsilon`, GgufValueType.FLOAT32, Number.NaN),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.attention.layer_norm_rms_epsilon`,
+    mentions: [`${A}.attention.layer_norm_rms_epsilon`, 'NaN'],
+  },
+  {
+    name: 'rms epsilon negative',
+    kvs: setKv(`${A}.attention.layer_norm_rms_epsilon`, GgufValueType.FLOAT32, -1),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.attention.layer_norm_rms_epsilon`,
+    mentions: [`${A}.attention.layer_norm_rms_epsilon`, '-1'],
+  },
+  {
+    name: 'rope freq_base 0',
+    kvs: setKv(`${A}.rope.freq_base`, GgufValueType.FLOAT32, 0),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.rope.freq_base`,
+    mentions: [`${A}.rope.freq_base`, '0 is outside'],
+  },
+  {
+    name: 'rope scaling type yarn',
+    kvs: setKv(`${A}.rope.scaling.type`, GgufValueType.STRING, 'yarn'),
+    code: 'ARCH_UNSUPPORTED',
+    exit: unsupported,
+    mentions: [`${A}.rope.scaling.type`, '"yarn"'],
+  },
 ]
 
 /** Unknown or missing architecture. */
 const ARCH_CASES: Case[] = [
-  {name: 'general.architecture missing', kvs: delKv('general.architecture'), code: 'ARCH_MISSING', exit: bad, mentions: ['general.architecture']},
-  {name: 'general.architecture unknown ("gptneox")', kvs: setKv('general.architecture', GgufValueType.STRING, 'gptneox'), code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: ['general.architecture', '"gptneox"']},
-  {name: 'general.architecture empty', kvs: setKv('general.architecture', GgufValueType.STRING, ''), code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: ['general.architecture', '""']},
-  {name: 'general.architecture not a string', kvs: setKv('general.architecture', GgufValueType.UINT32, 7), code: META_TYPE, exit: bad, field: 'general.architecture', mentions: ['general.architecture', 'u32']},
+  {
+    name: 'general.architecture missing',
+    kvs: delKv('general.architecture'),
+    code: 'ARCH_MISSING',
+    exit: bad,
+    mentions: ['general.architecture'],
+  },
+  {
+    name: 'general.architecture unknown ("gptneox")',
+    kvs: setKv('general.architecture', GgufValueType.STRING, 'gptneox'),
+    code: 'ARCH_UNSUPPORTED',
+    exit: unsupported,
+    mentions: ['general.architecture', '"gptneox"'],
+  },
+  {
+    name: 'general.architecture empty',
+    kvs: setKv('general.architecture', GgufValueType.STRING, ''),
+    code: 'ARCH_UNSUPPORTED',
+    exit: unsupported,
+    mentions: ['general.architecture', '""'],
+  },
+  {
+    name: 'general.architecture not a string',
+    kvs: setKv('general.architecture', GgufValueType.UINT32, 7),
+    code: META_TYPE,
+    exit: bad,
+    field: 'general.architecture',
+    mentions: ['general.architecture', 'u32'],
+  },
 ]
 
 /** Tensors whose shapes or types disagree with the hyperparameters (or that are missing or unknown). */
 const TENSOR_CASES: Case[] = [
-  {name: 'token_embd one row short', tensors: editTensor('token_embd.weight', {shape: [64, 511]}), code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['token_embd.weight', '[64, 511]', '[64, 512]']},
-  {name: 'attn_k as wide as attn_q (ignores the 4 KV heads)', tensors: editTensor('blk.2.attn_k.weight', {shape: [64, 64]}), code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['blk.2.attn_k.weight', '[64, 64]', '[64, 32]']},
-  {name: 'ffn_down transposed', tensors: editTensor('blk.0.ffn_down.weight', {shape: [64, 172]}), code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['blk.0.ffn_down.weight', '[64, 172]', '[172, 64]']},
-  {name: 'a norm with two rows', tensors: editTensor('blk.1.attn_norm.weight', {shape: [64, 2]}), code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['blk.1.attn_norm.weight', '[64, 2]', '[64]']},
-  {name: 'attn_q with a third dimension of 2', tensors: editTensor('blk.4.attn_q.weight', {shape: [64, 64, 2]}), code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['blk.4.attn_q.weight', '[64, 64, 2]']},
-  {name: 'output with the vocabulary on ne0', tensors: editTensor('output.weight', {shape: [512, 64]}), code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['output.weight', '[512, 64]', '[64, 512]']},
-  {name: 'a norm stored as F16', tensors: editTensor('output_norm.weight', {type: GgmlType.F16}), code: 'ARCH_UNSUPPORTED_TYPE', exit: unsupported, mentions: ['output_norm.weight', 'F16']},
-  {name: 'a weight in a type the engine lacks (NVFP4)', tensors: editTensor('blk.0.attn_q.weight', {type: 40}), code: 'ARCH_UNSUPPORTED_TYPE', exit: unsupported, mentions: ['blk.0.attn_q.weight', 'NVFP4']},
-  {name: 'a weight in an integer type (I32)', tensors: editTensor('blk.3.attn_v.weight', {type: 26}), code: 'ARCH_UNSUPPORTED_TYPE', exit: unsupported, mentions: ['blk.3.attn_v.weight', 'I32']},
-  {name: 'a missing layer tensor', tensors: dropTensor('blk.3.ffn_up.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.3.ffn_up.weight']},
-  {name: 'token_embd missing', tensors: dropTensor('token_embd.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['token_embd.weight']},
-  {name: 'an unknown tensor (a q bias llama does not have)', tensors: addTensor({name: 'blk.0.attn_q.bias', type: GgmlType.F32, shape: [64], data: new Uint8Array(256)}), code: 'ARCH_UNKNOWN_TENSOR', exit: unsupported, mentions: ['blk.0.attn_q.bias']},
+  {
+    name: 'token_embd one row short',
+    tensors: editTensor('token_embd.weight', {shape: [64, 511]}),
+    code: 'ARCH_BAD_TENSOR_SHAPE',
+    exit: bad,
+    mentions: ['token_embd.weight', '[64, 511]', '[64, 512]'],
+  },
+  {
+    name: 'attn_k as wide as attn_q (ignores the 4 KV heads)',
+    tensors: editTensor('blk.2.attn_k.weight', {shape: [64, 64]}),
+    code: 'ARCH_BAD_TENSOR_SHAPE',
+    exit: bad,
+    mentions: ['blk.2.attn_k.weight', '[64, 64]', '[64, 32]'],
+  },
+  {
+    name: 'ffn_down transposed',
+    tensors: editTensor('blk.0.ffn_down.weight', {shape: [64, 172]}),
+    code: 'ARCH_BAD_TENSOR_SHAPE',
+    exit: bad,
+    mentions: ['blk.0.ffn_down.weight', '[64, 172]', '[172, 64]'],
+  },
+  {
+    name: 'a norm with two rows',
+    tensors: editTensor('blk.1.attn_norm.weight', {shape: [64, 2]}),
+    code: 'ARCH_BAD_TENSOR_SHAPE',
+    exit: bad,
+    mentions: ['blk.1.attn_norm.weight', '[64, 2]', '[64]'],
+  },
+  {
+    name: 'attn_q with a third dimension of 2',
+    tensors: editTensor('blk.4.attn_q.weight', {shape: [64, 64, 2]}),
+    code: 'ARCH_BAD_TENSOR_SHAPE',
+    exit: bad,
+    mentions: ['blk.4.attn_q.weight', '[64, 64, 2]'],
+  },
+  {
+    name: 'output with the vocabulary on ne0',
+    tensors: editTensor('output.weight', {shape: [512, 64]}),
+    code: 'ARCH_BAD_TENSOR_SHAPE',
+    exit: bad,
+    mentions: ['output.weight', '[512, 64]', '[64, 512]'],
+  },
+  {
+    name: 'a norm stored as F16',
+    tensors: editTensor('output_norm.weight', {type: GgmlType.F16}),
+    code: 'ARCH_UNSUPPORTED_TYPE',
+    exit: unsupported,
+    mentions: ['output_norm.weight', 'F16'],
+  },
+  {
+    name: 'a weight in a type the engine lacks (NVFP4)',
+    tensors: editTensor('blk.0.attn_q.weight', {type: 40}),
+    code: 'ARCH_UNSUPPORTED_TYPE',
+    exit: unsupported,
+    mentions: ['blk.0.attn_q.weight', 'NVFP4'],
+  },
+  {
+    name: 'a weight in an integer type (I32)',
+    tensors: editTensor('blk.3.attn_v.weight', {type: 26}),
+    code: 'ARCH_UNSUPPORTED_TYPE',
+    exit: unsupported,
+    mentions: ['blk.3.attn_v.weight', 'I32'],
+  },
+  {
+    name: 'a missing layer tensor',
+    tensors: dropTensor('blk.3.ffn_up.weight'),
+    code: 'ARCH_MISSING_TENSOR',
+    exit: bad,
+    mentions: ['blk.3.ffn_up.weight'],
+  },
+  {
+    name: 'token_embd missing',
+    tensors: dropTensor('token_embd.weight'),
+    code: 'ARCH_MISSING_TENSOR',
+    exit: bad,
+    mentions: ['token_embd.weight'],
+  },
+  {
+    name: 'an unknown tensor (a q bias llama does not have)',
+    tensors: addTensor({name: 'blk.0.attn_q.bias', type: GgmlType.F32, shape: [64], data: new Uint8Array(256)}),
+    code: 'ARCH_UNKNOWN_TENSOR',
+    exit: unsupported,
+    mentions: ['blk.0.attn_q.bias'],
+  },
 ]
 
 /** Vocabulary arrays of different lengths or wrong element types; special-token ids outside the vocabulary. */
 const VOCAB_CASES: Case[] = [
-  {name: 'scores one shorter than tokens', kvs: array('tokenizer.ggml.scores', GgufValueType.FLOAT32, itemsOf('tokenizer.ggml.scores').slice(0, 511)), code: 'TOKENIZER_BAD_VOCAB', exit: bad, field: 'tokenizer.ggml.scores', mentions: ['tokenizer.ggml.scores', '511', '512']},
-  {name: 'token_type one longer than tokens', kvs: array('tokenizer.ggml.token_type', GgufValueType.INT32, Int32Array.of(...(itemsOf('tokenizer.ggml.token_type') as Int32Array), 1)), code: 'TOKENIZER_BAD_VOCAB', exit: bad, field: 'tokenizer.ggml.token_type', mentions: ['tokenizer.ggml.token_type', '513', '512']},
-  {name: 'tokens as an array of i32', kvs: array('tokenizer.ggml.tokens', GgufValueType.INT32, Int32Array.from({length: 512}, (_, i) => i)), code: 'ARCH_BAD_VOCAB', exit: bad, mentions: ['tokenizer.ggml.tokens', 'i32']},
-  {name: 'tokens empty', kvs: array('tokenizer.ggml.tokens', GgufValueType.STRING, []), code: 'ARCH_BAD_VOCAB', exit: bad, mentions: ['tokenizer.ggml.tokens', '0 entries']},
-  {name: 'tokens missing', kvs: delKv('tokenizer.ggml.tokens'), code: 'ARCH_BAD_VOCAB', exit: bad, mentions: ['tokenizer.ggml.tokens', 'missing']},
-  {name: 'scores as strings', kvs: array('tokenizer.ggml.scores', GgufValueType.STRING, Array.from({length: 512}, () => '0')), code: 'TOKENIZER_BAD_VOCAB', exit: bad, field: 'tokenizer.ggml.scores', mentions: ['tokenizer.ggml.scores', 'string']},
-  {name: 'token_type as u8', kvs: array('tokenizer.ggml.token_type', GgufValueType.UINT8, Uint8Array.from(itemsOf('tokenizer.ggml.token_type') as Int32Array)), code: META_TYPE, exit: bad, field: 'tokenizer.ggml.token_type', mentions: ['tokenizer.ggml.token_type', 'u8']},
-  {name: 'a token type outside 0..6', kvs: array('tokenizer.ggml.token_type', GgufValueType.INT32, Int32Array.from(itemsOf('tokenizer.ggml.token_type') as Int32Array, (v, i) => (i === 300 ? 9 : (v as number)))), code: 'TOKENIZER_BAD_VOCAB', exit: bad, field: 'tokenizer.ggml.token_type', mentions: ['tokenizer.ggml.token_type', 'token 300', 'type 9']},
-  {name: 'a duplicate token text', kvs: array('tokenizer.ggml.tokens', GgufValueType.STRING, (itemsOf('tokenizer.ggml.tokens') as string[]).map((t, i) => (i === 400 ? (itemsOf('tokenizer.ggml.tokens') as string[])[300]! : t))), code: 'TOKENIZER_BAD_VOCAB', exit: bad, field: 'tokenizer.ggml.tokens', mentions: ['tokenizer.ggml.tokens', '300', '400']},
-  {name: 'vocab_size disagrees with the tokens', kvs: u32(`${A}.vocab_size`, 600), code: 'ARCH_BAD_VOCAB', exit: bad, mentions: [`${A}.vocab_size 600`, '512']},
-  {name: 'bos_token_id one past the vocabulary', kvs: u32('tokenizer.ggml.bos_token_id', 512), code: 'TOKENIZER_BAD_SPECIAL_TOKEN', exit: bad, field: 'tokenizer.ggml.bos_token_id', mentions: ['tokenizer.ggml.bos_token_id', '512']},
-  {name: 'eos_token_id far outside the vocabulary', kvs: u32('tokenizer.ggml.eos_token_id', 70_000), code: 'TOKENIZER_BAD_SPECIAL_TOKEN', exit: bad, field: 'tokenizer.ggml.eos_token_id', mentions: ['tokenizer.ggml.eos_token_id', '70000']},
-  {name: 'unknown_token_id negative', kvs: setKv('tokenizer.ggml.unknown_token_id', GgufValueType.INT32, -7), code: 'TOKENIZER_BAD_SPECIAL_TOKEN', exit: bad, field: 'tokenizer.ggml.unknown_token_id', mentions: ['tokenizer.ggml.unknown_token_id', '-7']},
+  {
+    name: 'scores one shorter than tokens',
+    kvs: array('tokenizer.ggml.scores', GgufValueType.FLOAT32, itemsOf('tokenizer.ggml.scores').slice(0, 511)),
+    code: 'TOKENIZER_BAD_VOCAB',
+    exit: bad,
+    field: 'tokenizer.ggml.scores',
+    mentions: ['tokenizer.ggml.scores', '511', '512'],
+  },
+  {
+    name: 'token_type one longer than tokens',
+    kvs: array('tokenizer.ggml.token_type', GgufValueType.INT32, Int32Array.of(...(itemsOf('tokenizer.ggml.token_type') as Int32Array), 1)),
+    code: 'TOKENIZER_BAD_VOCAB',
+    exit: bad,
+    field: 'tokenizer.ggml.token_type',
+    mentions: ['tokenizer.ggml.token_type', '513', '512'],
+  },
+  {
+    name: 'tokens as an array of i32',
+    kvs: array(
+      'tokenizer.ggml.tokens',
+      GgufValueType.INT32,
+      Int32Array.from({length: 512}, (_, i) => i),
+    ),
+    code: 'ARCH_BAD_VOCAB',
+    exit: bad,
+    mentions: ['tokenizer.ggml.tokens', 'i32'],
+  },
+  {
+    name: 'tokens empty',
+    kvs: array('tokenizer.ggml.tokens', GgufValueType.STRING, []),
+    code: 'ARCH_BAD_VOCAB',
+    exit: bad,
+    mentions: ['tokenizer.ggml.tokens', '0 entries'],
+  },
+  {
+    name: 'tokens missing',
+    kvs: delKv('tokenizer.ggml.tokens'),
+    code: 'ARCH_BAD_VOCAB',
+    exit: bad,
+    mentions: ['tokenizer.ggml.tokens', 'missing'],
+  },
+  {
+    name: 'scores as strings',
+    kvs: array(
+      'tokenizer.ggml.scores',
+      GgufValueType.STRING,
+      Array.from({length: 512}, () => '0'),
+    ),
+    code: 'TOKENIZER_BAD_VOCAB',
+    exit: bad,
+    field: 'tokenizer.ggml.scores',
+    mentions: ['tokenizer.ggml.scores', 'string'],
+  },
+  {
+    name: 'token_type as u8',
+    kvs: array('tokenizer.ggml.token_type', GgufValueType.UINT8, Uint8Array.from(itemsOf('tokenizer.ggml.token_type') as Int32Array)),
+    code: META_TYPE,
+    exit: bad,
+    field: 'tokenizer.ggml.token_type',
+    mentions: ['tokenizer.ggml.token_type', 'u8'],
+  },
+  {
+    name: 'a token type outside 0..6',
+    kvs: array(
+      'tokenizer.ggml.token_type',
+      GgufValueType.INT32,
+      Int32Array.from(itemsOf('tokenizer.ggml.token_type') as Int32Array, (v, i) => (i === 300 ? 9 : (v as number))),
+    ),
+    code: 'TOKENIZER_BAD_VOCAB',
+    exit: bad,
+    field: 'tokenizer.ggml.token_type',
+    mentions: ['tokenizer.ggml.token_type', 'token 300', 'type 9'],
+  },
+  {
+    name: 'a duplicate token text',
+    kvs: array(
+      'tokenizer.ggml.tokens',
+      GgufValueType.STRING,
+      (itemsOf('tokenizer.ggml.tokens') as string[]).map((t, i) => (i === 400 ? (itemsOf('tokenizer.ggml.tokens') as string[])[300]! : t)),
+    ),
+    code: 'TOKENIZER_BAD_VOCAB',
+    exit: bad,
+    field: 'tokenizer.ggml.tokens',
+    mentions: ['tokenizer.ggml.tokens', '300', '400'],
+  },
+  {
+    name: 'vocab_size disagrees with the tokens',
+    kvs: u32(`${A}.vocab_size`, 600),
+    code: 'ARCH_BAD_VOCAB',
+    exit: bad,
+    mentions: [`${A}.vocab_size 600`, '512'],
+  },
+  {
+    name: 'bos_token_id one past the vocabulary',
+    kvs: u32('tokenizer.ggml.bos_token_id', 512),
+    code: 'TOKENIZER_BAD_SPECIAL_TOKEN',
+    exit: bad,
+    field: 'tokenizer.ggml.bos_token_id',
+    mentions: ['tokenizer.ggml.bos_token_id', '512'],
+  },
+  {
+    name: 'eos_token_id far outside the vocabulary',
+    kvs: u32('tokenizer.ggml.eos_token_id', 70_000),
+    code: 'TOKENIZER_BAD_SPECIAL_TOKEN',
+    exit: bad,
+    field: 'tokenizer.ggml.eos_token_id',
+    mentions: ['tokenizer.ggml.eos_token_id', '70000'],
+  },
+  {
+    name: 'unknown_token_id negative',
+    kvs: setKv('tokenizer.ggml.unknown_token_id', GgufValueType.INT32, -7),
+    code: 'TOKENIZER_BAD_SPECIAL_TOKEN',
+    exit: bad,
+    field: 'tokenizer.ggml.unknown_token_id',
+    mentions: ['tokenizer.ggml.unknown_token_id', '-7'],
+  },
 ]
 
 describe('hostile models: refused at load by name, fast, before the engine maps anything', {skip: SKIP}, () => {
@@ -301,7 +720,11 @@ describe('hostile models: refused at load by name, fast, before the engine maps 
 
   test('an architecture llama.cpp has but the engine lacks (gemma4) is refused naming it and every supported one', async () => {
     const path = await variant({kvs: setKv('general.architecture', GgufValueType.STRING, 'gemma4')})
-    await expectRefused(path, {code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: ['"gemma4"', 'supported: llama, qwen2, qwen3, qwen3moe, granite, phi3, gemma2, gemma3']})
+    await expectRefused(path, {
+      code: 'ARCH_UNSUPPORTED',
+      exit: unsupported,
+      mentions: ['"gemma4"', 'supported: llama, qwen2, qwen3, qwen3moe, granite, phi3, gemma2, gemma3'],
+    })
   })
 
   test('a trailing dimension of 1 is not a disagreement (ggml pads shapes with 1)', async () => {
@@ -330,48 +753,253 @@ async function familyVariant(fixture: string, edit: {kvs?: KvEdit; tensors?: Ten
 const dropNamed =
   (name: string): TensorEdit =>
   (ts) => {
-    assert.ok(ts.some((t) => t.name === name), name)
+    assert.ok(
+      ts.some((t) => t.name === name),
+      name,
+    )
     return ts.filter((t) => t.name !== name)
   }
 const reshapeNamed =
   (name: string, shape: number[]): TensorEdit =>
   (ts) =>
-    ts.map((t) => (t.name === name ? {name, type: ggmlTypeById(GgmlType.F32)!, shape, data: new Uint8Array(shape.reduce((a, b) => a * b, 1) * 4)} : t))
+    ts.map((t) =>
+      t.name === name ? {name, type: ggmlTypeById(GgmlType.F32)!, shape, data: new Uint8Array(shape.reduce((a, b) => a * b, 1) * 4)} : t,
+    )
 
 interface FamilyCase extends Case {
   readonly fixture: 'gemma2' | 'gemma3' | 'qwen3moe' | 'phi3'
 }
 const FAMILY_CASES: FamilyCase[] = [
-  {fixture: 'gemma2', name: 'sliding_window 0 (every key outside the window)', kvs: u32('gemma2.attention.sliding_window', 0), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['gemma2.attention.sliding_window is 0']},
-  {fixture: 'gemma2', name: 'sliding_window beyond the context ceiling', kvs: u32('gemma2.attention.sliding_window', 2 ** 31), code: META_RANGE, exit: bad, field: 'gemma2.attention.sliding_window', mentions: ['gemma2.attention.sliding_window', '2147483648']},
-  {fixture: 'gemma2', name: 'sliding_window_pattern as an array of u32', kvs: array('gemma2.attention.sliding_window_pattern', GgufValueType.UINT32, Uint32Array.of(1, 0, 1, 0)), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['gemma2.attention.sliding_window_pattern', 'u32']},
-  {fixture: 'gemma2', name: 'sliding_window_pattern of 3 bools for 4 blocks', kvs: array('gemma2.attention.sliding_window_pattern', GgufValueType.BOOL, [true, false, true]), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['gemma2.attention.sliding_window_pattern', '3 entries', '4 blocks']},
-  {fixture: 'gemma2', name: 'attention soft-cap 0', kvs: setKv('gemma2.attn_logit_softcapping', GgufValueType.FLOAT32, 0), code: META_RANGE, exit: bad, field: 'gemma2.attn_logit_softcapping', mentions: ['gemma2.attn_logit_softcapping']},
-  {fixture: 'gemma2', name: 'final soft-cap NaN', kvs: setKv('gemma2.final_logit_softcapping', GgufValueType.FLOAT32, Number.NaN), code: META_RANGE, exit: bad, field: 'gemma2.final_logit_softcapping', mentions: ['gemma2.final_logit_softcapping', 'NaN']},
-  {fixture: 'gemma2', name: 'an output.weight (llama.cpp ties gemma2 to token_embd)', tensors: (ts) => [...ts, {name: 'output.weight', type: ggmlTypeById(GgmlType.F32)!, shape: [96, 512], data: new Uint8Array(96 * 512 * 4)}], code: 'ARCH_UNKNOWN_TENSOR', exit: unsupported, mentions: ['output.weight']},
-  {fixture: 'gemma2', name: 'a post-FFN norm missing', tensors: dropNamed('blk.1.post_ffw_norm.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.1.post_ffw_norm.weight']},
-  {fixture: 'gemma3', name: 'a sliding_window_pattern without a sliding_window', kvs: delKv('gemma3.attention.sliding_window'), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['gemma3.attention.sliding_window_pattern', 'missing']},
-  {fixture: 'gemma3', name: 'a q norm missing', tensors: dropNamed('blk.2.attn_q_norm.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.2.attn_q_norm.weight']},
-  {fixture: 'qwen3moe', name: 'expert_used_count 9 > expert_count 8', kvs: u32('qwen3moe.expert_used_count', 9), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: ['qwen3moe.expert_used_count 9', 'qwen3moe.expert_count 8']},
-  {fixture: 'qwen3moe', name: 'expert_used_count 0', kvs: u32('qwen3moe.expert_used_count', 0), code: META_RANGE, exit: bad, field: 'qwen3moe.expert_used_count', mentions: ['qwen3moe.expert_used_count', '0 is outside']},
-  {fixture: 'qwen3moe', name: 'expert_count 0', kvs: u32('qwen3moe.expert_count', 0), code: META_RANGE, exit: bad, field: 'qwen3moe.expert_count', mentions: ['qwen3moe.expert_count', '0 is outside']},
-  {fixture: 'qwen3moe', name: 'expert_count beyond llama.cpp\'s 1024', kvs: u32('qwen3moe.expert_count', 2048), code: META_RANGE, exit: bad, field: 'qwen3moe.expert_count', mentions: ['qwen3moe.expert_count', '2048']},
-  {fixture: 'qwen3moe', name: 'expert_count missing', kvs: delKv('qwen3moe.expert_count'), code: META_MISSING, exit: bad, field: 'qwen3moe.expert_count', mentions: ['qwen3moe.expert_count']},
-  {fixture: 'qwen3moe', name: 'expert_feed_forward_length missing', kvs: delKv('qwen3moe.expert_feed_forward_length'), code: META_MISSING, exit: bad, field: 'qwen3moe.expert_feed_forward_length', mentions: ['qwen3moe.expert_feed_forward_length']},
-  {fixture: 'qwen3moe', name: 'ffn_up_exps with 7 experts', tensors: reshapeNamed('blk.0.ffn_up_exps.weight', [64, 96, 7]), code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['blk.0.ffn_up_exps.weight', '[64, 96, 7]', '[64, 96, 8]']},
-  {fixture: 'qwen3moe', name: 'a router missing', tensors: dropNamed('blk.1.ffn_gate_inp.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.1.ffn_gate_inp.weight']},
-  {fixture: 'qwen3moe', name: 'ffn_down_exps missing (in neither layout)', tensors: dropNamed('blk.0.ffn_down_exps.weight'), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.0.ffn_down_exps.weight', 'blk.0.ffn_down.0.weight']},
-  {fixture: 'phi3', name: 'longrope factors of the wrong length (16 for n_rot / 2 = 16 is right; 15 is not)', tensors: (ts) => [...ts, {name: 'rope_factors_long.weight', type: ggmlTypeById(GgmlType.F32)!, shape: [15], data: new Uint8Array(60)}], code: 'ARCH_BAD_TENSOR_SHAPE', exit: bad, mentions: ['rope_factors_long.weight', '[15]', '[16]']},
-  {fixture: 'phi3', name: 'longrope factors stored as F16', tensors: (ts) => [...ts, {name: 'rope_factors_short.weight', type: ggmlTypeById(GgmlType.F16)!, shape: [16], data: new Uint8Array(32)}], code: 'ARCH_UNSUPPORTED_TYPE', exit: unsupported, mentions: ['rope_factors_short.weight', 'F16']},
-  {fixture: 'phi3', name: 'rope.scaling.attn_factor NaN', kvs: setKv('phi3.rope.scaling.attn_factor', GgufValueType.FLOAT32, Number.NaN), code: META_RANGE, exit: bad, field: 'phi3.rope.scaling.attn_factor', mentions: ['phi3.rope.scaling.attn_factor']},
-  {fixture: 'qwen3moe', name: 'a dense FFN tensor in an expert model', tensors: (ts) => [...ts, {name: 'blk.0.ffn_up.weight', type: ggmlTypeById(GgmlType.F32)!, shape: [64, 128], data: new Uint8Array(64 * 128 * 4)}], code: 'ARCH_UNKNOWN_TENSOR', exit: unsupported, mentions: ['blk.0.ffn_up.weight']},
+  {
+    fixture: 'gemma2',
+    name: 'sliding_window 0 (every key outside the window)',
+    kvs: u32('gemma2.attention.sliding_window', 0),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: ['gemma2.attention.sliding_window is 0'],
+  },
+  {
+    fixture: 'gemma2',
+    name: 'sliding_window beyond the context ceiling',
+    kvs: u32('gemma2.attention.sliding_window', 2 ** 31),
+    code: META_RANGE,
+    exit: bad,
+    field: 'gemma2.attention.sliding_window',
+    mentions: ['gemma2.attention.sliding_window', '2147483648'],
+  },
+  {
+    fixture: 'gemma2',
+    name: 'sliding_window_pattern as an array of u32',
+    kvs: array('gemma2.attention.sliding_window_pattern', GgufValueType.UINT32, Uint32Array.of(1, 0, 1, 0)),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: ['gemma2.attention.sliding_window_pattern', 'u32'],
+  },
+  {
+    fixture: 'gemma2',
+    name: 'sliding_window_pattern of 3 bools for 4 blocks',
+    kvs: array('gemma2.attention.sliding_window_pattern', GgufValueType.BOOL, [true, false, true]),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: ['gemma2.attention.sliding_window_pattern', '3 entries', '4 blocks'],
+  },
+  {
+    fixture: 'gemma2',
+    name: 'attention soft-cap 0',
+    kvs: setKv('gemma2.attn_logit_softcapping', GgufValueType.FLOAT32, 0),
+    code: META_RANGE,
+    exit: bad,
+    field: 'gemma2.attn_logit_softcapping',
+    mentions: ['gemma2.attn_logit_softcapping'],
+  },
+  {
+    fixture: 'gemma2',
+    name: 'final soft-cap NaN',
+    kvs: setKv('gemma2.final_logit_softcapping', GgufValueType.FLOAT32, Number.NaN),
+    code: META_RANGE,
+    exit: bad,
+    field: 'gemma2.final_logit_softcapping',
+    mentions: ['gemma2.final_logit_softcapping', 'NaN'],
+  },
+  {
+    fixture: 'gemma2',
+    name: 'an output.weight (llama.cpp ties gemma2 to token_embd)',
+    tensors: (ts) => [
+      ...ts,
+      {name: 'output.weight', type: ggmlTypeById(GgmlType.F32)!, shape: [96, 512], data: new Uint8Array(96 * 512 * 4)},
+    ],
+    code: 'ARCH_UNKNOWN_TENSOR',
+    exit: unsupported,
+    mentions: ['output.weight'],
+  },
+  {
+    fixture: 'gemma2',
+    name: 'a post-FFN norm missing',
+    tensors: dropNamed('blk.1.post_ffw_norm.weight'),
+    code: 'ARCH_MISSING_TENSOR',
+    exit: bad,
+    mentions: ['blk.1.post_ffw_norm.weight'],
+  },
+  {
+    fixture: 'gemma3',
+    name: 'a sliding_window_pattern without a sliding_window',
+    kvs: delKv('gemma3.attention.sliding_window'),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: ['gemma3.attention.sliding_window_pattern', 'missing'],
+  },
+  {
+    fixture: 'gemma3',
+    name: 'a q norm missing',
+    tensors: dropNamed('blk.2.attn_q_norm.weight'),
+    code: 'ARCH_MISSING_TENSOR',
+    exit: bad,
+    mentions: ['blk.2.attn_q_norm.weight'],
+  },
+  {
+    fixture: 'qwen3moe',
+    name: 'expert_used_count 9 > expert_count 8',
+    kvs: u32('qwen3moe.expert_used_count', 9),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: ['qwen3moe.expert_used_count 9', 'qwen3moe.expert_count 8'],
+  },
+  {
+    fixture: 'qwen3moe',
+    name: 'expert_used_count 0',
+    kvs: u32('qwen3moe.expert_used_count', 0),
+    code: META_RANGE,
+    exit: bad,
+    field: 'qwen3moe.expert_used_count',
+    mentions: ['qwen3moe.expert_used_count', '0 is outside'],
+  },
+  {
+    fixture: 'qwen3moe',
+    name: 'expert_count 0',
+    kvs: u32('qwen3moe.expert_count', 0),
+    code: META_RANGE,
+    exit: bad,
+    field: 'qwen3moe.expert_count',
+    mentions: ['qwen3moe.expert_count', '0 is outside'],
+  },
+  {
+    fixture: 'qwen3moe',
+    name: "expert_count beyond llama.cpp's 1024",
+    kvs: u32('qwen3moe.expert_count', 2048),
+    code: META_RANGE,
+    exit: bad,
+    field: 'qwen3moe.expert_count',
+    mentions: ['qwen3moe.expert_count', '2048'],
+  },
+  {
+    fixture: 'qwen3moe',
+    name: 'expert_count missing',
+    kvs: delKv('qwen3moe.expert_count'),
+    code: META_MISSING,
+    exit: bad,
+    field: 'qwen3moe.expert_count',
+    mentions: ['qwen3moe.expert_count'],
+  },
+  {
+    fixture: 'qwen3moe',
+    name: 'expert_feed_forward_length missing',
+    kvs: delKv('qwen3moe.expert_feed_forward_length'),
+    code: META_MISSING,
+    exit: bad,
+    field: 'qwen3moe.expert_feed_forward_length',
+    mentions: ['qwen3moe.expert_feed_forward_length'],
+  },
+  {
+    fixture: 'qwen3moe',
+    name: 'ffn_up_exps with 7 experts',
+    tensors: reshapeNamed('blk.0.ffn_up_exps.weight', [64, 96, 7]),
+    code: 'ARCH_BAD_TENSOR_SHAPE',
+    exit: bad,
+    mentions: ['blk.0.ffn_up_exps.weight', '[64, 96, 7]', '[64, 96, 8]'],
+  },
+  {
+    fixture: 'qwen3moe',
+    name: 'a router missing',
+    tensors: dropNamed('blk.1.ffn_gate_inp.weight'),
+    code: 'ARCH_MISSING_TENSOR',
+    exit: bad,
+    mentions: ['blk.1.ffn_gate_inp.weight'],
+  },
+  {
+    fixture: 'qwen3moe',
+    name: 'ffn_down_exps missing (in neither layout)',
+    tensors: dropNamed('blk.0.ffn_down_exps.weight'),
+    code: 'ARCH_MISSING_TENSOR',
+    exit: bad,
+    mentions: ['blk.0.ffn_down_exps.weight', 'blk.0.ffn_down.0.weight'],
+  },
+  {
+    fixture: 'phi3',
+    name: 'longrope factors of the wrong length (16 for n_rot / 2 = 16 is right; 15 is not)',
+    tensors: (ts) => [...ts, {name: 'rope_factors_long.weight', type: ggmlTypeById(GgmlType.F32)!, shape: [15], data: new Uint8Array(60)}],
+    code: 'ARCH_BAD_TENSOR_SHAPE',
+    exit: bad,
+    mentions: ['rope_factors_long.weight', '[15]', '[16]'],
+  },
+  {
+    fixture: 'phi3',
+    name: 'longrope factors stored as F16',
+    tensors: (ts) => [...ts, {name: 'rope_factors_short.weight', type: ggmlTypeById(GgmlType.F16)!, shape: [16], data: new Uint8Array(32)}],
+    code: 'ARCH_UNSUPPORTED_TYPE',
+    exit: unsupported,
+    mentions: ['rope_factors_short.weight', 'F16'],
+  },
+  {
+    fixture: 'phi3',
+    name: 'rope.scaling.attn_factor NaN',
+    kvs: setKv('phi3.rope.scaling.attn_factor', GgufValueType.FLOAT32, Number.NaN),
+    code: META_RANGE,
+    exit: bad,
+    field: 'phi3.rope.scaling.attn_factor',
+    mentions: ['phi3.rope.scaling.attn_factor'],
+  },
+  {
+    fixture: 'qwen3moe',
+    name: 'a dense FFN tensor in an expert model',
+    tensors: (ts) => [
+      ...ts,
+      {name: 'blk.0.ffn_up.weight', type: ggmlTypeById(GgmlType.F32)!, shape: [64, 128], data: new Uint8Array(64 * 128 * 4)},
+    ],
+    code: 'ARCH_UNKNOWN_TENSOR',
+    exit: unsupported,
+    mentions: ['blk.0.ffn_up.weight'],
+  },
 ]
 /** The same keys on a llama file (stories260K). */
 const LLAMA_FAMILY_CASES: Case[] = [
-  {name: 'longrope on llama (only phi3 reads it)', kvs: setKv(`${A}.rope.scaling.type`, GgufValueType.STRING, 'longrope'), code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: [`${A}.rope.scaling.type`, '"longrope"']},
-  {name: 'a sliding window on llama (no llama.cpp graph for it)', kvs: u32(`${A}.attention.sliding_window`, 16), code: 'ARCH_UNSUPPORTED', exit: unsupported, mentions: [`${A}.attention.sliding_window`]},
-  {name: 'expert_used_count without expert_count', kvs: u32(`${A}.expert_used_count`, 2), code: 'ARCH_BAD_HPARAMS', exit: bad, mentions: [`${A}.expert_used_count 2`, `${A}.expert_count`]},
-  {name: 'expert_count 4 on a file with dense FFN tensors', kvs: (kvs) => u32(`${A}.expert_used_count`, 2)(u32(`${A}.expert_count`, 4)(kvs)), code: 'ARCH_MISSING_TENSOR', exit: bad, mentions: ['blk.0.ffn_gate_inp.weight']},
+  {
+    name: 'longrope on llama (only phi3 reads it)',
+    kvs: setKv(`${A}.rope.scaling.type`, GgufValueType.STRING, 'longrope'),
+    code: 'ARCH_UNSUPPORTED',
+    exit: unsupported,
+    mentions: [`${A}.rope.scaling.type`, '"longrope"'],
+  },
+  {
+    name: 'a sliding window on llama (no llama.cpp graph for it)',
+    kvs: u32(`${A}.attention.sliding_window`, 16),
+    code: 'ARCH_UNSUPPORTED',
+    exit: unsupported,
+    mentions: [`${A}.attention.sliding_window`],
+  },
+  {
+    name: 'expert_used_count without expert_count',
+    kvs: u32(`${A}.expert_used_count`, 2),
+    code: 'ARCH_BAD_HPARAMS',
+    exit: bad,
+    mentions: [`${A}.expert_used_count 2`, `${A}.expert_count`],
+  },
+  {
+    name: 'expert_count 4 on a file with dense FFN tensors',
+    kvs: (kvs) => u32(`${A}.expert_used_count`, 2)(u32(`${A}.expert_count`, 4)(kvs)),
+    code: 'ARCH_MISSING_TENSOR',
+    exit: bad,
+    mentions: ['blk.0.ffn_gate_inp.weight'],
+  },
 ]
 
 describe('hostile family models (gemma2, gemma3, qwen3moe, llama with experts): refused by name, fast', {skip: SKIP}, () => {
@@ -382,7 +1010,7 @@ describe('hostile family models (gemma2, gemma3, qwen3moe, llama with experts): 
       model.dispose()
     }
   })
-  test('phi3: a sliding_window key is read and ignored, as llama.cpp does (it disables Phi\'s window)', async () => {
+  test("phi3: a sliding_window key is read and ignored, as llama.cpp does (it disables Phi's window)", async () => {
     const model = await Model.load(await familyVariant('phi3', {kvs: u32('phi3.attention.sliding_window', 2047)}))
     assert.equal(model.config.nSwa, undefined)
     model.dispose()
@@ -401,11 +1029,41 @@ describe('hostile family models (gemma2, gemma3, qwen3moe, llama with experts): 
 
 describe('hostile models through the CLI: exit 3 or 5 with the code on stderr, never a signal', {skip: SKIP}, () => {
   const cases: Array<{name: string; file: () => Promise<string>; exit: number; code: string; mentions: string[]}> = [
-    {name: 'block_count huge', file: () => variant({kvs: u32(`${A}.block_count`, 1_000_000_000)}), exit: 3, code: 'GGUF_META_RANGE', mentions: [`${A}.block_count`, '1000000000']},
-    {name: 'unknown architecture', file: () => variant({kvs: setKv('general.architecture', GgufValueType.STRING, 'gptneox')}), exit: 5, code: 'ARCH_UNSUPPORTED', mentions: ['gptneox']},
-    {name: 'misshapen tensor', file: () => variant({tensors: editTensor('blk.2.attn_k.weight', {shape: [64, 64]})}), exit: 3, code: 'ARCH_BAD_TENSOR_SHAPE', mentions: ['blk.2.attn_k.weight', '[64, 64]']},
-    {name: 'bos id outside the vocabulary', file: () => variant({kvs: u32('tokenizer.ggml.bos_token_id', 512)}), exit: 3, code: 'TOKENIZER_BAD_SPECIAL_TOKEN', mentions: ['tokenizer.ggml.bos_token_id', '512']},
-    {name: 'an unsupported family (gemma4)', file: () => variant({kvs: setKv('general.architecture', GgufValueType.STRING, 'gemma4')}), exit: 5, code: 'ARCH_UNSUPPORTED', mentions: ['gemma4', 'gemma2, gemma3']},
+    {
+      name: 'block_count huge',
+      file: () => variant({kvs: u32(`${A}.block_count`, 1_000_000_000)}),
+      exit: 3,
+      code: 'GGUF_META_RANGE',
+      mentions: [`${A}.block_count`, '1000000000'],
+    },
+    {
+      name: 'unknown architecture',
+      file: () => variant({kvs: setKv('general.architecture', GgufValueType.STRING, 'gptneox')}),
+      exit: 5,
+      code: 'ARCH_UNSUPPORTED',
+      mentions: ['gptneox'],
+    },
+    {
+      name: 'misshapen tensor',
+      file: () => variant({tensors: editTensor('blk.2.attn_k.weight', {shape: [64, 64]})}),
+      exit: 3,
+      code: 'ARCH_BAD_TENSOR_SHAPE',
+      mentions: ['blk.2.attn_k.weight', '[64, 64]'],
+    },
+    {
+      name: 'bos id outside the vocabulary',
+      file: () => variant({kvs: u32('tokenizer.ggml.bos_token_id', 512)}),
+      exit: 3,
+      code: 'TOKENIZER_BAD_SPECIAL_TOKEN',
+      mentions: ['tokenizer.ggml.bos_token_id', '512'],
+    },
+    {
+      name: 'an unsupported family (gemma4)',
+      file: () => variant({kvs: setKv('general.architecture', GgufValueType.STRING, 'gemma4')}),
+      exit: 5,
+      code: 'ARCH_UNSUPPORTED',
+      mentions: ['gemma4', 'gemma2, gemma3'],
+    },
   ]
   for (const c of cases) {
     test(`${c.name}: exit ${c.exit}, ${c.code}`, async () => {
@@ -456,7 +1114,13 @@ describe('the native loader re-checks what it is given (defence in depth)', {ski
   })
 
   /** The load is rejected (never resolved, never a crash) with `code`, the message naming everything in `mentions`. */
-  async function rejects(cfg: NativeModelConfig, paths: string[], tensors: NativeTensorDesc[], code: string, ...mentions: Array<string | RegExp>) {
+  async function rejects(
+    cfg: NativeModelConfig,
+    paths: string[],
+    tensors: NativeTensorDesc[],
+    code: string,
+    ...mentions: Array<string | RegExp>
+  ) {
     await assert.rejects(addon.modelLoad(cfg, paths, tensors), (e: unknown) => {
       assert.ok(e instanceof Error, `an Error, got ${String(e)}`)
       assert.equal((e as Error & {code?: string}).code, code, e.message)
@@ -474,17 +1138,39 @@ describe('the native loader re-checks what it is given (defence in depth)', {ski
   })
 
   test('an offset past the end of the file', async () => {
-    await rejects(config, [STORIES], lie(at('token_embd', -1), {offset: fileSize + 32}), 'ENGINE_BAD_MODEL', 'token_embd', String(fileSize + 32), String(fileSize))
+    await rejects(
+      config,
+      [STORIES],
+      lie(at('token_embd', -1), {offset: fileSize + 32}),
+      'ENGINE_BAD_MODEL',
+      'token_embd',
+      String(fileSize + 32),
+      String(fileSize),
+    )
   })
 
   test('a byte range that runs past the end of the file (the last tensor, shifted)', async () => {
     const i = honest.reduce((best, t, j) => (t.offset > honest[best]!.offset ? j : best), 0)
     const t = honest[i]!
-    await rejects(config, [STORIES], lie(i, {offset: fileSize - t.size + 32}), 'ENGINE_BAD_MODEL', TENSOR_ROLES[t.role]!, 'outside its file')
+    await rejects(
+      config,
+      [STORIES],
+      lie(i, {offset: fileSize - t.size + 32}),
+      'ENGINE_BAD_MODEL',
+      TENSOR_ROLES[t.role]!,
+      'outside its file',
+    )
   })
 
   test('an offset near 2^53 (offset + size would wrap in a careless check)', async () => {
-    await rejects(config, [STORIES], lie(at('output', -1), {offset: Number.MAX_SAFE_INTEGER - 100}), 'ENGINE_BAD_MODEL', 'output', String(Number.MAX_SAFE_INTEGER - 100))
+    await rejects(
+      config,
+      [STORIES],
+      lie(at('output', -1), {offset: Number.MAX_SAFE_INTEGER - 100}),
+      'ENGINE_BAD_MODEL',
+      'output',
+      String(Number.MAX_SAFE_INTEGER - 100),
+    )
   })
 
   test('a size that does not match the shape', async () => {
@@ -508,7 +1194,15 @@ describe('the native loader re-checks what it is given (defence in depth)', {ski
   })
 
   test('a shape that disagrees with the config (attn_k as wide as attn_q, size to match)', async () => {
-    await rejects(config, [STORIES], lie(at('attn_k', 0), {ne: [64, 64], size: 64 * 64 * 4}), 'ENGINE_BAD_MODEL', 'attn_k', '[64, 64]', '[64, 32]')
+    await rejects(
+      config,
+      [STORIES],
+      lie(at('attn_k', 0), {ne: [64, 64], size: 64 * 64 * 4}),
+      'ENGINE_BAD_MODEL',
+      'attn_k',
+      '[64, 64]',
+      '[64, 32]',
+    )
   })
 
   test('a shape with a third dimension that is not 1', async () => {
@@ -548,7 +1242,14 @@ describe('the native loader re-checks what it is given (defence in depth)', {ski
   })
 
   test('a tensor missing, and a tensor given twice', async () => {
-    await rejects(config, [STORIES], honest.filter((_, j) => j !== at('ffn_down', 4)), 'ENGINE_BAD_MODEL', 'blk.4.ffn_down', 'missing')
+    await rejects(
+      config,
+      [STORIES],
+      honest.filter((_, j) => j !== at('ffn_down', 4)),
+      'ENGINE_BAD_MODEL',
+      'blk.4.ffn_down',
+      'missing',
+    )
     await rejects(config, [STORIES], [...honest.map((t) => ({...t})), {...honest[at('attn_q', 1)]!}], 'ENGINE_BAD_MODEL', 'attn_q', 'twice')
   })
 
@@ -586,7 +1287,11 @@ describe('the native loader re-checks what it is given (defence in depth)', {ski
 describe('the native loader re-checks expert and sliding-window fields (defence in depth)', {skip: SKIP}, () => {
   const QWEN3MOE = sharedPath('fixtures', 'qwen3moe.gguf')
   const GEMMA2 = sharedPath('fixtures', 'gemma2.gguf')
-  async function rejects(file: string, edit: (c: NativeModelConfig, t: NativeTensorDesc[]) => [NativeModelConfig, NativeTensorDesc[]], ...mentions: string[]) {
+  async function rejects(
+    file: string,
+    edit: (c: NativeModelConfig, t: NativeTensorDesc[]) => [NativeModelConfig, NativeTensorDesc[]],
+    ...mentions: string[]
+  ) {
     const plan = planModel(readGgufModel(file))
     const [cfg, tensors] = edit(nativeConfig(plan.config), plan.tensors.map(nativeTensor))
     await assert.rejects(loadAddon().modelLoad(cfg, [file], tensors), (e: unknown) => {
@@ -609,16 +1314,40 @@ describe('the native loader re-checks expert and sliding-window fields (defence 
   })
   test('a fused expert tensor given as one expert of the split layout, or with an index out of range', async () => {
     const exps = (t: NativeTensorDesc[]) => t.findIndex((d) => d.role === role('ffn_up_exps') && d.layer === 1)
-    await rejects(QWEN3MOE, (c, t) => [c, t.map((d, i) => (i === exps(t) ? {...d, expert: 3} : d))], 'ffn_up_exps', '[64, 96, 8]', '[64, 96, 1]')
-    await rejects(QWEN3MOE, (c, t) => [c, t.map((d, i) => (i === exps(t) ? {...d, expert: 8, ne: [64, 96], size: d.size / 8} : d))], 'expert 8 out of range')
-    await rejects(QWEN3MOE, (c, t) => [c, t.map((d) => (d.role === role('attn_q') && d.layer === 0 ? {...d, expert: 0} : d))], 'expert index 0')
+    await rejects(
+      QWEN3MOE,
+      (c, t) => [c, t.map((d, i) => (i === exps(t) ? {...d, expert: 3} : d))],
+      'ffn_up_exps',
+      '[64, 96, 8]',
+      '[64, 96, 1]',
+    )
+    await rejects(
+      QWEN3MOE,
+      (c, t) => [c, t.map((d, i) => (i === exps(t) ? {...d, expert: 8, ne: [64, 96], size: d.size / 8} : d))],
+      'expert 8 out of range',
+    )
+    await rejects(
+      QWEN3MOE,
+      (c, t) => [c, t.map((d) => (d.role === role('attn_q') && d.layer === 0 ? {...d, expert: 0} : d))],
+      'expert index 0',
+    )
   })
   test('one expert given twice (fused and split), and an expert missing', async () => {
-    await rejects(QWEN3MOE, (c, t) => {
-      const fused = t.find((d) => d.role === role('ffn_gate_exps') && d.layer === 0)!
-      return [c, [...t, {...fused, expert: 5, ne: [64, 96], size: fused.size / 8}]]
-    }, 'given twice', 'expert 5')
-    await rejects(QWEN3MOE, (c, t) => [c, t.filter((d) => !(d.role === role('ffn_down_exps') && d.layer === 1))], 'blk.1.ffn_down_exps', 'missing')
+    await rejects(
+      QWEN3MOE,
+      (c, t) => {
+        const fused = t.find((d) => d.role === role('ffn_gate_exps') && d.layer === 0)!
+        return [c, [...t, {...fused, expert: 5, ne: [64, 96], size: fused.size / 8}]]
+      },
+      'given twice',
+      'expert 5',
+    )
+    await rejects(
+      QWEN3MOE,
+      (c, t) => [c, t.filter((d) => !(d.role === role('ffn_down_exps') && d.layer === 1))],
+      'blk.1.ffn_down_exps',
+      'missing',
+    )
   })
   test('sliding-window layers with n_swa 0, and post-norms in only some blocks', async () => {
     await rejects(GEMMA2, (c, t) => [{...c, n_swa: 0}, t], 'sliding-window layer', 'n_swa is 0')
@@ -633,8 +1362,19 @@ describe('the native loader re-checks expert and sliding-window fields (defence 
     ]
     const [cfg, tensors] = cut(nativeConfig(plan.config), plan.tensors.map(nativeTensor))
     loadAddon().modelFree(await loadAddon().modelLoad(cfg, [GEMMA2], tensors))
-    loadAddon().modelFree(await loadAddon().modelLoad(cfg, [GEMMA2], tensors.filter((d) => !(d.layer === 1 && d.role === role('ffn_post_norm')))))
-    await rejects(GEMMA2, (c, t) => [c, t.filter((d) => !(d.layer === 1 && d.role === role('ffn_post_norm')))], 'block 1', 'ffn_post_norm is missing')
+    loadAddon().modelFree(
+      await loadAddon().modelLoad(
+        cfg,
+        [GEMMA2],
+        tensors.filter((d) => !(d.layer === 1 && d.role === role('ffn_post_norm'))),
+      ),
+    )
+    await rejects(
+      GEMMA2,
+      (c, t) => [c, t.filter((d) => !(d.layer === 1 && d.role === role('ffn_post_norm')))],
+      'block 1',
+      'ffn_post_norm is missing',
+    )
   })
 })
 
@@ -643,7 +1383,18 @@ describe('a context whose KV cache cannot fit in memory', {skip: SKIP}, () => {
     const {makeTestModel} = await import('../../../scripts/make-test-model.js')
     const path = join(dir, 'wide-kv.gguf')
     // 16 blocks x 2 KV heads x head_dim 128: 16 KiB of F16 cache per position, 256 GiB at 2^24 positions.
-    await makeTestModel(path, {arch: 'llama', nEmbd: 256, nLayer: 16, nHead: 2, nHeadKv: 2, nFf: 64, nCtx: 1 << 24, type: 'q8_0', seed: 5n, tokenizerFrom: STORIES})
+    await makeTestModel(path, {
+      arch: 'llama',
+      nEmbd: 256,
+      nLayer: 16,
+      nHead: 2,
+      nHeadKv: 2,
+      nFf: 64,
+      nCtx: 1 << 24,
+      type: 'q8_0',
+      seed: 5n,
+      tokenizerFrom: STORIES,
+    })
     const model = await Model.load(path)
     try {
       const nCtx = 1 << 24
@@ -726,5 +1477,8 @@ describe('TypeScript tables agree with the engine', () => {
 // Keep the GgufError import honest: the metadata refusals above are GgufErrors (a RunnerError subclass).
 test('metadata refusals are GgufErrors naming the key as their field', {skip: SKIP}, async () => {
   const path = await variant({kvs: u32(`${A}.block_count`, 1_000_000_000)})
-  await assert.rejects(Model.load(path), (e: unknown) => e instanceof GgufError && e.field === `${A}.block_count` && e.exitCode === ExitCode.invalidModel)
+  await assert.rejects(
+    Model.load(path),
+    (e: unknown) => e instanceof GgufError && e.field === `${A}.block_count` && e.exitCode === ExitCode.invalidModel,
+  )
 })

@@ -17,7 +17,13 @@ describe('chat history validation', () => {
   test('canonical form: developer is system, text parts are joined', () => {
     const got = validateHistory([
       {role: 'developer', content: 'Be brief.'},
-      {role: 'user', content: [{type: 'text', text: 'Hello, '}, {type: 'text', text: 'world'}]},
+      {
+        role: 'user',
+        content: [
+          {type: 'text', text: 'Hello, '},
+          {type: 'text', text: 'world'},
+        ],
+      },
       {role: 'assistant', content: ''},
       {role: 'user', content: 'again'},
     ])
@@ -46,8 +52,25 @@ describe('chat history validation', () => {
     ['name field', [{role: 'user', content: 'x', name: 'bob'}], 'messages[0].name', /not supported/],
     ['tool_calls field', [{role: 'user', content: 'x', tool_calls: []}], 'messages[0].tool_calls', /tool calling/],
     ['unknown field', [{role: 'user', content: 'x', colour: 'red'}], 'messages[0].colour', /not a message field/],
-    ['late system message', [{role: 'user', content: 'a'}, {role: 'system', content: 'b'}, {role: 'user', content: 'c'}], 'messages[1].role', /must come first/],
-    ['assistant last', [{role: 'user', content: 'a'}, {role: 'assistant', content: 'b'}], 'messages[1].role', /user.*last/],
+    [
+      'late system message',
+      [
+        {role: 'user', content: 'a'},
+        {role: 'system', content: 'b'},
+        {role: 'user', content: 'c'},
+      ],
+      'messages[1].role',
+      /must come first/,
+    ],
+    [
+      'assistant last',
+      [
+        {role: 'user', content: 'a'},
+        {role: 'assistant', content: 'b'},
+      ],
+      'messages[1].role',
+      /user.*last/,
+    ],
     ['system only', [{role: 'system', content: 'a'}], 'messages[0].role', /user.*last/],
   ]
   for (const [name, input, param, message] of cases) {

@@ -52,14 +52,24 @@ describe('chat templates', () => {
   test('the ChatML fallback is what llama.cpp uses without a template', () => {
     const rendered = ChatTemplate.fromSource(CHATML_TEMPLATE).render(history.slice(0, 2), {addGenerationPrompt: true})
     assert.equal(rendered, '<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n')
-    assert.equal(ChatTemplate.fromSource(CHATML_TEMPLATE).render(history.slice(0, 2), {addGenerationPrompt: false}).endsWith('<|im_end|>\n'), true)
+    assert.equal(
+      ChatTemplate.fromSource(CHATML_TEMPLATE).render(history.slice(0, 2), {addGenerationPrompt: false}).endsWith('<|im_end|>\n'),
+      true,
+    )
   })
 
   test("a template's raise_exception refuses the history in the template's words", () => {
-    const strict = "{% for m in messages %}{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{{ m.content }}{% endfor %}"
+    const strict =
+      "{% for m in messages %}{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{{ m.content }}{% endfor %}"
     const t = ChatTemplate.fromSource(strict)
     assert.throws(
-      () => t.render(validateHistory([{role: 'user', content: 'a'}, {role: 'user', content: 'b'}])),
+      () =>
+        t.render(
+          validateHistory([
+            {role: 'user', content: 'a'},
+            {role: 'user', content: 'b'},
+          ]),
+        ),
       (e: unknown) => e instanceof ChatHistoryError && e.param === 'messages' && /must alternate/.test(e.message),
     )
   })
@@ -68,20 +78,24 @@ describe('chat templates', () => {
     assert.throws(() => ChatTemplate.fromSource('{% for m in messages %}'), /does not parse.*--chat-template chatml/)
   })
 
-  test('a model without a template gets the ChatML fallback; BOS is added once', {skip: hasShared() ? false : NO_SHARED_REASON}, async () => {
-    const model = await Model.load(sharedPath('models/stories260K.gguf'))
-    try {
-      const t = ChatTemplate.forModel(model.gguf, model.tokenizer)
-      assert.equal(t.origin, 'fallback-chatml')
-      const rendered = t.render(validateHistory([{role: 'user', content: 'Once upon a time'}]))
-      const ids = encodeChatPrompt(model.tokenizer, rendered)
-      assert.equal(ids[0], model.tokenizer.bos)
-      assert.notEqual(ids[1], model.tokenizer.bos)
-      // Rendered text containing BOS text already starts with BOS once, not twice.
-      const withBos = encodeChatPrompt(model.tokenizer, `<s>${rendered}`)
-      assert.deepEqual(withBos, ids)
-    } finally {
-      model.dispose()
-    }
-  })
+  test(
+    'a model without a template gets the ChatML fallback; BOS is added once',
+    {skip: hasShared() ? false : NO_SHARED_REASON},
+    async () => {
+      const model = await Model.load(sharedPath('models/stories260K.gguf'))
+      try {
+        const t = ChatTemplate.forModel(model.gguf, model.tokenizer)
+        assert.equal(t.origin, 'fallback-chatml')
+        const rendered = t.render(validateHistory([{role: 'user', content: 'Once upon a time'}]))
+        const ids = encodeChatPrompt(model.tokenizer, rendered)
+        assert.equal(ids[0], model.tokenizer.bos)
+        assert.notEqual(ids[1], model.tokenizer.bos)
+        // Rendered text containing BOS text already starts with BOS once, not twice.
+        const withBos = encodeChatPrompt(model.tokenizer, `<s>${rendered}`)
+        assert.deepEqual(withBos, ids)
+      } finally {
+        model.dispose()
+      }
+    },
+  )
 })

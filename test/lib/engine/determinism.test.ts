@@ -122,76 +122,107 @@ describe('determinism, K-quant, IQ4_NL and MXFP4 weights', {skip: hasShared() ? 
   after(() => rmSync(dir, {recursive: true, force: true}))
   for (const type of ['q2_k', 'q3_k', 'q4_k', 'q5_k', 'q6_k', 'iq4_nl', 'mxfp4'] as const) {
     const admitted = ENGINE_WEIGHT_TYPES.has(type.toUpperCase())
-    test(`${type}: bitwise equal across threads, batch sizes and prompt chunking`, {skip: admitted ? false : `src/lib/arch's ENGINE_WEIGHT_TYPES does not admit ${type.toUpperCase()} yet`}, async () => {
-      const path = join(dir, `${type}.gguf`)
-      await makeTestModel(path, {arch: 'llama', nEmbd: 256, nLayer: 2, nHead: 8, nHeadKv: 2, nFf: 512, nCtx: 128, type, seed: 7n, tokenizerFrom: sharedPath('models', 'stories260K.gguf')})
-      const model = await Model.load(path)
-      const prompt: number[] = JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')).teacher_forced.ids
-      const logits = async (opts: {threads: number; nBatch: number; chunks?: number[]}) => {
-        const ctx = await model.createContext({nCtx: 128, nBatch: opts.nBatch, threads: opts.threads, kvType: 'f16'})
-        const nVocab = model.config.nVocab
-        const out = new Float32Array(prompt.length * nVocab)
-        let pos = 0
-        for (const n of opts.chunks ?? [prompt.length]) {
-          out.set((await ctx.decode(prompt.slice(pos, pos + n), {pos, logits: 'all'}))!, pos * nVocab)
-          pos += n
-        }
-        ctx.dispose()
-        return out
-      }
-      try {
-        const base = bits(await logits({threads: 1, nBatch: prompt.length}))
-        const variants: Array<[string, {threads: number; nBatch: number; chunks?: number[]}]> = [
-          ['2 threads', {threads: 2, nBatch: prompt.length}],
-          ['3 threads', {threads: 3, nBatch: prompt.length}],
-          ['batch 1', {threads: 1, nBatch: 1}],
-          ['batch 7', {threads: 2, nBatch: 7}],
-          ['chunks 1+4+15+44', {threads: 2, nBatch: 64, chunks: [1, 4, 15, 44]}],
-        ]
-        for (const [name, v] of variants) assert.ok(base.equals(bits(await logits(v))), `${type}: ${name} differs from 1 thread, one batch`)
-      } finally {
-        model.dispose()
-      }
-    })
-  }
-})
-
-describe('determinism of a generated Mixtral (llama with experts, Q8_0, both expert layouts)', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
-  test('bitwise equal across threads, batch sizes and prompt chunking', async () => {
-    const {makeTestModel} = await import('../../../scripts/make-test-model.js')
-    const {mkdtempSync, rmSync} = await import('node:fs')
-    const {tmpdir} = await import('node:os')
-    const {join} = await import('node:path')
-    const dir = mkdtempSync(join(tmpdir(), 'runner-det-moe-'))
-    const prompt: number[] = JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')).teacher_forced.ids
-    try {
-      for (const expertLayout of ['fused', 'split'] as const) {
-        const path = join(dir, `${expertLayout}.gguf`)
+    test(
+      `${type}: bitwise equal across threads, batch sizes and prompt chunking`,
+      {skip: admitted ? false : `src/lib/arch's ENGINE_WEIGHT_TYPES does not admit ${type.toUpperCase()} yet`},
+      async () => {
+        const path = join(dir, `${type}.gguf`)
         await makeTestModel(path, {
-          arch: 'mixtral', nEmbd: 128, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 128, nCtx: 256, type: 'q8_0', seed: 31n,
-          tokenizerFrom: sharedPath('models', 'stories260K.gguf'), nExpert: 8, nExpertUsed: 2, expertLayout,
+          arch: 'llama',
+          nEmbd: 256,
+          nLayer: 2,
+          nHead: 8,
+          nHeadKv: 2,
+          nFf: 512,
+          nCtx: 128,
+          type,
+          seed: 7n,
+          tokenizerFrom: sharedPath('models', 'stories260K.gguf'),
         })
         const model = await Model.load(path)
-        const run = async (threads: number, nBatch: number, chunks = [prompt.length]) => {
-          const ctx = await model.createContext({nCtx: 128, nBatch, threads, kvType: 'f16'})
-          const out = new Float32Array(prompt.length * model.config.nVocab)
+        const prompt: number[] = JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')).teacher_forced.ids
+        const logits = async (opts: {threads: number; nBatch: number; chunks?: number[]}) => {
+          const ctx = await model.createContext({nCtx: 128, nBatch: opts.nBatch, threads: opts.threads, kvType: 'f16'})
+          const nVocab = model.config.nVocab
+          const out = new Float32Array(prompt.length * nVocab)
           let pos = 0
-          for (const n of chunks) {
-            out.set((await ctx.decode(prompt.slice(pos, pos + n), {pos, logits: 'all'}))!, pos * model.config.nVocab)
+          for (const n of opts.chunks ?? [prompt.length]) {
+            out.set((await ctx.decode(prompt.slice(pos, pos + n), {pos, logits: 'all'}))!, pos * nVocab)
             pos += n
           }
           ctx.dispose()
-          return bits(out)
+          return out
         }
-        const base = await run(1, prompt.length)
-        assert.ok(base.equals(await run(2, prompt.length)), `${expertLayout}: 2 threads`)
-        assert.ok(base.equals(await run(3, 7)), `${expertLayout}: 3 threads, batch 7`)
-        assert.ok(base.equals(await run(1, 1)), `${expertLayout}: batch 1`)
-        assert.ok(base.equals(await run(2, 64, [1, 4, 15, 44])), `${expertLayout}: chunks 1+4+15+44`)
-        model.dispose()
-      }
-    } finally {
-      rmSync(dir, {recursive: true, force: true})
-    }
-  })
+        try {
+          const base = bits(await logits({threads: 1, nBatch: prompt.length}))
+          const variants: Array<[string, {threads: number; nBatch: number; chunks?: number[]}]> = [
+            ['2 threads', {threads: 2, nBatch: prompt.length}],
+            ['3 threads', {threads: 3, nBatch: prompt.length}],
+            ['batch 1', {threads: 1, nBatch: 1}],
+            ['batch 7', {threads: 2, nBatch: 7}],
+            ['chunks 1+4+15+44', {threads: 2, nBatch: 64, chunks: [1, 4, 15, 44]}],
+          ]
+          for (const [name, v] of variants)
+            assert.ok(base.equals(bits(await logits(v))), `${type}: ${name} differs from 1 thread, one batch`)
+        } finally {
+          model.dispose()
+        }
+      },
+    )
+  }
 })
+
+describe(
+  'determinism of a generated Mixtral (llama with experts, Q8_0, both expert layouts)',
+  {skip: hasShared() ? false : NO_SHARED_REASON},
+  () => {
+    test('bitwise equal across threads, batch sizes and prompt chunking', async () => {
+      const {makeTestModel} = await import('../../../scripts/make-test-model.js')
+      const {mkdtempSync, rmSync} = await import('node:fs')
+      const {tmpdir} = await import('node:os')
+      const {join} = await import('node:path')
+      const dir = mkdtempSync(join(tmpdir(), 'runner-det-moe-'))
+      const prompt: number[] = JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')).teacher_forced.ids
+      try {
+        for (const expertLayout of ['fused', 'split'] as const) {
+          const path = join(dir, `${expertLayout}.gguf`)
+          await makeTestModel(path, {
+            arch: 'mixtral',
+            nEmbd: 128,
+            nLayer: 2,
+            nHead: 4,
+            nHeadKv: 2,
+            nFf: 128,
+            nCtx: 256,
+            type: 'q8_0',
+            seed: 31n,
+            tokenizerFrom: sharedPath('models', 'stories260K.gguf'),
+            nExpert: 8,
+            nExpertUsed: 2,
+            expertLayout,
+          })
+          const model = await Model.load(path)
+          const run = async (threads: number, nBatch: number, chunks = [prompt.length]) => {
+            const ctx = await model.createContext({nCtx: 128, nBatch, threads, kvType: 'f16'})
+            const out = new Float32Array(prompt.length * model.config.nVocab)
+            let pos = 0
+            for (const n of chunks) {
+              out.set((await ctx.decode(prompt.slice(pos, pos + n), {pos, logits: 'all'}))!, pos * model.config.nVocab)
+              pos += n
+            }
+            ctx.dispose()
+            return bits(out)
+          }
+          const base = await run(1, prompt.length)
+          assert.ok(base.equals(await run(2, prompt.length)), `${expertLayout}: 2 threads`)
+          assert.ok(base.equals(await run(3, 7)), `${expertLayout}: 3 threads, batch 7`)
+          assert.ok(base.equals(await run(1, 1)), `${expertLayout}: batch 1`)
+          assert.ok(base.equals(await run(2, 64, [1, 4, 15, 44])), `${expertLayout}: chunks 1+4+15+44`)
+          model.dispose()
+        }
+      } finally {
+        rmSync(dir, {recursive: true, force: true})
+      }
+    })
+  },
+)

@@ -18,7 +18,15 @@ after(() => rmSync(dir, {recursive: true, force: true}))
 test('a timer keeps firing during a long prefill', {skip: hasShared() ? false : NO_SHARED_REASON}, async () => {
   const path = join(dir, 'wide.gguf')
   await makeTestModel(path, {
-    arch: 'llama', nEmbd: 512, nLayer: 4, nHead: 8, nHeadKv: 8, nFf: 1376, nCtx: 1024, type: 'f32', seed: 5n,
+    arch: 'llama',
+    nEmbd: 512,
+    nLayer: 4,
+    nHead: 8,
+    nHeadKv: 8,
+    nFf: 1376,
+    nCtx: 1024,
+    type: 'f32',
+    seed: 5n,
     tokenizerFrom: sharedPath('models', 'stories260K.gguf'),
   })
   const model = await Model.load(path)

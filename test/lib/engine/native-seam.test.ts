@@ -49,7 +49,13 @@ describe('errors across the seam', {skip: hasShared() ? false : NO_SHARED_REASON
   })
 
   test('a busy context refuses a second call with ENGINE_BUSY (exit 1), and is usable once the first ends', async () => {
-    const running = addon.decode(ctx, Int32Array.from({length: 32}, (_, i) => 1 + i), 0, 1, new Float32Array(512))
+    const running = addon.decode(
+      ctx,
+      Int32Array.from({length: 32}, (_, i) => 1 + i),
+      0,
+      1,
+      new Float32Array(512),
+    )
     await refused(() => addon.decode(ctx, Int32Array.of(1), 0, 1), 'ENGINE_BUSY', ExitCode.failure, 'busy')
     await refused(() => addon.kvTruncate(ctx, 0), 'ENGINE_BUSY', ExitCode.failure, 'busy')
     await refused(() => addon.nPast(ctx), 'ENGINE_BUSY', ExitCode.failure, 'busy')
@@ -77,16 +83,43 @@ describe('errors across the seam', {skip: hasShared() ? false : NO_SHARED_REASON
     await refused(() => addon.decode(c, Int32Array.of(1), 0, 1), 'ENGINE_DISPOSED', ExitCode.failure, 'context', 'disposed')
     await refused(() => addon.nPast(c), 'ENGINE_DISPOSED', ExitCode.failure, 'disposed')
     addon.modelFree(m)
-    await refused(() => addon.contextCreate(m, {nCtx: 16, nBatch: 16, threads: 1, kvType: 1}), 'ENGINE_DISPOSED', ExitCode.failure, 'model', 'disposed')
+    await refused(
+      () => addon.contextCreate(m, {nCtx: 16, nBatch: 16, threads: 1, kvType: 1}),
+      'ENGINE_DISPOSED',
+      ExitCode.failure,
+      'model',
+      'disposed',
+    )
   })
 
   test('argument errors of the addon carry ENGINE_INVALID_ARGUMENT (exit 2) and name the argument', async () => {
-    await refused(() => addon.decode(ctx, Float64Array.of(1) as unknown as Int32Array, 0, 1), 'ENGINE_INVALID_ARGUMENT', ExitCode.usage, 'tokens', 'Int32Array')
+    await refused(
+      () => addon.decode(ctx, Float64Array.of(1) as unknown as Int32Array, 0, 1),
+      'ENGINE_INVALID_ARGUMENT',
+      ExitCode.usage,
+      'tokens',
+      'Int32Array',
+    )
     await refused(() => addon.decode(ctx, Int32Array.of(1), 0.5, 1), 'ENGINE_INVALID_ARGUMENT', ExitCode.usage, 'pos', '0.5')
-    await refused(() => addon.decode(ctx, Int32Array.of(1, 2), 0, 2, new Float32Array(3)), 'ENGINE_INVALID_ARGUMENT', ExitCode.usage, 'logits holds 3')
+    await refused(
+      () => addon.decode(ctx, Int32Array.of(1, 2), 0, 2, new Float32Array(3)),
+      'ENGINE_INVALID_ARGUMENT',
+      ExitCode.usage,
+      'logits holds 3',
+    )
     await refused(() => addon.kvTruncate(ctx, Number.NaN), 'ENGINE_INVALID_ARGUMENT', ExitCode.usage, 'nKeep')
-    await refused(() => addon.decode(model as unknown as NativeContextHandle, Int32Array.of(1), 0, 1), 'ENGINE_INVALID_ARGUMENT', ExitCode.usage, 'context handle')
-    await refused(() => addon.contextCreate(model, {nCtx: 16, nBatch: 16, threads: 1.5, kvType: 1}), 'ENGINE_INVALID_ARGUMENT', ExitCode.usage, 'params.threads')
+    await refused(
+      () => addon.decode(model as unknown as NativeContextHandle, Int32Array.of(1), 0, 1),
+      'ENGINE_INVALID_ARGUMENT',
+      ExitCode.usage,
+      'context handle',
+    )
+    await refused(
+      () => addon.contextCreate(model, {nCtx: 16, nBatch: 16, threads: 1.5, kvType: 1}),
+      'ENGINE_INVALID_ARGUMENT',
+      ExitCode.usage,
+      'params.threads',
+    )
     // The context is not left busy by a refused call.
     await addon.decode(ctx, Int32Array.of(1), 0, 1)
   })

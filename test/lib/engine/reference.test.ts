@@ -74,13 +74,20 @@ describe('engine vs llama.cpp reference outputs', {skip: hasShared() ? false : N
           matched += first
           if (first < g.ids.length) {
             const lowMargin = g.margins.slice(0, first + 1).some((x) => x < m.tol)
-            assert.ok(lowMargin, `${JSON.stringify(g.prompt)}: diverged at step ${first} (ours ${got[first]}, llama.cpp ${g.ids[first]}) though every margin up to it is >= ${m.tol}`)
+            assert.ok(
+              lowMargin,
+              `${JSON.stringify(g.prompt)}: diverged at step ${first} (ours ${got[first]}, llama.cpp ${g.ids[first]}) though every margin up to it is >= ${m.tol}`,
+            )
           } else {
             assert.equal(got.length, g.ids.length, 'generated as many tokens as llama.cpp')
           }
         }
         // F32-exact types have no margin below their tolerance in these files: all 144 tokens must match.
-        if (m.tol <= 1e-3) assert.equal(matched, ref.greedy.reduce((n, g) => n + g.ids.length, 0))
+        if (m.tol <= 1e-3)
+          assert.equal(
+            matched,
+            ref.greedy.reduce((n, g) => n + g.ids.length, 0),
+          )
         ctx.dispose()
       })
 

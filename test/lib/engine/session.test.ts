@@ -115,7 +115,10 @@ describe('session prefix reuse', {skip: hasShared() ? false : NO_SHARED_REASON},
       const rb = await collect(b)
       // Before the history was passed, the last penaltyLastN prompt tokens were evaluated again.
       assert.equal(rb.result.promptTokens, second.length - shared)
-      assert.ok(rb.result.promptTokens < penalized.penaltyLastN, `evaluated ${rb.result.promptTokens} tokens, fewer than the ${penalized.penaltyLastN} of the penalty window`)
+      assert.ok(
+        rb.result.promptTokens < penalized.penaltyLastN,
+        `evaluated ${rb.result.promptTokens} tokens, fewer than the ${penalized.penaltyLastN} of the penalty window`,
+      )
       const fb = await freshRun()
       assert.deepEqual(rb.result.tokens, fb.result.tokens)
       assert.deepEqual(Buffer.from(rb.logprobs.buffer), Buffer.from(fb.logprobs.buffer))
@@ -123,9 +126,12 @@ describe('session prefix reuse', {skip: hasShared() ? false : NO_SHARED_REASON},
       // The control: the same continuation without the history is not what a fresh context gives,
       // so the equality above is the history's doing.
       ctx.kvTruncate(shared)
-      const bare = await collect({stream: ctx.generate(second.slice(shared), {maxTokens: 24, sampling: penalized, pos: shared}), get result() {
-        return this.stream.result
-      }})
+      const bare = await collect({
+        stream: ctx.generate(second.slice(shared), {maxTokens: 24, sampling: penalized, pos: shared}),
+        get result() {
+          return this.stream.result
+        },
+      })
       assert.notDeepEqual(bare.result.tokens, fb.result.tokens, 'without the history the penalties see another window')
     } finally {
       ctx.dispose()

@@ -33,7 +33,10 @@ interface ReferenceGreedy {
 
 function chat(args: string[], input: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/run.js', 'chat', '-m', STORIES, ...args], {cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1'}})
+    const child = spawn(process.execPath, ['bin/run.js', 'chat', '-m', STORIES, ...args], {
+      cwd: REPO_ROOT,
+      env: {...process.env, NO_COLOR: '1'},
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
@@ -44,13 +47,13 @@ function chat(args: string[], input: string): Promise<CliResult> {
   })
 }
 
-describe('one request, five ways through the loop, llama.cpp\'s tokens each time', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
+describe("one request, five ways through the loop, llama.cpp's tokens each time", {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   let reference: ReferenceGreedy
   before(() => {
     reference = (JSON.parse(readFileSync(sharedPath('reference', 'stories260K.json'), 'utf8')) as {greedy: ReferenceGreedy[]}).greedy[0]!
   })
 
-  test('run --json, chat --json, /v1/completions, verify and generate() agree with llama.cpp\'s 48 greedy tokens', async () => {
+  test("run --json, chat --json, /v1/completions, verify and generate() agree with llama.cpp's 48 greedy tokens", async () => {
     const receipt = join(dir, 'r.json')
     const template = join(dir, 'bare.jinja')
     // The message alone: encodeChatPrompt adds BOS as the vocabulary asks, so the prompt is run's.
@@ -76,7 +79,13 @@ describe('one request, five ways through the loop, llama.cpp\'s tokens each time
 
     const t = await startTestServer({modelPath: STORIES, parallel: 1, nCtx: 256, threadsPerSlot: 1, kvType: 'f32'})
     try {
-      const completion = await t.client.completions.create({model: 'stories260K', prompt: reference.prompt, max_tokens: 48, temperature: 0, logprobs: 0})
+      const completion = await t.client.completions.create({
+        model: 'stories260K',
+        prompt: reference.prompt,
+        max_tokens: 48,
+        temperature: 0,
+        logprobs: 0,
+      })
       const choice = completion.choices[0]!
       assert.equal(choice.text, reference.text, 'completions')
       assert.equal(completion.usage?.prompt_tokens, reference.prompt_ids.length)

@@ -46,7 +46,7 @@ test('the default context is the training context, at most 4096', () => {
   assert.equal(defaultContextSize(131072), 4096)
 })
 
-describe('generate() on stories260K against llama.cpp\'s greedy continuation', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
+describe("generate() on stories260K against llama.cpp's greedy continuation", {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   let model: Model
   let reference: ReferenceGreedy
   const contexts: Context[] = []
@@ -77,7 +77,7 @@ describe('generate() on stories260K against llama.cpp\'s greedy continuation', {
     return out
   }
 
-  test('length: 48 tokens are llama.cpp\'s 48 greedy ids and text; the events add up to the outcome', async () => {
+  test("length: 48 tokens are llama.cpp's 48 greedy ids and text; the events add up to the outcome", async () => {
     const g = generate(await session(), request())
     const events = await drain(g.events)
     const o = await g.result
@@ -86,9 +86,21 @@ describe('generate() on stories260K against llama.cpp\'s greedy continuation', {
     assert.equal(o.finishReason, 'length')
     assert.equal(o.stopString, undefined)
     assert.equal(events.map((e) => e.text).join(''), o.text)
-    assert.deepEqual(events.filter((e) => e.token >= 0).map((e) => e.token), reference.ids, 'one event per sampled token, in order')
-    assert.deepEqual(events.flatMap((e) => e.tokens).map((r) => r.token), reference.ids)
-    assert.deepEqual(o.usage, {promptTokens: reference.prompt_ids.length, cachedTokens: 0, evaluatedTokens: reference.prompt_ids.length, completionTokens: 48})
+    assert.deepEqual(
+      events.filter((e) => e.token >= 0).map((e) => e.token),
+      reference.ids,
+      'one event per sampled token, in order',
+    )
+    assert.deepEqual(
+      events.flatMap((e) => e.tokens).map((r) => r.token),
+      reference.ids,
+    )
+    assert.deepEqual(o.usage, {
+      promptTokens: reference.prompt_ids.length,
+      cachedTokens: 0,
+      evaluatedTokens: reference.prompt_ids.length,
+      completionTokens: 48,
+    })
     assert.ok(o.timings.promptMs >= 0 && o.timings.decodeMs > 0)
     // Offsets: each token's text starts where the text of the tokens before it ends.
     o.tokens.forEach((r, i) => assert.equal(r.offset, model.tokenizer.decode(reference.ids.slice(0, i)).length, `offset of token ${i}`))
@@ -113,11 +125,14 @@ describe('generate() on stories260K against llama.cpp\'s greedy continuation', {
 
   test('a prompt that does not fit is refused at once (CONTEXT_FULL), before the engine runs', async () => {
     const s = await session(4)
-    assert.throws(() => generate(s, request()), (e: unknown) => e instanceof RunnerError && e.code === 'CONTEXT_FULL' && /5 tokens/.test(e.message))
+    assert.throws(
+      () => generate(s, request()),
+      (e: unknown) => e instanceof RunnerError && e.code === 'CONTEXT_FULL' && /5 tokens/.test(e.message),
+    )
     assert.equal(s.context.nPast, 0)
   })
 
-  test('stop strings across token boundaries: the text before indexOf of the stop in llama.cpp\'s text, never a partial stop in the events', async () => {
+  test("stop strings across token boundaries: the text before indexOf of the stop in llama.cpp's text, never a partial stop in the events", async () => {
     const pieces = reference.ids.map((id) => model.tokenizer.piece(id))
     // Stops that begin inside one token's text and end inside the next one's.
     const stops: string[] = []
@@ -177,7 +192,12 @@ describe('generate() on stories260K against llama.cpp\'s greedy continuation', {
     const held = reference.prompt_ids.length + 3
     assert.equal(g.cachedTokens, held)
     const o = await g.result
-    assert.deepEqual(o.usage, {promptTokens: longer.length, cachedTokens: held, evaluatedTokens: longer.length - held, completionTokens: 12})
+    assert.deepEqual(o.usage, {
+      promptTokens: longer.length,
+      cachedTokens: held,
+      evaluatedTokens: longer.length - held,
+      completionTokens: 12,
+    })
     assert.deepEqual(o.tokenIds, reference.ids.slice(10, 22), "the continuation is llama.cpp's")
     // maxReuse caps the reuse (a scheduler's choice).
     const capped = await generate(s, {...request({maxTokens: 2}), prompt: longer, maxReuse: 2}).result
@@ -202,7 +222,8 @@ describe('generate() on stories260K against llama.cpp\'s greedy continuation', {
 
   test('the constrained-decoding and speculative hooks are refused by name (GENERATE_UNSUPPORTED, exit 5) until they are built', async () => {
     const s = await session()
-    const refused = (name: string) => (e: unknown) => e instanceof RunnerError && e.code === 'GENERATE_UNSUPPORTED' && e.exitCode === 5 && e.message.startsWith(name)
+    const refused = (name: string) => (e: unknown) =>
+      e instanceof RunnerError && e.code === 'GENERATE_UNSUPPORTED' && e.exitCode === 5 && e.message.startsWith(name)
     assert.throws(() => generate(s, request({tokenMask: {allowed: () => undefined}})), refused('tokenMask'))
     assert.throws(() => generate(s, request({draft: {propose: async () => []}})), refused('draft'))
     assert.equal(s.context.nPast, 0, 'nothing ran')
@@ -229,7 +250,18 @@ describe('generate() interrupted, on a slow random-weight model', {skip: hasShar
   const prompt = [1, 403, 407, 261, 378]
   before(async () => {
     const path = join(dir, 'slow.gguf')
-    await makeTestModel(path, {arch: 'llama', nEmbd: 256, nLayer: 4, nHead: 4, nHeadKv: 4, nFf: 704, nCtx: 2048, type: 'q8_0', seed: 1n, tokenizerFrom: sharedPath('models', 'stories260K.gguf')})
+    await makeTestModel(path, {
+      arch: 'llama',
+      nEmbd: 256,
+      nLayer: 4,
+      nHead: 4,
+      nHeadKv: 4,
+      nFf: 704,
+      nCtx: 2048,
+      type: 'q8_0',
+      seed: 1n,
+      tokenizerFrom: sharedPath('models', 'stories260K.gguf'),
+    })
     model = await Model.load(path)
     ctx = await model.createContext({nCtx: 2048, nBatch: 1, threads: 1})
     whole = (await generate(new Session(ctx), {prompt, maxTokens: 64, sampling: greedy(), stopTokens: []}).result).tokenIds
@@ -276,7 +308,10 @@ describe('generate() interrupted, on a slow random-weight model', {skip: hasShar
     assert.equal(o.finishReason, 'aborted')
     assert.deepEqual(o.tokenIds, [])
     assert.equal(s.cached.length, ctx.nPast)
-    assert.ok(s.cached.length > 0 && s.cached.length < longPrompt.length, `stopped inside the prompt (${s.cached.length} of ${longPrompt.length})`)
+    assert.ok(
+      s.cached.length > 0 && s.cached.length < longPrompt.length,
+      `stopped inside the prompt (${s.cached.length} of ${longPrompt.length})`,
+    )
     assert.deepEqual(s.cached, longPrompt.slice(0, s.cached.length))
   })
 })

@@ -25,7 +25,7 @@ test('every split of the text into pieces releases what indexOf says, and never 
     ['ééé😀x', ['😀']],
   ]
   let rng = 7
-  const rand = () => ((rng = (rng * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  const rand = () => (rng = (rng * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
   for (const [text, stops] of cases) {
     const expected = reference(text, stops)
     for (let trial = 0; trial < 200; trial++) {

@@ -18,7 +18,13 @@ import {readGgufModel, valueToJson, writeGguf} from '../../../src/lib/gguf/index
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../../helpers/shared.js'
 
 const models = hasShared()
-  ? [sharedPath('models', 'stories260K.gguf'), ...readdirSync(sharedPath('fixtures')).filter((f) => f.endsWith('.gguf')).sort().map((f) => sharedPath('fixtures', f))]
+  ? [
+      sharedPath('models', 'stories260K.gguf'),
+      ...readdirSync(sharedPath('fixtures'))
+        .filter((f) => f.endsWith('.gguf'))
+        .sort()
+        .map((f) => sharedPath('fixtures', f)),
+    ]
   : []
 
 /** sha256 lines of the reference README: "<hex>  shared/<path>". */

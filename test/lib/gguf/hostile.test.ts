@@ -31,7 +31,6 @@ import {SeededRandom} from '../../../src/lib/util/random.js'
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
 
-
 const kvs: GgufKv[] = [
   {key: 'general.architecture', type: GgufValueType.STRING, value: 'llama'},
   {key: 'general.alignment', type: GgufValueType.UINT32, value: 32},
@@ -48,11 +47,11 @@ const Q4_BYTES = 2 * 18
 // Set up at top level (not in before()) because the cases below are built from the base file's offsets.
 const dir = mkdtempSync(join(tmpdir(), 'runner-hostile-'))
 await writeGguf(join(dir, 'base.gguf'), {
-    kvs,
-    tensors: [
-      {name: 't.a', type: GgmlType.F32, shape: [8, 2], data: new Uint8Array(F32_BYTES).fill(1)},
-      {name: 't.b', type: GgmlType.Q4_0, shape: [32, 2], data: new Uint8Array(Q4_BYTES).fill(2)},
-    ],
+  kvs,
+  tensors: [
+    {name: 't.a', type: GgmlType.F32, shape: [8, 2], data: new Uint8Array(F32_BYTES).fill(1)},
+    {name: 't.b', type: GgmlType.Q4_0, shape: [32, 2], data: new Uint8Array(Q4_BYTES).fill(2)},
+  ],
 })
 const info: GgufFile = readGgufFile(join(dir, 'base.gguf'))
 const base: Buffer = readFileSync(join(dir, 'base.gguf'))
@@ -67,15 +66,29 @@ function kvValueAt(key: string): number {
 function tensorAt(name: string) {
   const t = info.tensors.find((x) => x.name === name)!
   const nDims = t.infoOffset + 8 + Buffer.byteLength(name)
-  return {name: t.infoOffset, nDims, ne: (d: number) => nDims + 4 + 8 * d, type: nDims + 4 + 8 * t.shape.length, offset: nDims + 4 + 8 * t.shape.length + 4}
+  return {
+    name: t.infoOffset,
+    nDims,
+    ne: (d: number) => nDims + 4 + 8 * d,
+    type: nDims + 4 + 8 * t.shape.length,
+    offset: nDims + 4 + 8 * t.shape.length + 4,
+  }
 }
 
 type Patch = (b: Buffer) => Buffer
 
-const u32At = (at: number, v: number): Patch => (b) => (b.writeUInt32LE(v, at), b)
-const u64At = (at: number, v: bigint): Patch => (b) => (b.writeBigUInt64LE(v, at), b)
-const i64At = (at: number, v: bigint): Patch => (b) => (b.writeBigInt64LE(v, at), b)
-const bytesAt = (at: number, s: string | Buffer): Patch => (b) => (Buffer.from(s).copy(b, at), b)
+const u32At =
+  (at: number, v: number): Patch =>
+  (b) => (b.writeUInt32LE(v, at), b)
+const u64At =
+  (at: number, v: bigint): Patch =>
+  (b) => (b.writeBigUInt64LE(v, at), b)
+const i64At =
+  (at: number, v: bigint): Patch =>
+  (b) => (b.writeBigInt64LE(v, at), b)
+const bytesAt =
+  (at: number, s: string | Buffer): Patch =>
+  (b) => (Buffer.from(s).copy(b, at), b)
 
 function refuse(name: string, bytes: Buffer): GgufError {
   const path = join(dir, `${name.replace(/\W+/g, '_')}.gguf`)
@@ -106,7 +119,10 @@ interface Case {
   field?: RegExp
 }
 
-const patched = (...patches: Patch[]) => () => patches.reduce((b, p) => p(b), Buffer.from(base))
+const patched =
+  (...patches: Patch[]) =>
+  () =>
+    patches.reduce((b, p) => p(b), Buffer.from(base))
 const truncatedTo = (n: () => number) => () => Buffer.from(base.subarray(0, n()))
 
 const cases: Case[] = [
@@ -119,17 +135,57 @@ const cases: Case[] = [
   {name: 'tensor count past the file', patch: patched(u64At(8, 100_000n)), code: 'GGUF_TENSOR_COUNT', field: /tensor_count/},
   {name: 'huge kv count', patch: patched(u64At(16, 1n << 50n)), code: 'GGUF_KV_COUNT', field: /kv_count/},
   {name: 'key length past EOF', patch: patched(u64At(24, 1n << 33n)), code: 'GGUF_STRING_LENGTH', field: /kv\[0\]\.key/},
-  {name: 'string value length past EOF', patch: patched(u64At(kvValueAt('test.str'), 1n << 62n)), code: 'GGUF_STRING_LENGTH', field: /test\.str/},
-  {name: 'array length past EOF', patch: patched(u64At(kvValueAt('test.arr') + 4, 1n << 60n)), code: 'GGUF_ARRAY_LENGTH', field: /test\.arr/},
-  {name: 'string array length past EOF', patch: patched(u64At(kvValueAt('test.strs') + 4, 1n << 31n)), code: 'GGUF_ARRAY_LENGTH', field: /test\.strs/},
+  {
+    name: 'string value length past EOF',
+    patch: patched(u64At(kvValueAt('test.str'), 1n << 62n)),
+    code: 'GGUF_STRING_LENGTH',
+    field: /test\.str/,
+  },
+  {
+    name: 'array length past EOF',
+    patch: patched(u64At(kvValueAt('test.arr') + 4, 1n << 60n)),
+    code: 'GGUF_ARRAY_LENGTH',
+    field: /test\.arr/,
+  },
+  {
+    name: 'string array length past EOF',
+    patch: patched(u64At(kvValueAt('test.strs') + 4, 1n << 31n)),
+    code: 'GGUF_ARRAY_LENGTH',
+    field: /test\.strs/,
+  },
   {name: 'unknown value type', patch: patched(u32At(kvValueAt('test.k1') - 4, 13)), code: 'GGUF_BAD_VALUE_TYPE', field: /test\.k1/},
   {name: 'unknown array item type', patch: patched(u32At(kvValueAt('test.arr'), 99)), code: 'GGUF_BAD_VALUE_TYPE', field: /test\.arr/},
-  {name: 'bool that is not 0 or 1', patch: patched((b) => (b[kvValueAt('test.flag')] = 7, b)), code: 'GGUF_BAD_BOOL', field: /test\.flag/},
-  {name: 'invalid UTF-8 in a string', patch: patched(bytesAt(kvValueAt('test.str') + 8, Buffer.from([0xc3, 0x28]))), code: 'GGUF_BAD_UTF8', field: /test\.str/},
-  {name: 'duplicate key', patch: patched(bytesAt(info.kvOffsets.get('test.k2')! + 8, 'test.k1')), code: 'GGUF_DUPLICATE_KEY', field: /kv\[3\]/},
+  {
+    name: 'bool that is not 0 or 1',
+    patch: patched((b) => ((b[kvValueAt('test.flag')] = 7), b)),
+    code: 'GGUF_BAD_BOOL',
+    field: /test\.flag/,
+  },
+  {
+    name: 'invalid UTF-8 in a string',
+    patch: patched(bytesAt(kvValueAt('test.str') + 8, Buffer.from([0xc3, 0x28]))),
+    code: 'GGUF_BAD_UTF8',
+    field: /test\.str/,
+  },
+  {
+    name: 'duplicate key',
+    patch: patched(bytesAt(info.kvOffsets.get('test.k2')! + 8, 'test.k1')),
+    code: 'GGUF_DUPLICATE_KEY',
+    field: /kv\[3\]/,
+  },
   {name: 'alignment 0', patch: patched(u32At(kvValueAt('general.alignment'), 0)), code: 'GGUF_BAD_ALIGNMENT', field: /general\.alignment/},
-  {name: 'alignment 48', patch: patched(u32At(kvValueAt('general.alignment'), 48)), code: 'GGUF_BAD_ALIGNMENT', field: /general\.alignment/},
-  {name: 'alignment not a u32', patch: patched(u32At(kvValueAt('general.alignment') - 4, GgufValueType.INT32)), code: 'GGUF_BAD_ALIGNMENT', field: /general\.alignment/},
+  {
+    name: 'alignment 48',
+    patch: patched(u32At(kvValueAt('general.alignment'), 48)),
+    code: 'GGUF_BAD_ALIGNMENT',
+    field: /general\.alignment/,
+  },
+  {
+    name: 'alignment not a u32',
+    patch: patched(u32At(kvValueAt('general.alignment') - 4, GgufValueType.INT32)),
+    code: 'GGUF_BAD_ALIGNMENT',
+    field: /general\.alignment/,
+  },
   {name: 'n_dims 0', patch: patched(u32At(tensorAt('t.a').nDims, 0)), code: 'GGUF_BAD_N_DIMS', field: /t\.a.*n_dims/},
   {name: 'n_dims 5', patch: patched(u32At(tensorAt('t.a').nDims, 5)), code: 'GGUF_BAD_N_DIMS', field: /t\.a.*n_dims/},
   {name: 'negative dimension', patch: patched(i64At(tensorAt('t.a').ne(1), -2n)), code: 'GGUF_BAD_DIM', field: /t\.a.*ne\[1\]/},
@@ -142,23 +198,68 @@ const cases: Case[] = [
   },
   {name: 'unknown type id', patch: patched(u32At(tensorAt('t.a').type, 99)), code: 'GGUF_UNKNOWN_TYPE', field: /t\.a.*type/},
   {name: 'removed type id (Q4_2)', patch: patched(u32At(tensorAt('t.a').type, 4)), code: 'GGUF_REMOVED_TYPE', field: /t\.a.*type/},
-  {name: 'ne0 not a multiple of the block size', patch: patched(i64At(tensorAt('t.b').ne(0), 48n)), code: 'GGUF_BLOCK_MULTIPLE', field: /t\.b/},
-  {name: 'misaligned tensor offset', patch: patched(u64At(tensorAt('t.b').offset, 72n)), code: 'GGUF_MISALIGNED_TENSOR', field: /t\.b.*offset/},
+  {
+    name: 'ne0 not a multiple of the block size',
+    patch: patched(i64At(tensorAt('t.b').ne(0), 48n)),
+    code: 'GGUF_BLOCK_MULTIPLE',
+    field: /t\.b/,
+  },
+  {
+    name: 'misaligned tensor offset',
+    patch: patched(u64At(tensorAt('t.b').offset, 72n)),
+    code: 'GGUF_MISALIGNED_TENSOR',
+    field: /t\.b.*offset/,
+  },
   {name: 'overlapping tensors', patch: patched(u64At(tensorAt('t.b').offset, 32n)), code: 'GGUF_TENSOR_OVERLAP', field: /t\.b.*offset/},
-  {name: 'tensor data past the end of the file', patch: patched(u64At(tensorAt('t.b').offset, 1n << 20n)), code: 'GGUF_TENSOR_OUT_OF_FILE', field: /t\.b.*offset/},
-  {name: 'tensor offset beyond any file', patch: patched(u64At(tensorAt('t.b').offset, 1n << 63n)), code: 'GGUF_TENSOR_OUT_OF_FILE', field: /t\.b.*offset/},
-  {name: 'duplicate tensor name', patch: patched(bytesAt(tensorAt('t.b').name + 8, 't.a')), code: 'GGUF_DUPLICATE_TENSOR', field: /tensor\[1\]/},
-  {name: 'tensor name length past EOF', patch: patched(u64At(tensorAt('t.a').name, 1n << 40n)), code: 'GGUF_STRING_LENGTH', field: /tensor\[0\]\.name/},
+  {
+    name: 'tensor data past the end of the file',
+    patch: patched(u64At(tensorAt('t.b').offset, 1n << 20n)),
+    code: 'GGUF_TENSOR_OUT_OF_FILE',
+    field: /t\.b.*offset/,
+  },
+  {
+    name: 'tensor offset beyond any file',
+    patch: patched(u64At(tensorAt('t.b').offset, 1n << 63n)),
+    code: 'GGUF_TENSOR_OUT_OF_FILE',
+    field: /t\.b.*offset/,
+  },
+  {
+    name: 'duplicate tensor name',
+    patch: patched(bytesAt(tensorAt('t.b').name + 8, 't.a')),
+    code: 'GGUF_DUPLICATE_TENSOR',
+    field: /tensor\[1\]/,
+  },
+  {
+    name: 'tensor name length past EOF',
+    patch: patched(u64At(tensorAt('t.a').name, 1n << 40n)),
+    code: 'GGUF_STRING_LENGTH',
+    field: /tensor\[0\]\.name/,
+  },
   {name: 'truncated inside the magic', patch: truncatedTo(() => 3), code: 'GGUF_TRUNCATED', field: /magic/},
   {name: 'truncated after the magic', patch: truncatedTo(() => 4), code: 'GGUF_TRUNCATED', field: /version/},
   {name: 'truncated after the version', patch: truncatedTo(() => 8), code: 'GGUF_TRUNCATED', field: /tensor_count/},
   {name: 'truncated after the tensor count', patch: truncatedTo(() => 16), code: 'GGUF_TENSOR_COUNT', field: /tensor_count/},
   {name: 'truncated after the counts', patch: truncatedTo(() => 24), code: 'GGUF_TENSOR_COUNT', field: /tensor_count/},
-  {name: 'truncated after the metadata', patch: truncatedTo(() => tensorAt('t.a').name), code: 'GGUF_TRUNCATED', field: /tensor\[0\]\.name/},
+  {
+    name: 'truncated after the metadata',
+    patch: truncatedTo(() => tensorAt('t.a').name),
+    code: 'GGUF_TRUNCATED',
+    field: /tensor\[0\]\.name/,
+  },
   {name: 'truncated inside a tensor info', patch: truncatedTo(() => tensorAt('t.b').type), code: 'GGUF_TRUNCATED', field: /t\.b.*type/},
-  {name: 'truncated after the tensor infos', patch: truncatedTo(() => tensorAt('t.b').offset + 8), code: 'GGUF_TRUNCATED', field: /tensor_data/},
+  {
+    name: 'truncated after the tensor infos',
+    patch: truncatedTo(() => tensorAt('t.b').offset + 8),
+    code: 'GGUF_TRUNCATED',
+    field: /tensor_data/,
+  },
   {name: 'truncated at the start of the data', patch: truncatedTo(() => info.dataOffset), code: 'GGUF_TENSOR_OUT_OF_FILE', field: /t\.a/},
-  {name: 'truncated inside the last tensor', patch: truncatedTo(() => info.dataOffset + 64 + 10), code: 'GGUF_TENSOR_OUT_OF_FILE', field: /t\.b/},
+  {
+    name: 'truncated inside the last tensor',
+    patch: truncatedTo(() => info.dataOffset + 64 + 10),
+    code: 'GGUF_TENSOR_OUT_OF_FILE',
+    field: /t\.b/,
+  },
 ]
 
 describe('hostile GGUF files are refused with the exact code (built with our writer, then patched)', () => {

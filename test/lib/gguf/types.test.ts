@@ -19,7 +19,10 @@ test('every ggml type id has our name, block size and block bytes (ggml through 
   const llama = await getLlama({gpu: false, build: 'never', logLevel: 'error'})
   const bindings = (llama as unknown as {_bindings: Bindings})._bindings
   const theirIds = Object.values(LlamaGgmlType).filter((v): v is number => typeof v === 'number')
-  assert.deepEqual([...GGML_TYPES.keys()].sort((a, b) => a - b), theirIds.sort((a, b) => a - b))
+  assert.deepEqual(
+    [...GGML_TYPES.keys()].sort((a, b) => a - b),
+    theirIds.sort((a, b) => a - b),
+  )
   for (const id of theirIds) {
     const ours = ggmlTypeById(id)!
     assert.equal(ours.name, LlamaGgmlType[id], `type ${id}`)
@@ -34,7 +37,11 @@ test('every ggml type id has our name, block size and block bytes (ggml through 
 test('the types the issue lists are all live', () => {
   const want = ['F32', 'F16', 'BF16', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q8_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'Q8_K']
   want.push('IQ2_XXS', 'IQ2_XS', 'IQ2_S', 'IQ3_XXS', 'IQ3_S', 'IQ1_S', 'IQ1_M', 'IQ4_NL', 'IQ4_XS', 'TQ1_0', 'TQ2_0', 'MXFP4', 'NVFP4')
-  for (const name of want) assert.ok(LIVE_GGML_TYPES.some((t) => t.name === name), name)
+  for (const name of want)
+    assert.ok(
+      LIVE_GGML_TYPES.some((t) => t.name === name),
+      name,
+    )
 })
 
 test('lookup by name is case-insensitive and never returns a removed type', () => {
@@ -45,6 +52,6 @@ test('lookup by name is case-insensitive and never returns a removed type', () =
 
 test('tensor byte size: whole blocks only (Q4_0 blocks of 32 weights take 18 bytes)', () => {
   const q4 = ggmlTypeByName('Q4_0')!
-  assert.equal(tensorByteSize(q4, 64n, 64n * 3n), (64n * 3n / 32n) * 18n)
+  assert.equal(tensorByteSize(q4, 64n, 64n * 3n), ((64n * 3n) / 32n) * 18n)
   assert.match(String(tensorByteSize(q4, 48n, 48n)), /not a multiple/)
 })

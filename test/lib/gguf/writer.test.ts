@@ -42,9 +42,15 @@ describe('writeGguf', () => {
     assert.equal(f.alignment, 256)
     assert.equal(f.dataOffset % 256, 0)
     assert.equal(bytes.length % 256, 0)
-    assert.deepEqual(f.tensors.map((t) => t.relativeOffset), [0, 256, 768]) // b is 280 bytes
+    assert.deepEqual(
+      f.tensors.map((t) => t.relativeOffset),
+      [0, 256, 768],
+    ) // b is 280 bytes
     const theirs = await readGgufFileInfo(path, {readTensorInfo: true})
-    assert.deepEqual(theirs.fullTensorInfo!.map((t) => Number(t.fileOffset)), f.tensors.map((t) => t.offset))
+    assert.deepEqual(
+      theirs.fullTensorInfo!.map((t) => Number(t.fileOffset)),
+      f.tensors.map((t) => t.offset),
+    )
     // Everything between the end of the header and the data, and between tensors, is zero padding.
     const last = f.tensors[f.tensors.length - 1]!
     const headerEnd = last.infoOffset + 8 + Buffer.byteLength(last.name) + 4 + 8 * last.shape.length + 4 + 8
@@ -59,7 +65,10 @@ describe('writeGguf', () => {
     await writeGguf(path, {kvs: [arch], tensors: [tensor('a', 3, 1), tensor('b', 5, 2)]})
     const f = readGgufFile(path)
     assert.equal(f.alignment, 32)
-    assert.deepEqual(f.tensors.map((t) => t.relativeOffset), [0, 32])
+    assert.deepEqual(
+      f.tensors.map((t) => t.relativeOffset),
+      [0, 32],
+    )
   })
 
   test('writes under a temporary name in the same folder and renames: the old file stays whole until the end', async () => {
@@ -94,16 +103,25 @@ describe('writeGguf', () => {
       yield new Uint8Array(8)
       throw new Error('disk on fire')
     }
-    await assert.rejects(writeGguf(path, {kvs: [arch], tensors: [{name: 'a', type: GgmlType.F32, shape: [4], data: failing}]}), /disk on fire/)
+    await assert.rejects(
+      writeGguf(path, {kvs: [arch], tensors: [{name: 'a', type: GgmlType.F32, shape: [4], data: failing}]}),
+      /disk on fire/,
+    )
     assert.equal(readFileSync(path, 'utf8'), 'keep me')
     assert.equal(leftovers().length, 0)
   })
 
   test('tensor data of the wrong size is refused by tensor name, and nothing is written', async () => {
     const path = join(dir, 'short.gguf')
-    const e = await rejects(writeGguf(path, {kvs: [arch], tensors: [{name: 'short', type: GgmlType.F32, shape: [4], data: new Uint8Array(12)}]}), 'GGUF_WRITE_BAD_TENSOR')
+    const e = await rejects(
+      writeGguf(path, {kvs: [arch], tensors: [{name: 'short', type: GgmlType.F32, shape: [4], data: new Uint8Array(12)}]}),
+      'GGUF_WRITE_BAD_TENSOR',
+    )
     assert.match(e.message, /short/)
-    await rejects(writeGguf(path, {kvs: [arch], tensors: [{name: 'long', type: GgmlType.F32, shape: [4], data: new Uint8Array(20)}]}), 'GGUF_WRITE_BAD_TENSOR')
+    await rejects(
+      writeGguf(path, {kvs: [arch], tensors: [{name: 'long', type: GgmlType.F32, shape: [4], data: new Uint8Array(20)}]}),
+      'GGUF_WRITE_BAD_TENSOR',
+    )
     assert.equal(existsSync(path), false)
     assert.equal(leftovers().length, 0)
   })
@@ -141,7 +159,10 @@ describe('writeGguf', () => {
     }
     await rejects(writeGguf(path, {kvs: [arch, arch], tensors: []}), 'GGUF_DUPLICATE_KEY')
     await rejects(writeGguf(path, {kvs: [arch], tensors: [tensor('a', 1, 0), tensor('a', 1, 0)]}), 'GGUF_DUPLICATE_TENSOR')
-    await rejects(writeGguf(path, {kvs: [arch], tensors: [{...tensor('q', 1, 0), type: GgmlType.Q4_0, shape: [33]}]}), 'GGUF_BLOCK_MULTIPLE')
+    await rejects(
+      writeGguf(path, {kvs: [arch], tensors: [{...tensor('q', 1, 0), type: GgmlType.Q4_0, shape: [33]}]}),
+      'GGUF_BLOCK_MULTIPLE',
+    )
     await rejects(writeGguf(path, {kvs: [arch], tensors: [{...tensor('x'.repeat(64), 1, 0)}]}), 'GGUF_TENSOR_NAME')
     await rejects(writeGguf(path, {kvs: [arch], tensors: [{...tensor('q', 1, 0), type: 4}]}), 'GGUF_UNKNOWN_TYPE')
     assert.equal(existsSync(path), false)

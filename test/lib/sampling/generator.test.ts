@@ -64,14 +64,21 @@ describe('sampler generator', () => {
     const want = [6457827717110365317n, 3203168211198807973n, 9817491932198370423n, 4593380528125082431n, 16408922859458223821n]
     assert.deepEqual([...addon.samplerTestSplitMix64(1234567n, 5)], want)
     const ours = splitmix64(1234567n)
-    assert.deepEqual(want.map(() => ours()), want, 'the test implementation agrees with the published vector too')
+    assert.deepEqual(
+      want.map(() => ours()),
+      want,
+      'the test implementation agrees with the published vector too',
+    )
   })
 
   it('xoshiro256** gives the reference outputs for state {1, 2, 3, 4}', () => {
     const want = [11520n, 0n, 1509978240n, 1215971899390074240n, 1216172134540287360n, 607988272756665600n]
     assert.deepEqual([...addon.samplerTestXoshiro256ss([1n, 2n, 3n, 4n], 6)], want)
     const ours = xoshiro256ss([1n, 2n, 3n, 4n])
-    assert.deepEqual(want.map(() => ours()), want)
+    assert.deepEqual(
+      want.map(() => ours()),
+      want,
+    )
   })
 
   it('the seeded stream equals the documented composition for several seeds, 0 and 2^64-1 included', () => {

@@ -65,7 +65,18 @@ describe('resolveSamplingOptions', () => {
       topLogprobs: 20,
     })
     assert.deepEqual(
-      [o.temperature, o.topK, o.topP, o.minP, o.repeatPenalty, o.presencePenalty, o.frequencyPenalty, o.penaltyLastN, o.logprobs, o.topLogprobs],
+      [
+        o.temperature,
+        o.topK,
+        o.topP,
+        o.minP,
+        o.repeatPenalty,
+        o.presencePenalty,
+        o.frequencyPenalty,
+        o.penaltyLastN,
+        o.logprobs,
+        o.topLogprobs,
+      ],
       [0, 0, 1, 1, 0.5, -2, 3, 0, true, 20],
     )
   })
@@ -80,7 +91,15 @@ describe('resolveSamplingOptions', () => {
       [7, 2.5],
     ])
     assert.deepEqual(resolveSamplingOptions({logitBias: want}).logitBias, want)
-    assert.deepEqual(resolveSamplingOptions({logitBias: [[3, -Infinity], [7, 2.5]]}).logitBias, want)
+    assert.deepEqual(
+      resolveSamplingOptions({
+        logitBias: [
+          [3, -Infinity],
+          [7, 2.5],
+        ],
+      }).logitBias,
+      want,
+    )
     assert.deepEqual(resolveSamplingOptions({logitBias: {'3': -Infinity, '7': 2.5}}).logitBias, want)
   })
 
@@ -116,7 +135,17 @@ describe('resolveSamplingOptions', () => {
     refuses({logitBias: [[1, Number.NaN]]}, 'logitBias[1]', 'NaN')
     refuses({logitBias: [[-1, 1]]}, 'logitBias token', '-1')
     refuses({logitBias: [[1.5, 1]]}, 'logitBias token', '1.5')
-    refuses({logitBias: [[2, 1], [2, 3]]}, 'logitBias token', '2', 'more than once')
+    refuses(
+      {
+        logitBias: [
+          [2, 1],
+          [2, 3],
+        ],
+      },
+      'logitBias token',
+      '2',
+      'more than once',
+    )
     refuses({logitBias: {'01': 1}}, 'logitBias key', '"01"')
     refuses({logitBias: [[1, 2, 3]]}, 'logitBias[0]')
     refuses({logitBias: 5}, 'logitBias', '5')

@@ -128,7 +128,15 @@ describe('greedy (temperature 0)', () => {
     const none = Float32Array.from([Number.NaN, -Infinity, Infinity])
     assert.deepEqual(sampler(3, {temperature: 0}).sample(none), {token: -1, logprob: null, top: []})
     assert.equal(sampler(3).sample(none).token, -1)
-    assert.equal(sampler(2, {logitBias: [[0, -Infinity], [1, -Infinity]]}).sample(Float32Array.from([1, 2])).token, -1)
+    assert.equal(
+      sampler(2, {
+        logitBias: [
+          [0, -Infinity],
+          [1, -Infinity],
+        ],
+      }).sample(Float32Array.from([1, 2])).token,
+      -1,
+    )
   })
 })
 
@@ -253,7 +261,11 @@ describe('penalties (llama.cpp rules)', () => {
   it('repeat: divides a positive logit, multiplies a negative one, once per distinct token', () => {
     const got = logprobsAfter({repeatPenalty: 1.5}, [0, 1, 0, 0])
     const want = logSoftmax([f(2 / f(1.5)), f(-1 * f(1.5)), 0.5, 1.25])
-    assertClose(got, want.map((x) => f(x)), 'repeat 1.5')
+    assertClose(
+      got,
+      want.map((x) => f(x)),
+      'repeat 1.5',
+    )
   })
 
   it('frequency subtracts count * penalty, presence subtracts once', () => {
@@ -374,9 +386,28 @@ describe('refusals', () => {
       [{nTopLogprobs: 2}, 'n_top_logprobs', '2', 'logprobs'],
       [{logitBias: [[10, 1]]}, 'logit_bias[0] token', '10'],
       [{logitBias: new Map([[-1, 1]])}, 'logit_bias[0] token', '-1'],
-      [{logitBias: [[1, 1], [2, Infinity]]}, 'logit_bias[1]', 'inf'],
+      [
+        {
+          logitBias: [
+            [1, 1],
+            [2, Infinity],
+          ],
+        },
+        'logit_bias[1]',
+        'inf',
+      ],
       [{logitBias: [[1, Number.NaN]]}, 'logit_bias[0]', 'nan'],
-      [{logitBias: [[3, 1], [3, 2]]}, 'logit_bias', 'token 3', 'more than once'],
+      [
+        {
+          logitBias: [
+            [3, 1],
+            [3, 2],
+          ],
+        },
+        'logit_bias',
+        'token 3',
+        'more than once',
+      ],
       [{exemptTokens: [0, 10]}, 'exempt_tokens[1]', '10'],
     ]
     for (const [patch, ...words] of bad) {
@@ -437,7 +468,10 @@ describe('speed (printed, not asserted)', () => {
       ['greedy', {temperature: 0}],
       ['llama.cpp defaults (k40 p0.95 minp0.05 T0.8)', {temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05}],
       ['top-k 40, top-p 0.95', {temperature: 0.8, topK: 40, topP: 0.95}],
-      ['defaults + repeat 1.1 over 64 + logprobs top 5', {temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1, logprobs: true, topLogprobs: 5}],
+      [
+        'defaults + repeat 1.1 over 64 + logprobs top 5',
+        {temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1, logprobs: true, topLogprobs: 5},
+      ],
       ['top-p 0.95 alone (no top-k, no min-p)', {temperature: 0.8, topP: 0.95}],
       ['no truncation, T 1', {}],
     ]

@@ -8,14 +8,20 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, describe, it} from 'node:test'
 
-import {convertTokenizerFiles, doesTokenLookSpecial, HfConvertErrorCode, hfTokenizerToGgufKvs} from '../../../scripts/tokenizer-json-to-gguf.js'
+import {
+  convertTokenizerFiles,
+  doesTokenLookSpecial,
+  HfConvertErrorCode,
+  hfTokenizerToGgufKvs,
+} from '../../../scripts/tokenizer-json-to-gguf.js'
 import {RunnerError} from '../../../src/lib/errors.js'
 import {type GgufKv, isGgufArray, readGgufModel} from '../../../src/lib/gguf/index.js'
 import {createTokenizer, TokenType} from '../../../src/lib/tokenizer/index.js'
 import {REPO_ROOT} from '../../helpers/shared.js'
 import {byteAlphabet} from './vocab-builder.js'
 
-const QWEN_REGEX = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+const QWEN_REGEX =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 /** A byte-level BPE tokenizer.json: the byte alphabet, "ab", "Ġab" and a few added tokens. */
 function tokenizerJson(over: Record<string, unknown> = {}, model: Record<string, unknown> = {}): Record<string, unknown> {
@@ -41,7 +47,18 @@ function tokenizerJson(over: Record<string, unknown> = {}, model: Record<string,
     },
     post_processor: null,
     decoder: {type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false},
-    model: {type: 'BPE', dropout: null, unk_token: null, byte_fallback: false, vocab, merges: [['a', 'b'], ['Ġ', 'ab']], ...model},
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      byte_fallback: false,
+      vocab,
+      merges: [
+        ['a', 'b'],
+        ['Ġ', 'ab'],
+      ],
+      ...model,
+    },
     ...over,
   }
 }
@@ -67,7 +84,14 @@ describe('tokenizer.json → GGUF tokenizer metadata', () => {
     assert.equal(tokens.length, 262)
     assert.deepEqual(tokens.slice(256), ['ab', 'Ġab', '<|endoftext|>', '<|im_end|>', '<think>', ' tool'])
     // special → control; not special but "<|...|>" → control (does_token_look_special); else user defined, ▁ → space.
-    assert.deepEqual(types.slice(256), [TokenType.normal, TokenType.normal, TokenType.control, TokenType.control, TokenType.userDefined, TokenType.userDefined])
+    assert.deepEqual(types.slice(256), [
+      TokenType.normal,
+      TokenType.normal,
+      TokenType.control,
+      TokenType.control,
+      TokenType.userDefined,
+      TokenType.userDefined,
+    ])
     assert.deepEqual(items(kvs, 'tokenizer.ggml.merges'), ['a b', 'Ġ ab'])
     assert.equal(get(kvs, 'tokenizer.ggml.eos_token_id'), 259)
     assert.equal(get(kvs, 'tokenizer.ggml.padding_token_id'), 258)
@@ -102,7 +126,9 @@ describe('tokenizer.json → GGUF tokenizer metadata', () => {
       pair: [],
       special_tokens: {},
     }
-    const kvs = hfTokenizerToGgufKvs(tokenizerJson({post_processor: {type: 'Sequence', processors: [{type: 'ByteLevel'}, post]}}), {bos_token: '<|endoftext|>'})
+    const kvs = hfTokenizerToGgufKvs(tokenizerJson({post_processor: {type: 'Sequence', processors: [{type: 'ByteLevel'}, post]}}), {
+      bos_token: '<|endoftext|>',
+    })
     assert.equal(get(kvs, 'tokenizer.ggml.add_bos_token'), true)
     assert.equal(get(kvs, 'tokenizer.ggml.bos_token_id'), 258)
     const off = hfTokenizerToGgufKvs(tokenizerJson({post_processor: post}), {bos_token: '<|endoftext|>', add_bos_token: false})
@@ -130,11 +156,26 @@ describe('tokenizer.json → GGUF tokenizer metadata', () => {
 
   it('recognises the llama3 and GPT-2 pre-tokenizers, and takes --pre for others', () => {
     const llama3 = QWEN_REGEX.replace('\\p{N}|', '\\p{N}{1,3}|')
-    const split = (re: string) => ({type: 'Sequence', pretokenizers: [{type: 'Split', pattern: {Regex: re}}, {type: 'ByteLevel', add_prefix_space: false, use_regex: false}]})
+    const split = (re: string) => ({
+      type: 'Sequence',
+      pretokenizers: [
+        {type: 'Split', pattern: {Regex: re}},
+        {type: 'ByteLevel', add_prefix_space: false, use_regex: false},
+      ],
+    })
     assert.equal(get(hfTokenizerToGgufKvs(tokenizerJson({pre_tokenizer: split(llama3)})), 'tokenizer.ggml.pre'), 'llama-bpe')
-    assert.equal(get(hfTokenizerToGgufKvs(tokenizerJson({pre_tokenizer: {type: 'ByteLevel', add_prefix_space: false, use_regex: true}})), 'tokenizer.ggml.pre'), 'gpt-2')
+    assert.equal(
+      get(
+        hfTokenizerToGgufKvs(tokenizerJson({pre_tokenizer: {type: 'ByteLevel', add_prefix_space: false, use_regex: true}})),
+        'tokenizer.ggml.pre',
+      ),
+      'gpt-2',
+    )
     refusesWith(HfConvertErrorCode.unsupported, () => hfTokenizerToGgufKvs(tokenizerJson({pre_tokenizer: split('\\p{N}+')})), 'pass --pre')
-    assert.equal(get(hfTokenizerToGgufKvs(tokenizerJson({pre_tokenizer: split('\\p{N}+')}), undefined, {pre: 'starcoder'}), 'tokenizer.ggml.pre'), 'starcoder')
+    assert.equal(
+      get(hfTokenizerToGgufKvs(tokenizerJson({pre_tokenizer: split('\\p{N}+')}), undefined, {pre: 'starcoder'}), 'tokenizer.ggml.pre'),
+      'starcoder',
+    )
   })
 
   it('refuses tokenizers that are not byte-level BPE', () => {
@@ -159,7 +200,11 @@ describe('written GGUF', () => {
     writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(tokenizerJson()))
     writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({eos_token: '<|im_end|>', add_bos_token: false}))
     const out = join(dir, 'vocab.gguf')
-    await convertTokenizerFiles(out, {tokenizer: join(dir, 'tokenizer.json'), config: join(dir, 'tokenizer_config.json')}, {name: 'synthetic'})
+    await convertTokenizerFiles(
+      out,
+      {tokenizer: join(dir, 'tokenizer.json'), config: join(dir, 'tokenizer_config.json')},
+      {name: 'synthetic'},
+    )
     const tok = createTokenizer(readGgufModel(out))
     assert.equal(tok.pre, 'qwen2')
     assert.equal(tok.eos, 259)
@@ -169,11 +214,17 @@ describe('written GGUF', () => {
 
   it('runs as a command: --dir reads tokenizer.json and tokenizer_config.json', () => {
     const out = join(dir, 'cli.gguf')
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/tokenizer-json-to-gguf.ts', '--dir', dir, '--out', out], {cwd: REPO_ROOT, encoding: 'utf8'})
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/tokenizer-json-to-gguf.ts', '--dir', dir, '--out', out], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    })
     assert.equal(r.status, 0, r.stderr)
     assert.match(r.stderr, /262 tokens, pre "qwen2"/)
     assert.equal(createTokenizer(readGgufModel(out)).vocabSize, 262)
-    const bad = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/tokenizer-json-to-gguf.ts', '--out', out], {cwd: REPO_ROOT, encoding: 'utf8'})
+    const bad = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/tokenizer-json-to-gguf.ts', '--out', out], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    })
     assert.equal(bad.status, 2)
   })
 })

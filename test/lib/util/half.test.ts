@@ -26,22 +26,26 @@ for (const [variant, convert] of [
   ['f16', f32ToF16Bits],
   ['bf16', f32ToBf16Bits],
 ] as const) {
-  test(`F32 → ${variant.toUpperCase()} is bit-identical to llama.cpp's converter (llama-${variant}.gguf)`, {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
-    const parent = readGgufModel(sharedPath('fixtures', 'llama.gguf'))
-    const child = readGgufModel(sharedPath('fixtures', `llama-${variant}.gguf`))
-    let converted = 0
-    for (const t of child.tensors) {
-      if (t.type.name === 'F32') continue
-      const src = parent.tensors.find((p) => p.name === t.name)!
-      const f32 = new Float32Array(new Uint8Array(tensorBytes(src)).buffer)
-      const want = tensorBytes(t)
-      const got = Buffer.alloc(f32.length * 2)
-      for (let i = 0; i < f32.length; i++) got.writeUInt16LE(convert(f32[i]!), 2 * i)
-      assert.ok(got.equals(want), `${t.name} differs`)
-      converted++
-    }
-    assert.ok(converted >= 20, `only ${converted} tensors compared`)
-  })
+  test(
+    `F32 → ${variant.toUpperCase()} is bit-identical to llama.cpp's converter (llama-${variant}.gguf)`,
+    {skip: hasShared() ? false : NO_SHARED_REASON},
+    () => {
+      const parent = readGgufModel(sharedPath('fixtures', 'llama.gguf'))
+      const child = readGgufModel(sharedPath('fixtures', `llama-${variant}.gguf`))
+      let converted = 0
+      for (const t of child.tensors) {
+        if (t.type.name === 'F32') continue
+        const src = parent.tensors.find((p) => p.name === t.name)!
+        const f32 = new Float32Array(new Uint8Array(tensorBytes(src)).buffer)
+        const want = tensorBytes(t)
+        const got = Buffer.alloc(f32.length * 2)
+        for (let i = 0; i < f32.length; i++) got.writeUInt16LE(convert(f32[i]!), 2 * i)
+        assert.ok(got.equals(want), `${t.name} differs`)
+        converted++
+      }
+      assert.ok(converted >= 20, `only ${converted} tensors compared`)
+    },
+  )
 }
 
 test('F16 edge cases: rounding ties to even, subnormals, overflow, NaN (IEEE 754 binary16)', () => {
