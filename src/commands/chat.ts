@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {runChat} from '../lib/chat-ui/index.js'
-import {RunnerCommand, samplingFlags, samplingFromFlags} from '../lib/cli/index.js'
+import {contextFlags, contextFromFlags, modelFlag, RunnerCommand, samplingFlags, samplingFromFlags} from '../lib/cli/index.js'
 import {ExitCode} from '../lib/errors.js'
 
 export default class Chat extends RunnerCommand {
@@ -33,7 +33,7 @@ export default class Chat extends RunnerCommand {
   ]
 
   static override flags = {
-    model: Flags.string({char: 'm', description: 'GGUF model file (or any shard of a split model)', required: true, helpValue: 'FILE'}),
+    ...modelFlag,
     system: Flags.string({description: 'system prompt', helpValue: 'TEXT'}),
     'n-predict': Flags.integer({
       char: 'n',
@@ -41,11 +41,8 @@ export default class Chat extends RunnerCommand {
       default: -1,
       min: -1,
     }),
-    'ctx-size': Flags.integer({char: 'c', description: "context size in tokens (default: the model's, at most 4096)", min: 1}),
-    'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step while reading a prompt', default: 512, min: 1}),
+    ...contextFlags,
     ...samplingFlags,
-    threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
-    'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
     'context-shift': Flags.boolean({
       description: 'when a message does not fit the context, drop the oldest turns (default: refuse it and say so)',
     }),
@@ -64,10 +61,7 @@ export default class Chat extends RunnerCommand {
       modelPath: flags.model,
       system: flags.system,
       nPredict: flags['n-predict'],
-      nCtx: flags['ctx-size'],
-      nBatch: flags['batch-size'],
-      threads: flags.threads,
-      kvType: flags['kv-type'] as 'f16' | 'f32',
+      ...contextFromFlags(flags),
       contextShift: flags['context-shift'],
       chatTemplate: flags['chat-template'],
       json: flags.json,

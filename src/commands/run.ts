@@ -1,8 +1,6 @@
-import {Flags} from '@oclif/core'
-
-import {loadProgress, RunnerCommand, samplingFlags, samplingFromFlags, withInterrupt} from '../lib/cli/index.js'
+import {contextFromFlags, loadProgress, RunnerCommand, samplingFromFlags, withInterrupt} from '../lib/cli/index.js'
 import {ExitCode} from '../lib/errors.js'
-import {runPrompt} from '../lib/run/index.js'
+import {runFlags, runPrompt} from '../lib/run/index.js'
 import {formatBytes, readPrompt} from '../lib/util/index.js'
 
 export default class Run extends RunnerCommand {
@@ -32,42 +30,7 @@ export default class Run extends RunnerCommand {
     },
   ]
 
-  static override flags = {
-    model: Flags.string({char: 'm', description: 'GGUF model file (or any shard of a split model)', required: true, helpValue: 'FILE'}),
-    prompt: Flags.string({char: 'p', description: 'prompt text', exclusive: ['file'], helpValue: 'TEXT'}),
-    file: Flags.string({char: 'f', description: 'read the prompt from a file', exclusive: ['prompt'], helpValue: 'FILE'}),
-    'n-predict': Flags.integer({
-      char: 'n',
-      description: 'tokens to generate; -1 = until end of text or a full context',
-      default: -1,
-      min: -1,
-    }),
-    'ctx-size': Flags.integer({char: 'c', description: "context size in tokens (default: the model's, at most 4096)", min: 1}),
-    'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step while reading the prompt', default: 512, min: 1}),
-    ...samplingFlags,
-    threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
-    'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
-    'no-bos': Flags.boolean({description: 'do not add the beginning-of-sequence token the model asks for'}),
-    special: Flags.boolean({
-      description:
-        'read special-token text in the prompt (<|im_start|>, <s>, ...) as those tokens, as a chat template writes them; a BOS already written is not added again',
-    }),
-    json: Flags.boolean({description: 'print one JSON document (text, token ids, finish reason, timings) instead of streaming'}),
-    transcript: Flags.string({
-      description: 'write a receipt of this run (model and build hashes, every setting, seed, tokens, bytes) that `runner verify` replays',
-      helpValue: 'FILE',
-    }),
-    'sign-key': Flags.string({
-      description: 'sign the receipt with this Ed25519 private key (from `runner keygen`)',
-      dependsOn: ['transcript'],
-      helpValue: 'KEY',
-    }),
-    'transcript-prev': Flags.string({
-      description: 'link the receipt to a previous one by its chain hash',
-      dependsOn: ['transcript'],
-      helpValue: 'FILE',
-    }),
-  }
+  static override flags = runFlags
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Run)
@@ -82,10 +45,7 @@ export default class Run extends RunnerCommand {
         modelPath: flags.model,
         prompt,
         nPredict: flags['n-predict'],
-        nCtx: flags['ctx-size'],
-        nBatch: flags['batch-size'],
-        threads: flags.threads,
-        kvType: flags['kv-type'] as 'f16' | 'f32',
+        ...contextFromFlags(flags),
         addBos: !flags['no-bos'],
         parseSpecial: flags.special === true,
         sampling,

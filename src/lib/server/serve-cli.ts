@@ -1,13 +1,108 @@
 /**
- * What `runner serve` does around startServer: its flags that need reading (a template file, the
- * timeout), the warning for an open address without a key, the startup line, and the graceful close
+ * What `runner serve` does around startServer: its flags and what they give (a template file read,
+ * the timeout checked), the warning for an open address without a key, the startup line, and the graceful close
  * on SIGINT or SIGTERM.
  */
 import {readFileSync} from 'node:fs'
 
-import {listenForInterrupt} from '../cli/index.js'
+import {Flags} from '@oclif/core'
+
+import {listenForInterrupt, modelFlag} from '../cli/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
-import {type RunningServer, SHUTDOWN_GRACE_MS} from './server.js'
+import {type RunningServer, SERVE_DEFAULTS, type ServeOptions, SHUTDOWN_GRACE_MS} from './server.js'
+
+/** The flags of `runner serve`. */
+export const serveFlags = {
+  ...modelFlag,
+  host: Flags.string({
+    description: 'address to bind (anything but loopback without --api-key prints a warning)',
+    default: SERVE_DEFAULTS.host,
+  }),
+  port: Flags.integer({
+    description: 'port (0: any free port; the startup line says which)',
+    default: SERVE_DEFAULTS.port,
+    min: 0,
+    max: 65535,
+  }),
+  parallel: Flags.integer({
+    char: 'P',
+    description: 'slots: requests generated at once, each with its own KV cache',
+    default: SERVE_DEFAULTS.parallel,
+    min: 1,
+    max: 256,
+  }),
+  ctx: Flags.integer({char: 'c', description: "context size of each slot in tokens (default: the model's, at most 4096)", min: 1}),
+  threads: Flags.integer({
+    char: 't',
+    description: 'threads per slot (default: physical cores divided among the slots, at least 1)',
+    min: 1,
+    max: 256,
+  }),
+  'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: SERVE_DEFAULTS.kvType}),
+  'api-key': Flags.string({
+    description: 'require "Authorization: Bearer KEY" on every route but /health',
+    env: 'RUNNER_API_KEY',
+    helpValue: 'KEY',
+  }),
+  'chat-template': Flags.string({
+    description: 'chat template: "chatml" or a Jinja template file (default: the model\'s own, else ChatML)',
+    helpValue: 'chatml|FILE',
+  }),
+  alias: Flags.string({description: 'model id clients send as "model" (default: the file name without .gguf)', helpValue: 'NAME'}),
+  timeout: Flags.string({
+    description: 'seconds a request may take from arrival, queue and prompt included (then 408)',
+    default: String(SERVE_DEFAULTS.timeoutSeconds),
+    helpValue: 'SECONDS',
+  }),
+  queue: Flags.integer({
+    description: 'requests that may wait for a slot; more are refused with 503 and Retry-After',
+    default: SERVE_DEFAULTS.queueLimit,
+    min: 0,
+  }),
+  'body-limit': Flags.integer({
+    description: 'largest request body in bytes (larger: 413)',
+    default: SERVE_DEFAULTS.bodyLimitBytes,
+    min: 1024,
+  }),
+  'no-prefix-cache': Flags.boolean({description: 'never reuse KV rows between requests (every prompt is evaluated whole)'}),
+}
+
+type ServeFlagValues = {
+  readonly model: string
+  readonly host: string
+  readonly port: number
+  readonly parallel: number
+  readonly ctx?: number
+  readonly threads?: number
+  readonly 'kv-type': string
+  readonly 'api-key'?: string
+  readonly 'chat-template'?: string
+  readonly alias?: string
+  readonly timeout: string
+  readonly queue: number
+  readonly 'body-limit': number
+  readonly 'no-prefix-cache': boolean
+}
+
+/** startServer's options from the parsed flags (the timeout checked, a template file read). */
+export function serveOptions(flags: ServeFlagValues): ServeOptions {
+  return {
+    modelPath: flags.model,
+    host: flags.host,
+    port: flags.port,
+    parallel: flags.parallel,
+    nCtx: flags.ctx,
+    threadsPerSlot: flags.threads,
+    kvType: flags['kv-type'] as 'f16' | 'f32',
+    queueLimit: flags.queue,
+    timeoutSeconds: parseTimeoutFlag(flags.timeout),
+    bodyLimitBytes: flags['body-limit'],
+    apiKey: flags['api-key'],
+    chatTemplate: readTemplateFlag(flags['chat-template']),
+    prefixCache: !flags['no-prefix-cache'],
+    alias: flags.alias,
+  }
+}
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/i
 
