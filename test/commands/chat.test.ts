@@ -16,32 +16,15 @@ import {Template} from '@huggingface/jinja'
 
 import {CHATML_TEMPLATE} from '../../src/lib/chat/index.js'
 import {unescapeLine} from '../../src/lib/chat-ui/escape.js'
-import {type CliResult, hasShared, NO_SHARED_REASON, REPO_ROOT, runCliAsync, sharedPath} from '../helpers/shared.js'
+import {type CliResult, runCliWithInput, hasShared, NO_SHARED_REASON, REPO_ROOT, runCliAsync, sharedPath} from '../helpers/shared.js'
 
 const STORIES = sharedPath('models', 'stories260K.gguf')
 const SKIP = hasShared() ? false : NO_SHARED_REASON
 const dir = mkdtempSync(join(tmpdir(), 'runner-chat-cli-'))
 after(() => rmSync(dir, {recursive: true, force: true}))
 
-/** Run the CLI with `input` on a pipe as standard input. */
 function chat(args: string[], input: string): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/run.js', 'chat', '-m', STORIES, ...args], {
-      cwd: REPO_ROOT,
-      env: {...process.env, NO_COLOR: '1'},
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
-    child.on('error', reject)
-    child.on('close', (status) => {
-      clearTimeout(timer)
-      resolve({status, stdout, stderr})
-    })
-    child.stdin.end(input)
-  })
+  return runCliWithInput(['chat', '-m', STORIES, ...args], input)
 }
 
 interface Answer {

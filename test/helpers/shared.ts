@@ -4,7 +4,7 @@
 // `../shared`. Tests that need it call `hasShared()` and skip with a printed reason when it is absent.
 // The CLI tests spawn the compiled CLI (`bin/run.js` → dist/), so run `npx tsc -p .` (or `npm test`,
 // whose pretest builds) before them.
-import {execFile, spawnSync} from 'node:child_process'
+import {execFile, spawn, spawnSync} from 'node:child_process'
 import {existsSync, statSync} from 'node:fs'
 import {dirname, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -87,5 +87,24 @@ export function runCliAsync(args: string[], opts: RunCliOptions = {}): Promise<C
         resolvePromise({status: error ? (error.code as unknown as number) : 0, stdout, stderr})
       },
     )
+  })
+}
+
+/** Run the CLI with `input` on a pipe as standard input (chat's line mode); killed after 60 s. */
+export function runCliWithInput(args: string[], input: string): Promise<CliResult> {
+  requireBuilt()
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, ['bin/run.js', ...args], {cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1'}})
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    child.on('error', reject)
+    child.on('close', (status) => {
+      clearTimeout(timer)
+      resolvePromise({status, stdout, stderr})
+    })
+    child.stdin.end(input)
   })
 }

@@ -14,7 +14,7 @@ import {after, before, describe, test} from 'node:test'
 
 import OpenAI from 'openai'
 
-import {makeTestModel} from '../../scripts/make-test-model.js'
+import {makeSlowModel} from '../helpers/slow-model.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../helpers/shared.js'
 import {metric, startTestServer, type TestServer, waitIdle} from './helpers.js'
 
@@ -41,18 +41,7 @@ describe('slots, queue, timeouts and disconnects (slow model)', {skip: SKIP}, ()
   let q: TestServer
   let longPrompt: number[]
   before(async () => {
-    await makeTestModel(slow, {
-      arch: 'llama',
-      nEmbd: 256,
-      nLayer: 4,
-      nHead: 4,
-      nHeadKv: 4,
-      nFf: 704,
-      nCtx: 2048,
-      type: 'q8_0',
-      seed: 1n,
-      tokenizerFrom: STORIES,
-    })
+    await makeSlowModel(slow)
     t = await startTestServer({modelPath: slow, parallel: 1, nCtx: 2048, threadsPerSlot: 1, queueLimit: 1, timeoutSeconds: 0.4})
     q = await startTestServer({modelPath: slow, parallel: 1, nCtx: 2048, threadsPerSlot: 1, queueLimit: 1})
     longPrompt = Array.from({length: 1800}, (_, i) => 1 + (i % 400))
@@ -175,18 +164,7 @@ describe('graceful close', {skip: SKIP}, () => {
     const dir = mkdtempSync(join(tmpdir(), 'runner-serve-close-'))
     const slow = join(dir, 'slow.gguf')
     try {
-      await makeTestModel(slow, {
-        arch: 'llama',
-        nEmbd: 256,
-        nLayer: 4,
-        nHead: 4,
-        nHeadKv: 4,
-        nFf: 704,
-        nCtx: 2048,
-        type: 'q8_0',
-        seed: 1n,
-        tokenizerFrom: STORIES,
-      })
+      await makeSlowModel(slow)
       const s = await startTestServer({modelPath: slow, parallel: 1, nCtx: 2048, threadsPerSlot: 1})
       const stream = await s.client.completions.create({
         model: 'slow',

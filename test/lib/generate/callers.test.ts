@@ -6,7 +6,6 @@
  * their text), the same anchor test/commands/run.test.ts checks `runner run` against.
  */
 import assert from 'node:assert/strict'
-import {spawn} from 'node:child_process'
 import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -17,7 +16,7 @@ import {Session} from '../../../src/lib/engine/session.js'
 import {generate} from '../../../src/lib/generate/index.js'
 import {verifyReceipt} from '../../../src/lib/receipt/index.js'
 import {greedy} from '../../helpers/engine.js'
-import {type CliResult, hasShared, NO_SHARED_REASON, REPO_ROOT, runCliAsync, sharedPath} from '../../helpers/shared.js'
+import {type CliResult, runCliWithInput, hasShared, NO_SHARED_REASON, runCliAsync, sharedPath} from '../../helpers/shared.js'
 import {startTestServer} from '../../server/helpers.js'
 
 const STORIES = sharedPath('models', 'stories260K.gguf')
@@ -32,19 +31,7 @@ interface ReferenceGreedy {
 }
 
 function chat(args: string[], input: string): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/run.js', 'chat', '-m', STORIES, ...args], {
-      cwd: REPO_ROOT,
-      env: {...process.env, NO_COLOR: '1'},
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (status) => resolve({status, stdout, stderr}))
-    child.stdin.end(input)
-  })
+  return runCliWithInput(['chat', '-m', STORIES, ...args], input)
 }
 
 describe("one request, five ways through the loop, llama.cpp's tokens each time", {skip: hasShared() ? false : NO_SHARED_REASON}, () => {

@@ -11,7 +11,6 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
 
-import {makeTestModel} from '../../../scripts/make-test-model.js'
 import type {Context} from '../../../src/lib/engine/context.js'
 import {Model} from '../../../src/lib/engine/model.js'
 import {Session} from '../../../src/lib/engine/session.js'
@@ -19,6 +18,7 @@ import {RunnerError} from '../../../src/lib/errors.js'
 import {fitPrompt, generate, type GenerationEvent, type GenerationRequest} from '../../../src/lib/generate/index.js'
 import {DEFAULT_CONTEXT_CAP, defaultContextSize} from '../../../src/lib/engine/index.js'
 import {greedy} from '../../helpers/engine.js'
+import {makeSlowModel} from '../../helpers/slow-model.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../../helpers/shared.js'
 
 interface ReferenceGreedy {
@@ -250,18 +250,7 @@ describe('generate() interrupted, on a slow random-weight model', {skip: hasShar
   const prompt = [1, 403, 407, 261, 378]
   before(async () => {
     const path = join(dir, 'slow.gguf')
-    await makeTestModel(path, {
-      arch: 'llama',
-      nEmbd: 256,
-      nLayer: 4,
-      nHead: 4,
-      nHeadKv: 4,
-      nFf: 704,
-      nCtx: 2048,
-      type: 'q8_0',
-      seed: 1n,
-      tokenizerFrom: sharedPath('models', 'stories260K.gguf'),
-    })
+    await makeSlowModel(path)
     model = await Model.load(path)
     ctx = await model.createContext({nCtx: 2048, nBatch: 1, threads: 1})
     whole = (await generate(new Session(ctx), {prompt, maxTokens: 64, sampling: greedy(), stopTokens: []}).result).tokenIds
