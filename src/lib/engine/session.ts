@@ -9,16 +9,6 @@ export function commonPrefixLength(a: readonly number[], b: readonly number[]): 
   return i
 }
 
-/**
- * The most prompt tokens a generation may take from the cache: all but the last, whose logits the
- * first draw needs. The engine's penalties (repeat, presence, frequency) look back over the last
- * penaltyLastN tokens, prompt included; a reused prefix is handed to them as `history` (below), so
- * the sampler sees exactly the sequence a fresh evaluation would and nothing has to be evaluated again.
- */
-export function reuseLimit(prompt: readonly number[]): number {
-  return Math.max(0, prompt.length - 1)
-}
-
 /** The tokens before `reuse` that the penalties' window reaches (penaltyLastN of them at most). */
 export function penaltyHistory(prompt: readonly number[], reuse: number, sampling: SamplingOptions): number[] {
   return prompt.slice(Math.max(0, reuse - sampling.penaltyLastN), reuse)
@@ -60,13 +50,13 @@ export class Session {
   }
 
   /**
-   * Generate after `prompt` (the whole sequence from position 0), reusing the cached prefix as far
-   * as reuseLimit() allows, so the result is bitwise what a fresh context would give. `maxReuse`
-   * caps it further (a scheduler that already chose how much to reuse).
+   * Generate after `prompt` (the whole sequence from position 0), reusing every cached prompt token
+   * but the last (whose logits the first draw needs); the reused prefix reaches the penalties as
+   * `history`, so the result is bitwise what a fresh context would give. `maxReuse` caps the reuse.
    */
   generate(prompt: readonly number[], options: Omit<GenerateOptions, 'pos' | 'history'> & {readonly maxReuse?: number}): SessionTurn {
     const {maxReuse, ...rest} = options
-    const reuse = Math.max(0, Math.min(this.reusable(prompt), reuseLimit(prompt), maxReuse ?? Infinity))
+    const reuse = Math.max(0, Math.min(this.reusable(prompt), maxReuse ?? Infinity))
     this.context.kvTruncate(reuse)
     this.held = this.held.slice(0, reuse)
     const history = penaltyHistory(prompt, reuse, rest.sampling)

@@ -5,7 +5,6 @@
  * happened (error, abort, client gone), so no request can leak one.
  */
 import {type FinishReason, generate, type GenerationOutcome as LoopOutcome, type TokenReport} from '../generate/index.js'
-import {reuseLimit} from '../engine/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {ApiError} from './api-error.js'
 import type {Metrics} from './metrics.js'
@@ -69,9 +68,8 @@ export async function runGeneration(
   onDelta: (delta: GenerationDelta) => void = () => {},
 ): Promise<GenerationOutcome> {
   const {scheduler, metrics} = env
-  // The scheduler picks a slot by the prefix the session will reuse: the same limit on both sides.
-  const maxReuse = reuseLimit(request.prompt)
-  const lease = await scheduler.acquire(request.prompt, signal, maxReuse)
+  // The scheduler picks a slot by the prefix its session will reuse (every cached prompt token but the last).
+  const lease = await scheduler.acquire(request.prompt, signal)
   const t0 = performance.now()
   let settled: Promise<unknown> = Promise.resolve()
   try {
@@ -81,7 +79,6 @@ export async function runGeneration(
       sampling: request.sampling,
       stop: request.stop,
       signal,
-      maxReuse,
     })
     settled = generation.result.catch(() => {})
     for await (const e of generation.events) if (e.text.length > 0 || e.tokens.length > 0) onDelta({text: e.text, tokens: e.tokens})

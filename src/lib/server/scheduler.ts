@@ -27,7 +27,6 @@ export interface Lease {
 
 interface Waiter {
   readonly prompt: readonly number[]
-  readonly maxReuse: number
   readonly resolve: (lease: Lease) => void
   readonly reject: (error: unknown) => void
   readonly signal: AbortSignal
@@ -69,12 +68,12 @@ export class Scheduler {
    * Rejects with a 503 when the queue is full or the server is closing, and with the signal's
    * reason when the request is aborted while it waits (it leaves the queue at once).
    */
-  acquire(prompt: readonly number[], signal: AbortSignal, maxReuse = Infinity): Promise<Lease> {
+  acquire(prompt: readonly number[], signal: AbortSignal): Promise<Lease> {
     if (this.closed) return Promise.reject(new ApiError(503, 'the server is shutting down', null, 'server_shutting_down'))
     if (signal.aborted) return Promise.reject(signal.reason)
     if (this.waiting.length === 0) {
-      const slot = this.pick(prompt, maxReuse)
-      if (slot) return Promise.resolve(this.lease(slot, prompt, maxReuse))
+      const slot = this.pick(prompt)
+      if (slot) return Promise.resolve(this.lease(slot, prompt))
     }
     if (this.waiting.length >= this.options.queueLimit) {
       return Promise.reject(
@@ -92,7 +91,6 @@ export class Scheduler {
     return new Promise<Lease>((resolve, reject) => {
       const waiter: Waiter = {
         prompt,
-        maxReuse,
         resolve,
         reject,
         signal,
@@ -117,9 +115,9 @@ export class Scheduler {
   }
 
   /** Tokens a free slot would reuse for this prompt. */
-  reusable(slot: Slot, prompt: readonly number[], maxReuse: number): number {
+  reusable(slot: Slot, prompt: readonly number[]): number {
     if (!this.options.prefixCache) return 0
-    return Math.max(0, Math.min(commonPrefixLength(slot.session.cached, prompt), prompt.length - 1, maxReuse))
+    return Math.max(0, Math.min(commonPrefixLength(slot.session.cached, prompt), prompt.length - 1))
   }
 
   /**
@@ -128,14 +126,14 @@ export class Scheduler {
    * header in common must not make a request overwrite another conversation's cache while an
    * idle slot waits). Otherwise the least recently used free slot.
    */
-  private pick(prompt: readonly number[], maxReuse: number): Slot | undefined {
+  private pick(prompt: readonly number[]): Slot | undefined {
     let best: Slot | undefined
     let bestReuse = -1
     let lru: Slot | undefined
     for (const slot of this.slots) {
       if (slot.busy) continue
       if (!lru || slot.lastUsed < lru.lastUsed) lru = slot
-      const reuse = this.reusable(slot, prompt, maxReuse)
+      const reuse = this.reusable(slot, prompt)
       if (reuse > bestReuse || (reuse === bestReuse && best !== undefined && slot.lastUsed < best.lastUsed)) {
         best = slot
         bestReuse = reuse
@@ -145,10 +143,10 @@ export class Scheduler {
     return lru
   }
 
-  private lease(slot: Slot, prompt: readonly number[], maxReuse: number): Lease {
+  private lease(slot: Slot, prompt: readonly number[]): Lease {
     slot.busy = true
     slot.lastUsed = ++this.clock
-    const reused = this.reusable(slot, prompt, maxReuse)
+    const reused = this.reusable(slot, prompt)
     if (!this.options.prefixCache && slot.session.cached.length > 0) slot.session.reset()
     this.onAssign(slot, reused)
     let released = false
@@ -167,11 +165,11 @@ export class Scheduler {
   private dispatch(): void {
     while (this.waiting.length > 0) {
       const w = this.waiting[0]!
-      const slot = this.pick(w.prompt, w.maxReuse)
+      const slot = this.pick(w.prompt)
       if (!slot) return
       this.waiting.shift()
       w.signal.removeEventListener('abort', w.onAbort)
-      w.resolve(this.lease(slot, w.prompt, w.maxReuse))
+      w.resolve(this.lease(slot, w.prompt))
     }
   }
 }
