@@ -53,6 +53,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   runner_addon::RegisterConfigBindings(env, exports);
   runner_addon::RegisterSamplerBindings(env, exports);
   runner_addon::RegisterEngineBindings(env, exports);
+  runner_addon::RegisterGrammarBindings(env, exports);
   exports.Set("cpuFeatures", Napi::Function::New(env, CpuFeatures, "cpuFeatures"));
   exports.Set("version", Napi::Function::New(env, Version, "version"));
   exports.Set("abiVersion", Napi::Function::New(env, AbiVersion, "abiVersion"));

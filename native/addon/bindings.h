@@ -4,7 +4,9 @@
 #pragma once
 #include <napi.h>
 
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -47,6 +49,29 @@ struct ConfigArg {
 ConfigArg ReadConfig(const Napi::Env &env, const Napi::Object &config);
 // config_binding.cc: ReadConfig, modelConfigFields(), modelConfigEnums().
 void RegisterConfigBindings(Napi::Env env, Napi::Object exports);
+// grammar_binding.cc: grammar programs, token tries and matchers (constrained decoding).
+void RegisterGrammarBindings(Napi::Env env, Napi::Object exports);
+// A matcher and what it points into (its grammar and trie stay alive while it does). `busy` while a
+// generate worker advances it: every other call on it is refused (ENGINE_BUSY).
+struct GrammarHandle {
+  runner_grammar *grammar = nullptr;
+  ~GrammarHandle() { runner_grammar_free(grammar); }
+};
+struct TrieHandle {
+  runner_token_trie *trie = nullptr;
+  ~TrieHandle() { runner_token_trie_free(trie); }
+};
+struct MatcherHandle {
+  runner_matcher *matcher = nullptr;
+  std::shared_ptr<GrammarHandle> grammar;
+  std::shared_ptr<TrieHandle> trie;
+  std::atomic<bool> busy{false};
+  bool disposed = false;
+  ~MatcherHandle() { runner_matcher_free(matcher); }
+};
+// The matcher behind a handle, marked busy (the caller clears `busy` when its worker ends); throws
+// ENGINE_INVALID_ARGUMENT / ENGINE_DISPOSED / ENGINE_BUSY naming `what`.
+std::shared_ptr<MatcherHandle> AcquireMatcher(const Napi::Value &v, const char *what);
 // engine_binding.cc: models, contexts, decode, generate, and the tensor-role table.
 void RegisterEngineBindings(Napi::Env env, Napi::Object exports);
 }  // namespace runner_addon

@@ -472,9 +472,10 @@ class GenerateWorker : public Napi::AsyncWorker {
  public:
   GenerateWorker(Napi::Env env, ContextRef ctx, std::shared_ptr<GenerateState> state, Napi::ThreadSafeFunction tsfn,
                  std::vector<int32_t> prompt, std::vector<int32_t> history, std::vector<int32_t> eog, int32_t pos,
-                 int32_t max_tokens, SamplerParams sp, Napi::Int32Array flags)
+                 int32_t max_tokens, SamplerParams sp, Napi::Int32Array flags, std::shared_ptr<MatcherHandle> matcher)
       : Napi::AsyncWorker(env), ctx_(std::move(ctx)), state_(std::move(state)), tsfn_(tsfn), prompt_(std::move(prompt)),
-        history_(std::move(history)), eog_(std::move(eog)), pos_(pos), max_tokens_(max_tokens), sp_(std::move(sp)) {
+        history_(std::move(history)), eog_(std::move(eog)), pos_(pos), max_tokens_(max_tokens), sp_(std::move(sp)),
+        matcher_(std::move(matcher)) {
     if (!flags.IsEmpty()) {
       flags_ref_ = Napi::Persistent(flags);
       flags_ = flags.Data();
@@ -495,6 +496,7 @@ class GenerateWorker : public Napi::AsyncWorker {
       p.eog_tokens = eog_.data();
       p.n_eog = static_cast<int32_t>(eog_.size());
       p.sampling = &sampling;
+      p.matcher = matcher_ ? matcher_->matcher : nullptr;
       char err[kErrLen] = {0};
       const runner_status st = runner_generate(ctx_->ctx, &p, &GenerateWorker::OnToken, this, flags_, &state_->stats, err, kErrLen);
       state_->message = err;
@@ -503,10 +505,12 @@ class GenerateWorker : public Napi::AsyncWorker {
   }
   void OnOK() override {
     ctx_->busy = false;
+    if (matcher_) matcher_->busy = false;
     tsfn_.Release();  // the finalizer settles the promise once every queued token has been delivered
   }
   void OnError(const Napi::Error &e) override {
     ctx_->busy = false;
+    if (matcher_) matcher_->busy = false;
     state_->status = RUNNER_ERR_INTERNAL;
     state_->message = e.Message();
     tsfn_.Release();
@@ -533,7 +537,8 @@ class GenerateWorker : public Napi::AsyncWorker {
           top_ids = ids;
           top_lp = lps;
         }
-        fn.Call({Napi::Number::New(env, e->r.token), Napi::Number::New(env, e->r.logprob), top_ids, top_lp});
+        fn.Call({Napi::Number::New(env, e->r.token), Napi::Number::New(env, e->r.logprob), top_ids, top_lp,
+                 Napi::Boolean::New(env, e->r.forced != 0)});
       } catch (...) {
         // A throwing callback must never unwind into native code; the JS wrapper reports it.
       }
@@ -548,6 +553,7 @@ class GenerateWorker : public Napi::AsyncWorker {
   std::vector<int32_t> prompt_, history_, eog_;
   int32_t pos_, max_tokens_;
   SamplerParams sp_;
+  std::shared_ptr<MatcherHandle> matcher_;
   Napi::Reference<Napi::Int32Array> flags_ref_;
   volatile int32_t *flags_ = nullptr;
 };
@@ -560,6 +566,8 @@ Napi::Object StatsToJs(Napi::Env env, const runner_generate_stats &s) {
   o.Set("eogToken", s.eog_token);
   o.Set("promptMs", s.prompt_ms);
   o.Set("decodeMs", s.decode_ms);
+  o.Set("nForced", s.n_forced);
+  o.Set("maskMs", s.mask_ms);
   return o;
 }
 
@@ -575,8 +583,11 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
   if (!o.Get("sampling").IsObject()) ThrowInvalid(env, Kind::kTypeError, "params.sampling must be an object");
   SamplerParams sp = ReadSamplerParams(env, o.Get("sampling").As<Napi::Object>());
   Napi::Int32Array flags = info.Length() > 3 ? FlagsFrom(info[3]) : Napi::Int32Array();
+  const bool constrained = o.Has("matcher") && !o.Get("matcher").IsUndefined() && !o.Get("matcher").IsNull();
   ContextRef c = Acquire(info[0]);
+  std::shared_ptr<MatcherHandle> matcher;
   try {
+    if (constrained) matcher = AcquireMatcher(o.Get("matcher"), "params.matcher");
     auto state = std::make_shared<GenerateState>(env);
     Napi::ThreadSafeFunction tsfn = Napi::ThreadSafeFunction::New(
         env, info[2].As<Napi::Function>(), "runner.generate.tokens", 0, 1, [state](Napi::Env env) {
@@ -584,11 +595,12 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
           else state->deferred.Resolve(StatsToJs(env, state->stats));
         });
     auto *w = new GenerateWorker(env, c, state, tsfn, std::move(prompt), std::move(history), std::move(eog), pos, max_tokens,
-                                 std::move(sp), flags);
+                                 std::move(sp), flags, matcher);
     w->Queue();
     return state->deferred.Promise();
   } catch (...) {
-    c->busy = false;  // never leave the context stuck "busy" when starting failed
+    c->busy = false;  // never leave the context (or the matcher) stuck "busy" when starting failed
+    if (matcher) matcher->busy = false;
     throw;
   }
 }

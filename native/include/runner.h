@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 10
+#define RUNNER_ABI_VERSION 11
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -367,6 +367,7 @@ typedef struct runner_sample_result {
     int32_t token;                                   /* as returned */
     float logprob;                                   /* of `token` (see above); NaN unless params.logprobs */
     int32_t n_top;                                   /* entries filled below, sorted by logprob desc, ties by id */
+    int32_t forced;                                  /* 1: the grammar allowed only this token; no draw was made */
     int32_t top_tokens[RUNNER_MAX_TOP_LOGPROBS];
     float top_logprobs[RUNNER_MAX_TOP_LOGPROBS];
 } runner_sample_result;
@@ -393,6 +394,48 @@ int runner_sampler_accept(runner_sampler *s, int32_t token);
  * greedy consumes none. */
 int32_t runner_sampler_sample(runner_sampler *s, const float *logits, runner_sample_result *out);
 
+/* As runner_sampler_sample, with only the tokens whose bit is set in allowed[(n_vocab + 31) / 32]
+ * eligible: the others are excluded before step 1 (bias, penalties and the cuts never see them).
+ * allowed == NULL: no mask. Returns RUNNER_SAMPLE_NONE when the mask leaves no finite logit. */
+int32_t runner_sampler_sample_masked(runner_sampler *s, const float *logits, const uint32_t *allowed, runner_sample_result *out);
+
+/* ---- constrained decoding --------------------------------------------------------- */
+
+/*
+ * A grammar program (written by src/lib/grammar/lower.ts; src/lib/grammar/program.ts has the layout)
+ * runs as a pushdown automaton over UTF-8 bytes. Masks are exact: a token is allowed iff its bytes
+ * extend the text so far to a prefix of some document of the grammar; tokens without bytes (control
+ * tokens) are never allowed; end of text is allowed iff runner_matcher_is_complete. Grammars and
+ * tries are immutable once created (shareable across threads); a matcher is one document's state
+ * and is not thread-safe. A matcher keeps pointers to its grammar and trie: free it first.
+ */
+typedef struct runner_grammar runner_grammar;
+typedef struct runner_token_trie runner_token_trie;
+typedef struct runner_matcher runner_matcher;
+
+/* Validates the program (every index, every bound) and copies it. */
+runner_status runner_grammar_create(const int32_t *program, int64_t n_words, runner_grammar **out, char *err, int32_t err_len);
+void runner_grammar_free(runner_grammar *g);
+/* Token i's bytes are bytes[offsets[i] .. offsets[i + 1]) (offsets has n_vocab + 1 entries from 0). */
+runner_status runner_token_trie_create(const uint8_t *bytes, const int64_t *offsets, int32_t n_vocab, runner_token_trie **out, char *err,
+                                       int32_t err_len);
+void runner_token_trie_free(runner_token_trie *t);
+/* trie may be NULL for a matcher fed only bytes (accept_bytes). */
+runner_status runner_matcher_create(const runner_grammar *g, const runner_token_trie *t, runner_matcher **out, char *err, int32_t err_len);
+void runner_matcher_free(runner_matcher *m);
+/* Back to the start of a document. */
+runner_status runner_matcher_reset(runner_matcher *m, char *err, int32_t err_len);
+int32_t runner_matcher_n_vocab(const runner_matcher *m);
+/* The bytes so far are a whole document (end of text allowed). */
+int runner_matcher_is_complete(const runner_matcher *m);
+/* allowed[(n_vocab + 31) / 32] gets bit i set iff token i is allowed; *n_allowed the count and *only
+ * the token when exactly one is allowed, else -1 (each may be NULL). */
+runner_status runner_matcher_fill_mask(runner_matcher *m, uint32_t *allowed, int32_t *n_allowed, int32_t *only, char *err, int32_t err_len);
+/* Advance by a token: RUNNER_ERR_INVALID_ARGUMENT (state unchanged) if it is not allowed. */
+runner_status runner_matcher_accept_token(runner_matcher *m, int32_t token, char *err, int32_t err_len);
+/* Advance by bytes: *dead_at = the index of the first byte no document allows (state unchanged), or -1. */
+runner_status runner_matcher_accept_bytes(runner_matcher *m, const uint8_t *bytes, int64_t n, int64_t *dead_at, char *err, int32_t err_len);
+
 /* ---- generation ----------------------------------------------------------------- */
 
 typedef enum runner_finish_reason {
@@ -413,6 +456,11 @@ typedef struct runner_generate_params {
     const int32_t *eog_tokens;
     int32_t n_eog;
     const runner_sampler_params *sampling;
+    /* Constrained decoding (may be NULL): each draw is masked by it and each token advances it;
+     * end-of-generation tokens are allowed exactly when it is complete, and a complete document
+     * with no other continuation ends the generation (finish EOG, eog_token -1 if none was drawn).
+     * A step with exactly one allowed token takes it without a draw (sample result `forced`). */
+    runner_matcher *matcher;
 } runner_generate_params;
 
 typedef struct runner_generate_stats {
@@ -422,6 +470,8 @@ typedef struct runner_generate_stats {
     int32_t eog_token;   /* the end-of-generation token sampled, or -1 */
     double prompt_ms;
     double decode_ms;    /* sampling + evaluating generated tokens */
+    int32_t n_forced;    /* generated tokens the grammar forced (no draw) */
+    double mask_ms;      /* computing grammar masks */
 } runner_generate_stats;
 
 /* Called once per generated token, on the generating thread; return nonzero to stop. */

@@ -1,4 +1,6 @@
 /* Generation: prompt processing, then sample -> evaluate -> sample ..., entirely in native code. */
+#include <math.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "core/status.h"
@@ -17,6 +19,22 @@ static int is_eog(const runner_generate_params *p, int32_t token) {
     return 0;
 }
 
+/* The grammar's step: which tokens may come next (end-of-generation ones iff the document is
+ * complete). *forced = the one allowed token, or -1; *done = a complete document nothing extends. */
+static runner_status grammar_step(const runner_generate_params *p, uint32_t *bits, int32_t *forced, int *done, char *err, int32_t err_len) {
+    int32_t n_allowed = 0, only = -1;
+    const runner_status st = runner_matcher_fill_mask(p->matcher, bits, &n_allowed, &only, err, err_len);
+    if (st != RUNNER_OK) return st;
+    const int complete = runner_matcher_is_complete(p->matcher);
+    *done = complete && n_allowed == 0;
+    *forced = !complete && n_allowed == 1 ? only : -1;
+    if (complete)
+        for (int32_t i = 0; i < p->n_eog; i++) bits[p->eog_tokens[i] >> 5] |= 1u << (p->eog_tokens[i] & 31);
+    if (!complete && n_allowed == 0)
+        return runner_fail(err, err_len, RUNNER_ERR_INTERNAL, "grammar: no token of the vocabulary continues the document");
+    return RUNNER_OK;
+}
+
 runner_status runner_generate(runner_context *ctx, const runner_generate_params *p, runner_token_fn on_token,
                               void *user, const volatile int32_t *abort_flag, runner_generate_stats *stats, char *err,
                               int32_t err_len) {
@@ -28,8 +46,20 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: missing prompt, sampling or token lists");
     const int32_t n_vocab = ctx->model->cfg.n_vocab;
     runner_sampler *sampler = NULL;
+    if (p->matcher && runner_matcher_n_vocab(p->matcher) != n_vocab)
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: the grammar's vocabulary has %d tokens, the model %d",
+                           runner_matcher_n_vocab(p->matcher), n_vocab);
+    for (int32_t i = 0; i < p->n_eog; i++)
+        if (p->eog_tokens[i] < 0 || p->eog_tokens[i] >= n_vocab)
+            return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: eog token %d is outside the vocabulary", p->eog_tokens[i]);
+    uint32_t *bits = NULL;
+    if (p->matcher && !(bits = malloc((size_t)((n_vocab + 31) / 32) * sizeof *bits)))
+        return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "generate: the grammar mask");
     const runner_status created = runner_sampler_create(p->sampling, n_vocab, &sampler, err, err_len);
-    if (created != RUNNER_OK) return created;
+    if (created != RUNNER_OK) {
+        free(bits);
+        return created;
+    }
     for (int32_t i = 0; i < p->n_history; i++) runner_sampler_accept(sampler, p->history[i]);
     for (int32_t i = 0; i < p->n_prompt; i++) runner_sampler_accept(sampler, p->prompt[i]);
 
@@ -49,9 +79,31 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
             break;
         }
         runner_sample_result r;
-        const int32_t token = runner_sampler_sample(sampler, runner_context_logits(ctx), &r);
+        int32_t forced = -1;
+        if (p->matcher) {
+            int done = 0;
+            const double m0 = now_ms();
+            st = grammar_step(p, bits, &forced, &done, err, err_len);
+            out->mask_ms += now_ms() - m0;
+            if (st != RUNNER_OK) break;
+            if (done) {
+                out->finish = RUNNER_FINISH_EOG;
+                break;
+            }
+        }
+        int32_t token;
+        if (forced >= 0) {
+            /* The masked distribution puts all its mass on one token: take it without a draw. */
+            token = forced;
+            r = (runner_sample_result){.token = token, .logprob = p->sampling->logprobs ? 0.0f : NAN, .forced = 1};
+            if (p->sampling->n_top_logprobs > 0) r.n_top = 1, r.top_tokens[0] = token, r.top_logprobs[0] = 0.0f;
+            out->n_forced++;
+        } else {
+            token = runner_sampler_sample_masked(sampler, runner_context_logits(ctx), bits, &r);
+        }
         if (token < 0) {
-            st = runner_fail(err, err_len, RUNNER_ERR_MODEL, "every logit is banned or not finite at position %d", pos);
+            st = runner_fail(err, err_len, RUNNER_ERR_MODEL, p->matcher ? "every token the grammar allows has a banned or non-finite logit at position %d"
+                                                                         : "every logit is banned or not finite at position %d", pos);
             break;
         }
         if (is_eog(p, token)) {
@@ -59,6 +111,7 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
             out->eog_token = token;
             break;
         }
+        if (p->matcher && (st = runner_matcher_accept_token(p->matcher, token, err, err_len)) != RUNNER_OK) break;
         out->n_generated++;
         runner_sampler_accept(sampler, token);
         if (on_token && on_token(user, &r) != 0) {
@@ -80,5 +133,6 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
     out->decode_ms = now_ms() - t1;
     runner_pool_idle(ctx->pool);
     runner_sampler_free(sampler);
+    free(bits);
     return st;
 }

@@ -653,10 +653,15 @@ static int32_t sample_stochastic(runner_sampler *s, double lmax, int32_t n_live)
 }
 
 int32_t runner_sampler_sample(runner_sampler *s, const float *logits, runner_sample_result *out) {
+    return runner_sampler_sample_masked(s, logits, NULL, out);
+}
+
+int32_t runner_sampler_sample_masked(runner_sampler *s, const float *logits, const uint32_t *allowed, runner_sample_result *out) {
     if (out != NULL) {
         out->token = RUNNER_SAMPLE_INVALID;
         out->logprob = NAN;
         out->n_top = 0;
+        out->forced = 0;
     }
     if (s == NULL || logits == NULL) return RUNNER_SAMPLE_INVALID;
 
@@ -665,6 +670,10 @@ int32_t runner_sampler_sample(runner_sampler *s, const float *logits, runner_sam
 
     /* 1. bias, 2. penalties, on a copy (logits is the caller's). */
     memcpy(work, logits, (size_t)nv * sizeof *work);
+    /* 0. the grammar's mask: what it excludes is gone before bias and penalties. */
+    if (allowed != NULL)
+        for (int32_t id = 0; id < nv; ++id)
+            if (!((allowed[id >> 5] >> (id & 31)) & 1u)) work[id] = -INFINITY;
     for (int32_t i = 0; i < s->n_bias; ++i) work[s->bias_tokens[i]] += s->bias_values[i];
     apply_penalties(s);
 

@@ -19,7 +19,7 @@ import {cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 10
+export const ADDON_ABI_VERSION = 11
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -95,6 +95,8 @@ export interface NativeGenerateParams {
   maxTokens: number
   eogTokens: Int32Array
   sampling: NativeSamplingParams
+  /** Constrained decoding: masks every draw, advanced by every token (busy for the generation). */
+  matcher?: NativeMatcherHandle
 }
 
 /** runner_generate_stats; finish is runner_finish_reason. */
@@ -105,6 +107,10 @@ export interface NativeGenerateStats {
   eogToken: number
   promptMs: number
   decodeMs: number
+  /** Tokens the grammar forced (no draw). */
+  nForced: number
+  /** Time spent computing grammar masks. */
+  maskMs: number
 }
 
 /** One entry of the engine's weight-type table (runner.h runner_type_info; native/addon/types_binding.cc). */
@@ -166,6 +172,9 @@ export interface NativeConfigEnumValue {
 
 /** Opaque sampler handle (a Node-API External) owned by the addon. */
 export type NativeSamplerHandle = {readonly __brand: 'NativeSampler'}
+export type NativeGrammarHandle = {readonly __brand: 'NativeGrammar'}
+export type NativeTrieHandle = {readonly __brand: 'NativeTrie'}
+export type NativeMatcherHandle = {readonly __brand: 'NativeMatcher'}
 
 /** One sampled token as samplerSample returns it. */
 export interface NativeSampleResult {
@@ -224,7 +233,7 @@ export interface NativeAddon {
   generate(
     ctx: NativeContextHandle,
     params: NativeGenerateParams,
-    onToken: (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null) => void,
+    onToken: (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null, forced: boolean) => void,
     flags?: Int32Array,
   ): Promise<NativeGenerateStats>
   /** The weight-type table, in type-id order. */
@@ -237,6 +246,17 @@ export interface NativeAddon {
   samplerFree(handle: NativeSamplerHandle): void
   samplerAccept(handle: NativeSamplerHandle, token: number): void
   samplerSample(handle: NativeSamplerHandle, logits: Float32Array): NativeSampleResult
+  /** A grammar program (src/lib/grammar/program.ts), validated and copied. */
+  grammarCreate(program: Int32Array): NativeGrammarHandle
+  /** Token i's bytes are bytes[offsets[i], offsets[i + 1]). */
+  tokenTrieCreate(bytes: Uint8Array, offsets: Float64Array): NativeTrieHandle
+  matcherCreate(grammar: NativeGrammarHandle, trie: NativeTrieHandle | null): NativeMatcherHandle
+  matcherReset(matcher: NativeMatcherHandle): void
+  matcherIsComplete(matcher: NativeMatcherHandle): boolean
+  matcherFillMask(matcher: NativeMatcherHandle, bits: Uint32Array): {allowed: number; only: number}
+  matcherAcceptToken(matcher: NativeMatcherHandle, token: number): void
+  matcherAcceptBytes(matcher: NativeMatcherHandle, bytes: Uint8Array): number
+  matcherFree(matcher: NativeMatcherHandle): void
 }
 
 /** Every function NativeAddon declares: the loader checks each is there. */
@@ -265,6 +285,15 @@ export const ADDON_FUNCTIONS = [
   'samplerFree',
   'samplerAccept',
   'samplerSample',
+  'grammarCreate',
+  'tokenTrieCreate',
+  'matcherCreate',
+  'matcherReset',
+  'matcherIsComplete',
+  'matcherFillMask',
+  'matcherAcceptToken',
+  'matcherAcceptBytes',
+  'matcherFree',
 ] as const satisfies ReadonlyArray<keyof NativeAddon>
 
 // The list is complete: a function declared above but missing from ADDON_FUNCTIONS fails to compile.

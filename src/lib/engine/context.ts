@@ -3,6 +3,7 @@ import type {SamplingOptions} from '../sampling/index.js'
 import {loadAddon, type NativeContextHandle, type NativeGenerateStats} from './addon.js'
 import {abortFlags} from './abort-flags.js'
 import {engineError} from './errors.js'
+import type {GrammarMatcher} from './grammar.js'
 import type {Model} from './model.js'
 
 export interface ContextOptions {
@@ -33,6 +34,12 @@ export interface GenerateOptions {
   readonly signal?: AbortSignal
   /** Tokens that end generation (default: the tokenizer's end-of-generation set). */
   readonly stopTokens?: readonly number[]
+  /**
+   * Constrained decoding: a matcher at the start of its document (it is advanced by every token, and
+   * busy for the generation). End-of-generation tokens are allowed exactly when the document is
+   * complete; a complete document nothing can extend ends the generation ("eos").
+   */
+  readonly matcher?: GrammarMatcher
 }
 
 export interface GeneratedToken {
@@ -42,6 +49,8 @@ export interface GeneratedToken {
   /** log p(token) under the model (NaN unless sampling.logprobs). */
   readonly logprob: number
   readonly top?: ReadonlyArray<{readonly token: number; readonly logprob: number}>
+  /** The grammar allowed only this token: it was taken without a draw. */
+  readonly forced?: boolean
 }
 
 export type FinishReason = 'length' | 'eos' | 'aborted' | 'stopped' | 'context'
@@ -62,6 +71,10 @@ export interface GenerationResult {
   readonly promptTokens: number
   readonly promptMs: number
   readonly decodeMs: number
+  /** Generated tokens the grammar forced (no draw). */
+  readonly forcedTokens: number
+  /** Part of decodeMs spent computing grammar masks. */
+  readonly maskMs: number
 }
 
 /**
@@ -139,7 +152,7 @@ export class Context {
   startGenerate(
     prompt: Int32Array,
     options: GenerateOptions,
-    onToken: (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null) => void,
+    onToken: (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null, forced: boolean) => void,
     flags: Int32Array,
   ): {pos: number; done: Promise<NativeGenerateStats>} {
     const tok = this.model.tokenizer
@@ -178,6 +191,7 @@ export class Context {
           logprobs: s.logprobs,
           logitBias: [...(s.logitBias ?? new Map<number, number>()).entries()],
         },
+        ...(options.matcher ? {matcher: options.matcher.handle} : {}),
       },
       onToken,
       flags,
@@ -204,12 +218,12 @@ export class TokenStream implements AsyncIterable<GeneratedToken> {
     const decoder = ctx.model.tokenizer.createStreamDecoder()
     const tokens: number[] = []
     let text = ''
-    const onToken = (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null) => {
+    const onToken = (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null, forced: boolean) => {
       const piece = decoder.push(token)
       tokens.push(token)
       text += piece
       const top = topIds && topLogprobs ? Array.from(topIds, (id, i) => ({token: id, logprob: topLogprobs[i]!})) : undefined
-      this.queue.push({token, text: piece, logprob, ...(top ? {top} : {})})
+      this.queue.push({token, text: piece, logprob, ...(top ? {top} : {}), ...(forced ? {forced} : {})})
       this.wake?.()
     }
     let started: {pos: number; done: Promise<NativeGenerateStats>}
@@ -245,6 +259,8 @@ export class TokenStream implements AsyncIterable<GeneratedToken> {
           promptTokens: stats.nPrompt,
           promptMs: stats.promptMs,
           decodeMs: stats.decodeMs,
+          forcedTokens: stats.nForced,
+          maskMs: stats.maskMs,
         }
       },
       (error: unknown) => {

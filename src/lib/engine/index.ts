@@ -21,4 +21,5 @@ export {type LoadOptions, Model, nativeConfig, nativeTensor} from './model.js'
 // Everything context.ts and session.ts export (the generation loop's owner reshapes them).
 export * from './context.js'
 export * from './session.js'
+export {GrammarMatcher, type MaskResult, maskAllows, NativeGrammar, tokenBytes} from './grammar.js'
 export {createNativeSampler, type NativeSampler, type NativeSamplerExtras, type SampleResult} from './sampler.js'

@@ -1,0 +1,255 @@
+/**
+ * Lowering: grammar IR (./ir.ts) → the native matcher's program (./program.ts). Besides the
+ * layout, this is where a grammar is checked for what the matcher cannot run or would run wrong:
+ *  - unknown rule names;
+ *  - a start rule that matches nothing (alternatives that can never complete are pruned first, so
+ *    every state the matcher reaches can still finish a document — what makes its masks exact);
+ *  - left recursion, also through rules that can match the empty string: a pushdown automaton
+ *    would expand it forever;
+ *  - a repetition of something that can be empty (its iterations could be empty forever).
+ * Each refusal is a GrammarError naming the rule.
+ */
+import type {CharSet} from './charset.js'
+import type {Expr, Grammar} from './ir.js'
+import {type Elem, ElemKind, PROGRAM_HEADER, PROGRAM_MAGIC, PROGRAM_VERSION} from './program.js'
+
+export class GrammarError extends Error {
+  constructor(
+    message: string,
+    readonly rule?: string,
+  ) {
+    super(message)
+    this.name = 'GrammarError'
+  }
+}
+
+type Alt = Elem[]
+interface Rule {
+  readonly name: string
+  alts: Alt[]
+}
+
+const END: Elem = {kind: ElemKind.END, a: 0, b: 0, c: 0}
+
+class Lowering {
+  readonly rules: Rule[] = []
+  readonly sets: CharSet[] = []
+  private readonly setIds = new Map<string, number>()
+  private readonly ruleIds = new Map<string, number>()
+  private readonly pending: Array<[number, Expr]> = []
+
+  constructor(private readonly grammar: Grammar) {}
+
+  named(name: string, from?: string): number {
+    const known = this.ruleIds.get(name)
+    if (known !== undefined) return known
+    const expr = this.grammar.rules.get(name)
+    if (!expr) throw new GrammarError(`rule "${name}" is not defined${from ? ` (used in "${from}")` : ''}`, name)
+    const id = this.newRule(name)
+    this.ruleIds.set(name, id)
+    this.pending.push([id, expr])
+    return id
+  }
+
+  run(): number {
+    const start = this.named(this.grammar.start)
+    while (this.pending.length > 0) {
+      const [id, expr] = this.pending.pop()!
+      this.rules[id]!.alts = this.alternatives(expr, this.rules[id]!.name)
+    }
+    return start
+  }
+
+  private newRule(name: string): number {
+    this.rules.push({name, alts: []})
+    return this.rules.length - 1
+  }
+
+  private set(set: CharSet): number {
+    const key = set.map(([lo, hi]) => `${lo}-${hi}`).join(',')
+    let id = this.setIds.get(key)
+    if (id === undefined) {
+      id = this.sets.length
+      this.sets.push(set)
+      this.setIds.set(key, id)
+    }
+    return id
+  }
+
+  /** A rule of its own for a sub-expression (alternation inside a sequence, a repeated item). */
+  private sub(expr: Expr, owner: string): number {
+    if (expr.kind === 'ref') return this.named(expr.name, owner)
+    const id = this.newRule(`${owner}/${this.rules.length}`)
+    this.rules[id]!.alts = this.alternatives(expr, owner)
+    return id
+  }
+
+  private alternatives(expr: Expr, owner: string): Alt[] {
+    if (expr.kind === 'alt') return expr.items.flatMap((item) => this.alternatives(item, owner))
+    return [this.sequence(expr, owner)]
+  }
+
+  /** The elements of an expression that is one alternative (an inner alternation becomes a rule). */
+  private sequence(expr: Expr, owner: string): Elem[] {
+    switch (expr.kind) {
+      case 'chars':
+        return [{kind: ElemKind.CHARS, a: this.set(expr.set), b: 0, c: 0}]
+      case 'literal':
+        return [...expr.text].map((ch) => {
+          const cp = ch.codePointAt(0)!
+          return {kind: ElemKind.CHARS, a: this.set([[cp, cp]]), b: 0, c: 0}
+        })
+      case 'seq':
+        return expr.items.flatMap((item) => this.sequence(item, owner))
+      case 'alt':
+        return [{kind: ElemKind.REF, a: this.sub(expr, owner), b: 0, c: 0}]
+      case 'ref':
+        return [{kind: ElemKind.REF, a: this.named(expr.name, owner), b: 0, c: 0}]
+      case 'repeat': {
+        const {min, max} = expr
+        if (
+          !Number.isInteger(min) ||
+          min < 0 ||
+          (max !== undefined && (!Number.isInteger(max) || max < min)) ||
+          min > 2 ** 30 ||
+          (max ?? 0) > 2 ** 30
+        ) {
+          throw new GrammarError(
+            `repetition bounds {${min},${max ?? ''}} in "${owner}" must be integers with 0 <= min <= max < 2^30`,
+            owner,
+          )
+        }
+        if (max === 0) return []
+        if (min === 1 && max === 1) return this.sequence(expr.item, owner)
+        return [{kind: ElemKind.REPEAT, a: this.sub(expr.item, owner), b: min, c: max ?? -1}]
+      }
+    }
+  }
+}
+
+/** Which rules can complete at all (least fixpoint); then drop the alternatives that cannot. */
+function prune(rules: Rule[], sets: CharSet[]): void {
+  const productive = new Array<boolean>(rules.length).fill(false)
+  const elemOk = (e: Elem): boolean =>
+    e.kind === ElemKind.CHARS ? sets[e.a]!.length > 0 : e.kind === ElemKind.REF ? productive[e.a]! : e.b === 0 || productive[e.a]!
+  for (let changed = true; changed;) {
+    changed = false
+    rules.forEach((r, i) => {
+      if (!productive[i] && r.alts.some((alt) => alt.every(elemOk))) productive[i] = changed = true
+    })
+  }
+  for (const r of rules) {
+    // A repetition of something that can never complete is the empty string when min is 0.
+    r.alts = r.alts.filter((alt) => alt.every(elemOk)).map((alt) => alt.filter((e) => e.kind !== ElemKind.REPEAT || productive[e.a]))
+  }
+}
+
+function nullableRules(rules: Rule[]): boolean[] {
+  const nullable = new Array<boolean>(rules.length).fill(false)
+  const elemNullable = (e: Elem): boolean =>
+    e.kind === ElemKind.CHARS ? false : e.kind === ElemKind.REF ? nullable[e.a]! : e.b === 0 || nullable[e.a]!
+  for (let changed = true; changed;) {
+    changed = false
+    rules.forEach((r, i) => {
+      if (!nullable[i] && r.alts.some((alt) => alt.every(elemNullable))) nullable[i] = changed = true
+    })
+  }
+  return nullable
+}
+
+/** Refuse left recursion (a rule reachable from its own start without consuming) and empty-able repetitions. */
+function checkRecursion(rules: Rule[]): void {
+  const nullable = nullableRules(rules)
+  const leftEdges = rules.map((r) => {
+    const out = new Set<number>()
+    for (const alt of r.alts) {
+      for (const e of alt) {
+        if (e.kind === ElemKind.CHARS) break
+        if (e.kind === ElemKind.REPEAT && nullable[e.a]) {
+          throw new GrammarError(`rule "${rules[e.a]!.name}" can match the empty string and is repeated in "${r.name}"`, r.name)
+        }
+        out.add(e.a)
+        if (!(e.kind === ElemKind.REF ? nullable[e.a] : e.b === 0 || nullable[e.a])) break
+      }
+    }
+    return out
+  })
+  // Iterative DFS with colours: a grey target is a cycle.
+  const colour = new Uint8Array(rules.length)
+  for (let root = 0; root < rules.length; root++) {
+    if (colour[root]) continue
+    const stack: Array<[number, Iterator<number>]> = [[root, leftEdges[root]![Symbol.iterator]()]]
+    colour[root] = 1
+    while (stack.length > 0) {
+      const [node, it] = stack[stack.length - 1]!
+      const next = it.next()
+      if (next.done) {
+        colour[node] = 2
+        stack.pop()
+        continue
+      }
+      if (colour[next.value] === 1) {
+        throw new GrammarError(
+          `rule "${rules[next.value]!.name}" is left-recursive (it can reach itself before matching a character)`,
+          rules[next.value]!.name,
+        )
+      }
+      if (colour[next.value] === 0) {
+        colour[next.value] = 1
+        stack.push([next.value, leftEdges[next.value]![Symbol.iterator]()])
+      }
+    }
+  }
+}
+
+export interface LoweredGrammar {
+  readonly program: Int32Array
+  readonly rules: number
+  readonly elements: number
+}
+
+/** Check and lower a grammar to the matcher's program. Throws GrammarError. */
+export function lowerGrammar(grammar: Grammar): LoweredGrammar {
+  const lowering = new Lowering(grammar)
+  const start = lowering.run()
+  const {rules, sets} = lowering
+  prune(rules, sets)
+  if (rules[start]!.alts.length === 0)
+    throw new GrammarError(`the grammar matches nothing: rule "${grammar.start}" can never complete`, grammar.start)
+  checkRecursion(rules)
+
+  const nRanges = sets.reduce((n, s) => n + s.length, 0)
+  const nAlts = rules.reduce((n, r) => n + r.alts.length, 0)
+  const nElems = rules.reduce((n, r) => n + r.alts.reduce((m, a) => m + a.length + 1, 0), 0)
+  const size = PROGRAM_HEADER + sets.length + 1 + 2 * nRanges + rules.length + 1 + nAlts + 4 * nElems
+  if (size > 2 ** 28) throw new GrammarError(`the grammar is too large (${size} program words)`)
+  const p = new Int32Array(size)
+  p.set([PROGRAM_MAGIC, PROGRAM_VERSION, sets.length, nRanges, rules.length, nAlts, nElems, start])
+  let o = PROGRAM_HEADER
+  let r = 0
+  for (const s of sets) {
+    p[o++] = r
+    r += s.length
+  }
+  p[o++] = r
+  for (const s of sets) for (const [lo, hi] of s) p.set([lo, hi], (o += 2) - 2)
+  let a = 0
+  for (const rule of rules) {
+    p[o++] = a
+    a += rule.alts.length
+  }
+  p[o++] = a
+  let e = 0
+  for (const rule of rules) {
+    for (const alt of rule.alts) {
+      p[o++] = e
+      e += alt.length + 1
+    }
+  }
+  for (const rule of rules) {
+    for (const alt of rule.alts) {
+      for (const el of [...alt, END]) p.set([el.kind, el.a, el.b, el.c], (o += 4) - 4)
+    }
+  }
+  return {program: p, rules: rules.length, elements: nElems}
+}
