@@ -5,10 +5,12 @@
  * signal that stops the engine at once, in the prompt too.
  */
 import {ExitCode, RunnerError} from '../errors.js'
-import type {FinishReason as EngineFinishReason, Session} from '../engine/index.js'
+import {type FinishReason as EngineFinishReason, GrammarMatcher, type Session} from '../engine/index.js'
+import type {Constraint} from '../grammar/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {EventQueue} from './event-queue.js'
 import {fitPrompt} from './fit.js'
+import {nativeGrammarOf} from './grammars.js'
 import {type GenerationHooks, refuseUnbuiltHooks} from './hooks.js'
 import {type GenerationEvent, Release} from './release.js'
 import type {TokenReport} from './token-report.js'
@@ -27,6 +29,11 @@ export interface GenerationRequest extends GenerationHooks {
   readonly signal?: AbortSignal
   /** Most prompt tokens to take from the cache (a scheduler that already chose). */
   readonly maxReuse?: number
+  /**
+   * Constrained decoding: every token is one the constraint allows, and the end of generation comes
+   * exactly when the document is complete (finish reason "eos"; "length" if maxTokens ran out first).
+   */
+  readonly constraint?: Constraint
 }
 
 /**
@@ -44,6 +51,8 @@ export interface GenerationUsage {
   readonly evaluatedTokens: number
   /** Generated tokens that make up the answer (through the one that completed a stop string). */
   readonly completionTokens: number
+  /** Generated tokens a constraint forced (the only one it allowed: no draw was made). */
+  readonly forcedTokens: number
 }
 
 export interface GenerationTimings {
@@ -51,6 +60,8 @@ export interface GenerationTimings {
   readonly promptMs: number
   /** Sampling and evaluating the generated tokens. */
   readonly decodeMs: number
+  /** Part of decodeMs spent computing a constraint's token masks. */
+  readonly maskMs: number
 }
 
 export interface GenerationOutcome {
@@ -105,13 +116,22 @@ export function generate(session: Session, request: GenerationRequest): Generati
       ExitCode.usage,
     )
   }
-  const turn = session.generate(request.prompt, {
-    maxTokens: request.maxTokens,
-    sampling: request.sampling,
-    signal: request.signal,
-    stopTokens: request.stopTokens,
-    maxReuse: request.maxReuse,
-  })
+  const tokenizer = session.context.model.tokenizer
+  const matcher = request.constraint ? GrammarMatcher.create(nativeGrammarOf(request.constraint), tokenizer) : undefined
+  let turn: ReturnType<Session['generate']>
+  try {
+    turn = session.generate(request.prompt, {
+      maxTokens: request.maxTokens,
+      sampling: request.sampling,
+      signal: request.signal,
+      stopTokens: request.stopTokens,
+      maxReuse: request.maxReuse,
+      ...(matcher ? {matcher} : {}),
+    })
+  } catch (error) {
+    matcher?.dispose()
+    throw error
+  }
   const release = new Release(session.context.model.tokenizer, request.stop ?? [])
   const queue = new EventQueue<GenerationEvent>(() => turn.stream.stop())
   const events: GenerationEvents = {[Symbol.asyncIterator]: () => queue[Symbol.asyncIterator](), stop: () => turn.stream.stop()}
@@ -134,11 +154,17 @@ export function generate(session: Session, request: GenerationRequest): Generati
       tokens: release.tokens,
       finishReason: stopped ? 'stop-string' : ENGINE_FINISH[r.finishReason],
       stopString: release.stopString,
-      usage: {promptTokens: request.prompt.length, cachedTokens: turn.cachedTokens, evaluatedTokens: r.promptTokens, completionTokens},
-      timings: {promptMs: r.promptMs, decodeMs: r.decodeMs},
+      usage: {
+        promptTokens: request.prompt.length,
+        cachedTokens: turn.cachedTokens,
+        evaluatedTokens: r.promptTokens,
+        completionTokens,
+        forcedTokens: r.forcedTokens,
+      },
+      timings: {promptMs: r.promptMs, decodeMs: r.decodeMs, maskMs: r.maskMs},
     }
   }
-  const result = drive().then(
+  const result = drive().finally(() => matcher?.dispose()).then(
     (outcome) => {
       queue.end()
       return outcome

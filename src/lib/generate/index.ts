@@ -10,7 +10,7 @@ export {
   type GenerationTimings,
   type GenerationUsage,
 } from './generate.js'
-export {type DraftHook, type GenerationHooks, refuseUnbuiltHooks, type TokenMaskHook} from './hooks.js'
+export {type DraftHook, type GenerationHooks, refuseUnbuiltHooks} from './hooks.js'
 export type {GenerationEvent} from './release.js'
 export {StopMatcher} from './stop-strings.js'
 export {type TokenReport, tokenFacts} from './token-report.js'

@@ -1,0 +1,6 @@
+/** Public face of constrained decoding's front ends: grammars, their compilation, and constraints. */
+export {ANY_CHAR, type CharSet, charSet, complement, union} from './charset.js'
+export {type Constraint, type ConstraintKind, constraintHash, constraintOf, grammarRefused} from './constraint.js'
+export * as ir from './ir.js'
+export type {Expr, Grammar} from './ir.js'
+export {GrammarError, lowerGrammar} from './lower.js'
