@@ -53,7 +53,7 @@ function leftRefs(e: Expr, nullableRules: ReadonlySet<string>, out: Set<string>)
 
 function nullableRules(rules: ReadonlyMap<string, Expr>): Set<string> {
   const out = new Set<string>()
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false
     for (const [name, expr] of rules) {
       if (!out.has(name) && nullable(expr, out)) {

@@ -88,29 +88,29 @@ class Parser {
     this.fail(`expecting ${what}, found ${this.found()}`)
   }
 
-  private get c(): string | undefined {
+  private peek(): string | undefined {
     return this.src[this.pos]
   }
 
   private skipSpace(newlineOk: boolean): void {
     for (;;) {
-      const c = this.c
+      const c = this.peek()
       if (c === ' ' || c === '\t' || (newlineOk && (c === '\r' || c === '\n'))) this.pos++
-      else if (c === '#') while (this.pos < this.src.length && this.c !== '\r' && this.c !== '\n') this.pos++
+      else if (c === '#') while (this.pos < this.src.length && this.peek() !== '\r' && this.peek() !== '\n') this.pos++
       else return
     }
   }
 
   private name(): string {
     const start = this.pos
-    while (isWordChar(this.c)) this.pos++
+    while (isWordChar(this.peek())) this.pos++
     if (this.pos === start) this.expected('a rule name')
     return this.src.slice(start, this.pos)
   }
 
   private int(): number {
     const start = this.pos
-    while (isDigit(this.c)) this.pos++
+    while (isDigit(this.peek())) this.pos++
     if (this.pos === start) this.expected('an integer')
     return Number(this.src.slice(start, this.pos))
   }
@@ -120,7 +120,7 @@ class Parser {
     const at = this.pos
     if (this.pos >= this.src.length) this.fail('unexpected end of input')
     let cp: number
-    if (this.c === '\\') {
+    if (this.peek() === '\\') {
       const e = this.src[this.pos + 1]
       if (e !== undefined && e in SIMPLE_ESCAPES) {
         this.pos += 2
@@ -146,7 +146,7 @@ class Parser {
   private literal(): Expr {
     this.pos++ // "
     let text = ''
-    while (this.c !== '"') {
+    while (this.peek() !== '"') {
       if (this.pos >= this.src.length) this.fail('unexpected end of input: unterminated string literal')
       text += String.fromCodePoint(this.char())
     }
@@ -157,14 +157,14 @@ class Parser {
   private charClass(): Expr {
     const start = this.pos
     this.pos++ // [
-    const negated = this.c === '^'
+    const negated = this.peek() === '^'
     if (negated) this.pos++
     const ranges: CodePointRange[] = []
-    while (this.c !== ']') {
+    while (this.peek() !== ']') {
       if (this.pos >= this.src.length) this.fail('unexpected end of input: unterminated character class')
       const rangeStart = this.pos
       const lo = this.char(this.src[this.pos + 1] === '-')
-      if (this.c === '-' && this.src[this.pos + 1] !== ']') {
+      if (this.peek() === '-' && this.src[this.pos + 1] !== ']') {
         this.pos++
         if (this.pos >= this.src.length) this.fail('unexpected end of input')
         const hi = this.char(true)
@@ -183,18 +183,18 @@ class Parser {
   /** `{m}`, `{m,}`, `{m,n}` after the `{`; returns [min, max]. */
   private braces(nested: boolean): [number, number | undefined] {
     this.skipSpace(nested)
-    if (!isDigit(this.c)) this.expected('an int')
+    if (!isDigit(this.peek())) this.expected('an int')
     const min = this.int()
     this.skipSpace(nested)
     let max: number | undefined = min
-    if (this.c === '}') {
+    if (this.peek() === '}') {
       this.pos++
-    } else if (this.c === ',') {
+    } else if (this.peek() === ',') {
       this.pos++
       this.skipSpace(nested)
-      max = isDigit(this.c) ? this.int() : undefined
+      max = isDigit(this.peek()) ? this.int() : undefined
       this.skipSpace(nested)
-      if (this.c !== '}') this.expected("'}'")
+      if (this.peek() !== '}') this.expected("'}'")
       this.pos++
     } else this.expected("','")
     this.skipSpace(nested)
@@ -225,7 +225,7 @@ class Parser {
       items.push(operand)
     }
     for (;;) {
-      const c = this.c
+      const c = this.peek()
       const at = this.pos
       if (c === '"') {
         const e = this.literal()
@@ -234,9 +234,7 @@ class Parser {
         else push(e)
       } else if (c === '[') push(this.charClass())
       else if (c === '<' || c === '!') {
-        this.fail(
-          "token matches ('<[id]>', '!<[id]>', '<token>') are not supported: this engine constrains text, not token ids",
-        )
+        this.fail("token matches ('<[id]>', '!<[id]>', '<token>') are not supported: this engine constrains text, not token ids")
       } else if (isWordChar(c)) {
         const name = this.name()
         this.refs.push({name, at})
@@ -246,7 +244,7 @@ class Parser {
         this.skipSpace(true)
         const before = this.symbols++
         const e = this.alternates(true)
-        if (this.c !== ')') this.expected("')'")
+        if (this.peek() !== ')') this.expected("')'")
         this.pos++
         push(e, Math.max(1, this.symbols - before))
       } else if (c === '.') {
@@ -270,7 +268,7 @@ class Parser {
 
   private alternates(nested: boolean): Expr {
     const options = [this.sequence(nested)]
-    while (this.c === '|') {
+    while (this.peek() === '|') {
       this.pos++
       this.skipSpace(true)
       options.push(this.sequence(nested))
@@ -287,8 +285,8 @@ class Parser {
     this.skipSpace(true)
     const expr = this.alternates(false)
     this.rules.push({name, expr, at})
-    if (this.c === '\r') this.pos += this.src[this.pos + 1] === '\n' ? 2 : 1
-    else if (this.c === '\n') this.pos++
+    if (this.peek() === '\r') this.pos += this.src[this.pos + 1] === '\n' ? 2 : 1
+    else if (this.peek() === '\n') this.pos++
     else if (this.pos < this.src.length) this.expected('newline or end')
     this.skipSpace(true)
   }
