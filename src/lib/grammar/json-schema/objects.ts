@@ -1,0 +1,119 @@
+/**
+ * Object schemas. JSON objects are unordered, but a grammar accepting every order of n properties
+ * is exponential, so the policy is: known properties (`properties`, then `required` names not in
+ * it) in schema definition order, each optional one skippable, then the additional properties.
+ * A valid object written in another order is rejected (a validation error, never an acceptance of
+ * an invalid one). Keys are accepted in every escape spelling; an additional key can spell no known
+ * name (the key language is "any string but these", built over decoded characters from a trie),
+ * so no known key appears twice. `minProperties` is met by known properties only, because two
+ * additional members with the same key would count twice but parse as one; `maxProperties` counts
+ * every member (duplicates only lower the real count).
+ */
+import {ANY_CHAR, charsOf, complement, union, type CharSet} from '../charset.js'
+import {alt, EMPTY, lit, NOTHING, opt, ref, repeat, seq, star, type Expr} from '../ir.js'
+import type {Context} from './context.js'
+import {propSchema} from './intersect.js'
+import {isTrueSub, type ObjC, type Sub, subKey} from './model.js'
+import {cachedPattern, patternMatches} from './regex.js'
+import {SchemaRefusal} from './refusal.js'
+import {lift} from './strings.js'
+
+/** Strings (decoded) not in `names`, as key grammar: a rule per trie node. */
+function keyNotIn(names: string[], ctx: Context): Expr {
+  if (names.length === 0) return ctx.lex.anyString
+  interface Node {
+    end: boolean
+    next: Map<number, Node>
+  }
+  const root: Node = {end: false, next: new Map()}
+  for (const n of names) {
+    let at = root
+    for (const c of n) {
+      const cp = c.codePointAt(0)!
+      let nx = at.next.get(cp)
+      if (!nx) at.next.set(cp, (nx = {end: false, next: new Map()}))
+      at = nx
+    }
+    at.end = true
+  }
+  const base = ctx.fresh('key')
+  const anyTail = star(ctx.lex.char(ANY_CHAR))
+  let id = 0
+  const build = (node: Node): Expr => {
+    const name = `${base}@${id++}`
+    const parts: Expr[] = node.end ? [] : [lit('"')]
+    const edges: CharSet = union(...[...node.next.keys()].map((cp) => charsOf(String.fromCodePoint(cp))))
+    for (const [cp, child] of node.next) parts.push(seq(ctx.lex.char(charsOf(String.fromCodePoint(cp))), build(child)))
+    parts.push(seq(ctx.lex.char(complement(edges)), anyTail, lit('"')))
+    ctx.rules.set(name, alt(...parts))
+    return ref(name)
+  }
+  return seq(lit('"'), build(root))
+}
+
+export function compileObject(o: ObjC, ctx: Context, pointer: string): Expr {
+  if (o.maxProps !== undefined && o.minProps > o.maxProps)
+    throw new SchemaRefusal('minProperties', pointer, 'minProperties > maxProperties')
+  const names = [...o.props.keys(), ...[...o.required].filter((k) => !o.props.has(k))]
+  const ws = ctx.lex.ws
+  const comma = seq(ws, lit(','), ws)
+  const member = (key: Expr, value: Sub): Expr => seq(key, ws, lit(':'), ws, ctx.sub(value))
+  const known = names.map((k) => {
+    const s = propSchema(o, k)
+    if (o.required.has(k) && ctx.isFalse(s))
+      throw new SchemaRefusal('required', pointer, `required property ${JSON.stringify(k)} admits no value`)
+    return {name: k, required: o.required.has(k), member: ctx.isFalse(s) ? undefined : member(ctx.lex.stringLiteral(k), s)}
+  })
+  const extra = additionalMember(o, names, ctx, member)
+  const counting = o.minProps > 0 || o.maxProps !== undefined
+  const cap = Math.max(o.minProps, (o.maxProps ?? 0) + 1)
+  const base = ctx.fresh('obj')
+  // state: i known properties decided, `first` (nothing written yet), c members written
+  const state = (i: number, first: boolean, c: number): Expr => {
+    const cc = counting ? Math.min(c, cap) : 0
+    const name = `${base}@${i},${first ? 1 : 0},${cc}`
+    if (ctx.rules.has(name)) return ref(name)
+    ctx.rules.set(name, NOTHING)
+    let body: Expr
+    if (o.maxProps !== undefined && cc > o.maxProps) body = NOTHING
+    else if (i < known.length) {
+      const k = known[i]!
+      const parts: Expr[] = []
+      if (k.member) parts.push(seq(first ? EMPTY : comma, k.member, state(i + 1, false, cc + 1)))
+      if (!k.required) parts.push(state(i + 1, first, cc))
+      body = alt(...parts)
+    } else if (cc < o.minProps) body = NOTHING
+    else {
+      const room = o.maxProps === undefined ? undefined : o.maxProps - cc
+      if (!extra || room === 0) body = first ? EMPTY : ws
+      else if (first) body = opt(seq(extra, repeat(seq(comma, extra), 0, room === undefined ? undefined : room - 1), ws))
+      else body = seq(repeat(seq(comma, extra), 0, room), ws)
+    }
+    ctx.rules.set(name, body)
+    return ref(name)
+  }
+  return seq(lit('{'), ws, state(0, true, 0), lit('}'))
+}
+
+/** One additional member (key not a known name), or undefined when none is allowed. */
+function additionalMember(o: ObjC, names: string[], ctx: Context, member: (key: Expr, value: Sub) => Expr): Expr | undefined {
+  const addFalse = ctx.isFalse(o.additional)
+  const same = (s: Sub): boolean => subKey(s) === subKey(o.additional) || (isTrueSub(s) && isTrueSub(o.additional))
+  if (o.patterns.length === 0 || (!addFalse && o.patterns.every((p) => same(p.sub)))) {
+    return addFalse ? undefined : member(keyNotIn(names, ctx), o.additional)
+  }
+  const p0 = o.patterns[0]!
+  if (!addFalse) throw new SchemaRefusal('patternProperties', p0.pointer, 'patternProperties next to additionalProperties other than false')
+  if (!o.patterns.every((p) => subKey(p.sub) === subKey(p0.sub)))
+    throw new SchemaRefusal(
+      'patternProperties',
+      p0.pointer,
+      'several patternProperties with different schemas (overlap not provably absent)',
+    )
+  for (const p of o.patterns)
+    for (const n of names)
+      if (patternMatches(p.source, p.pointer, n))
+        throw new SchemaRefusal('patternProperties', p.pointer, `pattern also matches the known property ${JSON.stringify(n)}`)
+  const keys = alt(...o.patterns.map((p) => seq(lit('"'), lift(cachedPattern(p.source, p.pointer), ctx), lit('"'))))
+  return member(keys, p0.sub)
+}
