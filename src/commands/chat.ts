@@ -1,7 +1,16 @@
 import {Flags} from '@oclif/core'
 
 import {runChat} from '../lib/chat-ui/index.js'
-import {contextFlags, contextFromFlags, modelFlag, RunnerCommand, samplingFlags, samplingFromFlags} from '../lib/cli/index.js'
+import {
+  constraintFlags,
+  constraintFromFlags,
+  contextFlags,
+  contextFromFlags,
+  modelFlag,
+  RunnerCommand,
+  samplingFlags,
+  samplingFromFlags,
+} from '../lib/cli/index.js'
 import {ExitCode} from '../lib/errors.js'
 
 export default class Chat extends RunnerCommand {
@@ -43,6 +52,7 @@ export default class Chat extends RunnerCommand {
     }),
     ...contextFlags,
     ...samplingFlags,
+    ...constraintFlags,
     'context-shift': Flags.boolean({
       description: 'when a message does not fit the context, drop the oldest turns (default: refuse it and say so)',
     }),
@@ -66,6 +76,7 @@ export default class Chat extends RunnerCommand {
       chatTemplate: flags['chat-template'],
       json: flags.json,
       sampling: samplingFromFlags(flags),
+      constraint: await constraintFromFlags(flags),
     })
     if (code !== ExitCode.ok) this.exit(code)
   }

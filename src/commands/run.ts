@@ -1,4 +1,4 @@
-import {contextFromFlags, loadProgress, RunnerCommand, samplingFromFlags, withInterrupt} from '../lib/cli/index.js'
+import {constraintFromFlags, contextFromFlags, loadProgress, RunnerCommand, samplingFromFlags, withInterrupt} from '../lib/cli/index.js'
 import {ExitCode} from '../lib/errors.js'
 import {runFlags, runPrompt} from '../lib/run/index.js'
 import {formatBytes, readPrompt} from '../lib/util/index.js'
@@ -23,6 +23,10 @@ export default class Run extends RunnerCommand {
       description: 'Prompt from a file, result as JSON for scripts',
       command: '<%= config.bin %> run -m model.gguf --file prompt.txt -n 128 --json',
     },
+    {
+      description: 'Output constrained to a JSON Schema (or --grammar FILE.gbnf, or --json-object)',
+      command: '<%= config.bin %> run -m model.gguf -p "A person as JSON:" --json-schema person.schema.json',
+    },
     {description: 'Prompt from standard input', command: 'echo "Once upon a time" | <%= config.bin %> run -m model.gguf -n 32'},
     {
       description: 'A signed receipt anyone with the model can replay (runner verify)',
@@ -36,6 +40,7 @@ export default class Run extends RunnerCommand {
     const {flags} = await this.parse(Run)
     const prompt = await readPrompt(flags.prompt, flags.file)
     const sampling = samplingFromFlags(flags)
+    const constraint = await constraintFromFlags(flags)
     const receipt =
       flags.transcript === undefined
         ? undefined
@@ -49,6 +54,7 @@ export default class Run extends RunnerCommand {
         addBos: !flags['no-bos'],
         parseSpecial: flags.special === true,
         sampling,
+        constraint,
         receipt,
         onProgress: loadProgress(!flags.json),
         onText: flags.json ? undefined : (text) => process.stdout.write(text),
@@ -56,8 +62,8 @@ export default class Run extends RunnerCommand {
       }),
     )
     if (flags.json) {
-      const {text, tokens, promptTokens, finishReason, timings, peakRssBytes} = r
-      this.log(JSON.stringify({text, tokens, promptTokens, finishReason, seed: r.seed.toString(), timings, peakRssBytes}))
+      const {text, tokens, promptTokens, finishReason, timings, constraint: c, peakRssBytes} = r
+      this.log(JSON.stringify({text, tokens, promptTokens, finishReason, seed: r.seed.toString(), timings, constraint: c, peakRssBytes}))
     } else {
       if (r.receipt) process.stderr.write(`receipt ${r.receipt.path} (chain ${r.receipt.chain}${r.receipt.signed ? ', signed' : ''})\n`)
       if (process.stdout.isTTY && !r.text.endsWith('\n')) process.stdout.write('\n')

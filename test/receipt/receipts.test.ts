@@ -436,6 +436,59 @@ describe('receipts', {skip: SKIP}, () => {
     assert.doesNotMatch(r.stderr, /tok\/s/, 'nothing was generated')
   })
 
+  test('a constrained run records its schema (text and hash) and verify replays it; a changed schema diverges or is refused', async () => {
+    const schema = JSON.stringify({
+      type: 'object',
+      properties: {n: {type: 'integer', minimum: 0, maximum: 9}},
+      required: ['n'],
+      additionalProperties: false,
+    })
+    const path = join(dir, 'constrained.json')
+    const run = await runCliAsync([
+      'run',
+      '-m',
+      model,
+      '-p',
+      'x',
+      '-n',
+      '200',
+      '--temp',
+      '1',
+      '--seed',
+      '3',
+      '--json-schema',
+      schema,
+      '--transcript',
+      path,
+      '--json',
+    ])
+    assert.equal(run.status, 0, run.stderr)
+    const out = JSON.parse(run.stdout) as {
+      text: string
+      finishReason: string
+      constraint: {kind: string; sha256: string; forcedTokens: number}
+    }
+    assert.equal(out.finishReason, 'eos')
+    const n = (JSON.parse(out.text) as {n: unknown}).n
+    assert.ok(typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 9, out.text)
+    const recorded = (JSON.parse(readFileSync(path, 'utf8')) as ReceiptJson).config.constraint
+    assert.deepEqual(recorded, {kind: 'json-schema', sha256: out.constraint.sha256, text: schema})
+    assert.equal(createHash('sha256').update(`json-schema\n${schema}`).digest('hex'), recorded.sha256, 'the hash is of kind and text')
+    assert.equal((await verifyReceipt({receiptPath: path, modelPath: model})).verdict, 'VERIFIED')
+    // Another schema under a consistent hash: the replay no longer produces the recorded tokens.
+    const other = JSON.stringify({type: 'object', properties: {m: {type: 'integer'}}, required: ['m']})
+    const forged = forge(path, (x) => {
+      x.config.constraint.text = other
+      x.config.constraint.sha256 = createHash('sha256').update(`json-schema\n${other}`).digest('hex')
+    })
+    assert.equal((await verifyReceipt({receiptPath: forged, modelPath: model})).verdict, 'DIVERGED')
+    // A hash that is not the text's is refused before anything runs.
+    const tampered = forge(path, (x) => (x.config.constraint.text = other))
+    const r = await verifyReceipt({receiptPath: tampered, modelPath: model})
+    assert.equal(r.modelLoaded, false)
+    assert.match(r.reason, /constraint/)
+  })
+
   test('verify usage errors exit 1, not 2 (DIVERGED)', () => {
     const r = runCli(['verify', plain])
     assert.equal(r.status, 1)

@@ -15,6 +15,7 @@ import type {Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {fitPrompt, type FinishReason, generate, type GenerationEvents} from '../generate/index.js'
 import type {Tokenizer} from '../tokenizer/index.js'
+import type {Constraint} from '../grammar/index.js'
 import type {ChatParams} from './params.js'
 
 export interface ConversationOptions {
@@ -29,6 +30,8 @@ export interface ConversationOptions {
   readonly system?: string
   /** Written into saved files as "model". */
   readonly modelName: string
+  /** Every reply is a document of this constraint (chat --json-schema/--grammar/--json-object). */
+  readonly constraint?: Constraint
 }
 
 /** The message and the room its reply needs do not fit in the context; nothing was changed. */
@@ -170,7 +173,14 @@ export class ChatConversation {
     if (signal?.aborted) abort.abort()
     const forward = () => abort.abort()
     signal?.addEventListener('abort', forward, {once: true})
-    const turn = generate(session, {prompt: plan.prompt, maxTokens, sampling: this.params.sampling, signal: abort.signal})
+    const constraint = this.options.constraint
+    const turn = generate(session, {
+      prompt: plan.prompt,
+      maxTokens,
+      sampling: this.params.sampling,
+      signal: abort.signal,
+      ...(constraint ? {constraint} : {}),
+    })
     const active: {abort: AbortController; done: Promise<unknown>} = {abort, done: Promise.resolve()}
     // Cleared before anyone awaiting the result resumes, so the next turn can start at once.
     const release = () => {

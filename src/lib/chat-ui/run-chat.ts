@@ -10,6 +10,7 @@ import {ChatTemplate} from '../chat/index.js'
 import {loadProgress, withInterrupt} from '../cli/index.js'
 import {Model, Session, defaultContextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
+import type {Constraint} from '../grammar/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {ChatConversation} from './conversation.js'
 import {runInteractive} from './interactive.js'
@@ -31,6 +32,8 @@ export interface ChatOptions {
   /** Line mode with one JSON document per answer. */
   readonly json: boolean
   readonly sampling: SamplingOptions
+  /** Constrain every reply (compiled before the model loads). */
+  readonly constraint?: Constraint
 }
 
 export async function runChat(options: ChatOptions): Promise<number> {
@@ -49,6 +52,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
     nCtx,
     contextShift: options.contextShift,
     params: {sampling: options.sampling, maxTokens: options.nPredict},
+    ...(options.constraint ? {constraint: options.constraint} : {}),
     ...(options.system === undefined ? {} : {system: options.system}),
     modelName,
   })

@@ -2,6 +2,7 @@
  * Public face of the cli area: what the commands (src/commands) share, the base command, the
  * sampling flags, load progress, and the Ctrl-C handling the chat UI and the server use too.
  */
+export {type ConstraintFlagValues, constraintFlags, constraintFromFlags} from './constraint-flags.js'
 export {type ContextFlagValues, contextFlags, contextFromFlags, modelFlag} from './engine-flags.js'
 export {type Interrupt, listenForInterrupt, withInterrupt} from './interrupt.js'
 export {loadProgress} from './progress.js'

@@ -164,18 +164,20 @@ export function generate(session: Session, request: GenerationRequest): Generati
       timings: {promptMs: r.promptMs, decodeMs: r.decodeMs, maskMs: r.maskMs},
     }
   }
-  const result = drive().finally(() => matcher?.dispose()).then(
-    (outcome) => {
-      queue.end()
-      return outcome
-    },
-    async (error: unknown) => {
-      // The engine may still hold the context (an error in the stream before its end): wait for it.
-      await turn.result.catch(() => {})
-      queue.end({error})
-      throw error
-    },
-  )
+  const result = drive()
+    .finally(() => matcher?.dispose())
+    .then(
+      (outcome) => {
+        queue.end()
+        return outcome
+      },
+      async (error: unknown) => {
+        // The engine may still hold the context (an error in the stream before its end): wait for it.
+        await turn.result.catch(() => {})
+        queue.end({error})
+        throw error
+      },
+    )
   // Callers that only iterate the events see the error there; this copy must not go unhandled.
   result.catch(() => {})
   return {events, result, cachedTokens: turn.cachedTokens}

@@ -61,7 +61,7 @@ export class Release {
       const start = this.generated.length
       this.generated += t.text
       this.ids.push(t.token)
-      this.reports.push({...tokenFacts(this.tokenizer, t.token, t.logprob, t.top), start, end: this.generated.length})
+      this.reports.push({...tokenFacts(this.tokenizer, t.token, t.logprob, t.top, t.forced === true), start, end: this.generated.length})
     } else {
       this.generated += t.text
     }
@@ -91,5 +91,13 @@ export class Release {
 }
 
 function withOffset(r: Pending): TokenReport {
-  return {token: r.token, text: r.text, bytes: r.bytes, logprob: r.logprob, top: r.top, offset: r.start}
+  return {
+    token: r.token,
+    text: r.text,
+    bytes: r.bytes,
+    logprob: r.logprob,
+    top: r.top,
+    offset: r.start,
+    ...(r.forced ? {forced: r.forced} : {}),
+  }
 }

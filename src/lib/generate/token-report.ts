@@ -11,6 +11,8 @@ export interface TokenReport {
   readonly top: ReadonlyArray<{readonly token: number; readonly text: string; readonly bytes: number[]; readonly logprob: number}>
   /** Where the token's text starts in the generation's text (UTF-16 code units): completions' text_offset. */
   readonly offset: number
+  /** A constraint allowed only this token, so it was taken without a draw (absent otherwise). */
+  readonly forced?: true
 }
 
 /** A report before its offset is known. */
@@ -21,10 +23,17 @@ export function tokenFacts(
   token: number,
   logprob: number,
   top: ReadonlyArray<{token: number; logprob: number}> | undefined,
+  forced = false,
 ): TokenFacts {
   const piece = (id: number) => {
     const bytes = tokenizer.pieceBytes(id)
     return {text: Buffer.from(bytes).toString('utf8'), bytes: [...bytes]}
   }
-  return {token, ...piece(token), logprob, top: (top ?? []).map((t) => ({token: t.token, ...piece(t.token), logprob: t.logprob}))}
+  return {
+    token,
+    ...piece(token),
+    logprob,
+    top: (top ?? []).map((t) => ({token: t.token, ...piece(t.token), logprob: t.logprob})),
+    ...(forced ? {forced: true as const} : {}),
+  }
 }

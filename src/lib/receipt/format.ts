@@ -52,6 +52,8 @@ export interface ReceiptBody {
     readonly parseSpecial: boolean
     readonly stopTokens: readonly number[]
     readonly sampling: ReceiptSampling
+    /** What constrained the output (run --json-schema/--grammar/--json-object): replayed by verify. */
+    readonly constraint?: {readonly kind: string; readonly sha256: string; readonly text: string}
   }
   readonly prompt: {readonly text: string; readonly tokens: readonly number[]}
   readonly output: {

@@ -106,6 +106,8 @@ export async function writeReceipt(path: string, setup: ReceiptSetup, run: RunRe
         frequencyPenalty: s.frequencyPenalty,
         seed: s.seed.toString(),
       },
+      // Last: the canonical key order is the schema's (src/lib/receipt/schema.ts), optional keys after.
+      ...(run.config.constraint ? {constraint: run.config.constraint} : {}),
     },
     prompt: {text: run.prompt.text, tokens: run.prompt.tokens},
     output: {

@@ -12,6 +12,12 @@ const obj = (properties: Record<string, unknown>) => ({
   properties,
 })
 
+/** An object with every key of `required` and any of `optional`. */
+const withOptional = (required: Record<string, unknown>, optional: Record<string, unknown>) => ({
+  ...obj(required),
+  properties: {...required, ...optional},
+})
+
 /**
  * The structure of a version-1 receipt. Ranges of the settings are not checked here: the replay
  * passes them through the same validation the CLI uses (sampling options, context options).
@@ -35,27 +41,30 @@ const RECEIPT_SCHEMA = {
       platform: {type: 'string'},
     }),
     profile: obj({name: {const: PROFILE.name}, version: {const: PROFILE.version}}),
-    config: obj({
-      maxTokens: {type: 'integer'},
-      nCtx: {type: 'integer'},
-      nBatch: {type: 'integer'},
-      threads: {type: 'integer'},
-      kvType: {enum: ['f16', 'f32']},
-      addBos: {type: 'boolean'},
-      parseSpecial: {type: 'boolean'},
-      stopTokens: tokenList,
-      sampling: obj({
-        temperature: {type: 'number'},
-        topK: {type: 'integer'},
-        topP: {type: 'number'},
-        minP: {type: 'number'},
-        repeatPenalty: {type: 'number'},
-        penaltyLastN: {type: 'integer'},
-        presencePenalty: {type: 'number'},
-        frequencyPenalty: {type: 'number'},
-        seed: {type: 'string', pattern: '^(0|[1-9][0-9]{0,19})$'},
-      }),
-    }),
+    config: withOptional(
+      {
+        maxTokens: {type: 'integer'},
+        nCtx: {type: 'integer'},
+        nBatch: {type: 'integer'},
+        threads: {type: 'integer'},
+        kvType: {enum: ['f16', 'f32']},
+        addBos: {type: 'boolean'},
+        parseSpecial: {type: 'boolean'},
+        stopTokens: tokenList,
+        sampling: obj({
+          temperature: {type: 'number'},
+          topK: {type: 'integer'},
+          topP: {type: 'number'},
+          minP: {type: 'number'},
+          repeatPenalty: {type: 'number'},
+          penaltyLastN: {type: 'integer'},
+          presencePenalty: {type: 'number'},
+          frequencyPenalty: {type: 'number'},
+          seed: {type: 'string', pattern: '^(0|[1-9][0-9]{0,19})$'},
+        }),
+      },
+      {constraint: obj({kind: {enum: ['json-schema', 'gbnf', 'json-object', 'json-value']}, sha256: hex(32), text: {type: 'string'}})},
+    ),
     prompt: obj({text: {type: 'string'}, tokens: tokenList}),
     output: obj({
       tokens: tokenList,

@@ -5,6 +5,7 @@ import {basename} from 'node:path'
 import {planModel} from '../arch/index.js'
 import {Model, Session} from '../engine/index.js'
 import {fitPrompt, generate, type Generation} from '../generate/index.js'
+import {compileConstraint, type Constraint, type ConstraintKind, constraintHash} from '../grammar/index.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {resolveSamplingOptions, type SamplingOptions} from '../sampling/index.js'
 import {createTokenizer, encodePrompt} from '../tokenizer/index.js'
@@ -215,9 +216,21 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
         : undefined,
     ].filter((p): p is string => p !== undefined)
     if (problems.length > 0) fail('settings', `the recorded settings are invalid: ${problems[0]}`)
+    let constraint: Constraint | undefined
+    if (c.constraint) {
+      const kind = c.constraint.kind as ConstraintKind
+      if (constraintHash(kind, c.constraint.text) !== c.constraint.sha256)
+        fail('settings', 'config.constraint.sha256 is not the hash of its text')
+      try {
+        constraint = compileConstraint(kind === 'json-schema' || kind === 'gbnf' ? {kind, text: c.constraint.text} : {kind})
+      } catch (error) {
+        fail('settings', `the recorded constraint does not compile: ${(error as Error).message}`)
+      }
+    }
     pass(
       'settings',
-      `seed ${c.sampling.seed}, temperature ${c.sampling.temperature}, ${c.maxTokens} max tokens, context ${c.nCtx}, ${c.threads} thread(s), KV ${c.kvType}`,
+      `seed ${c.sampling.seed}, temperature ${c.sampling.temperature}, ${c.maxTokens} max tokens, context ${c.nCtx}, ${c.threads} thread(s), KV ${c.kvType}` +
+        (constraint ? `, constrained by ${constraint.kind} ${constraint.sha256.slice(0, 12)}` : ''),
     )
 
     // 6. Replay.
@@ -240,7 +253,7 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
     const model = await Model.load(options.modelPath)
     modelLoaded = true
     try {
-      await replay(model, receipt, sampling, fail, pass, signerSameBuild(receipt))
+      await replay(model, receipt, sampling, fail, pass, signerSameBuild(receipt), constraint)
     } finally {
       model.dispose()
     }
@@ -282,6 +295,7 @@ async function replay(
   fail: Fail,
   pass: Pass,
   sameBuild: Promise<boolean>,
+  constraint: Constraint | undefined,
 ): Promise<void> {
   const c = receipt.config
   const expected = receipt.output.tokens
@@ -297,6 +311,7 @@ async function replay(
       maxTokens: cut ? expected.length : c.maxTokens,
       sampling,
       stopTokens: c.stopTokens,
+      ...(constraint ? {constraint} : {}),
     })
     // Token by token, so a divergence stops the replay at once.
     for await (const e of generation.events) {

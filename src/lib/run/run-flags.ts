@@ -1,7 +1,7 @@
 /** The flags of `runner run` (src/commands/run.ts renders; this says what it accepts). */
 import {Flags} from '@oclif/core'
 
-import {contextFlags, modelFlag, samplingFlags} from '../cli/index.js'
+import {constraintFlags, contextFlags, modelFlag, samplingFlags} from '../cli/index.js'
 
 export const runFlags = {
   ...modelFlag,
@@ -15,6 +15,7 @@ export const runFlags = {
   }),
   ...contextFlags,
   ...samplingFlags,
+  ...constraintFlags,
   'no-bos': Flags.boolean({description: 'do not add the beginning-of-sequence token the model asks for'}),
   special: Flags.boolean({
     description:

@@ -8,6 +8,7 @@ import {ExitCode, RunnerError} from '../errors.js'
 import {fitPrompt, type FinishReason, generate} from '../generate/index.js'
 import {readGgufModel} from '../gguf/index.js'
 import {prepareReceipt, type ReceiptOptions, writeReceipt} from '../receipt/index.js'
+import type {Constraint} from '../grammar/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {encodePrompt} from '../tokenizer/index.js'
 
@@ -24,6 +25,8 @@ export interface RunOptions {
   readonly addBos: boolean
   readonly parseSpecial: boolean
   readonly sampling: SamplingOptions
+  /** Constrain the output (a JSON schema, a grammar, JSON mode): compiled before the model loads. */
+  readonly constraint?: Constraint
   /** Write a receipt of the run (its inputs are checked before the model loads). */
   readonly receipt?: ReceiptOptions
   readonly onProgress?: (done: number, total: number) => void
@@ -50,6 +53,14 @@ export interface RunReport {
   readonly finishReason: FinishReason
   readonly seed: bigint
   readonly timings: RunTimings
+  /** With a constraint: what it was, what compiling it and its masks cost, and the tokens it forced. */
+  readonly constraint?: {
+    readonly kind: string
+    readonly sha256: string
+    readonly compileMs: number
+    readonly maskMs: number
+    readonly forcedTokens: number
+  }
   readonly peakRssBytes: number
   readonly receipt?: {readonly path: string; readonly chain: string; readonly signed: boolean}
 }
@@ -81,7 +92,15 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
       const maxTokens = options.nPredict < 0 ? nCtx : options.nPredict
       const stopTokens = [...tokenizer.eogTokens]
       const started = new Date()
-      const generation = generate(new Session(ctx), {prompt: ids, maxTokens, sampling, signal: options.signal, stopTokens})
+      const constraint = options.constraint
+      const generation = generate(new Session(ctx), {
+        prompt: ids,
+        maxTokens,
+        sampling,
+        signal: options.signal,
+        stopTokens,
+        ...(constraint ? {constraint} : {}),
+      })
       for await (const e of generation.events) if (e.text) options.onText?.(e.text)
       const o = await generation.result
       const finished = new Date()
@@ -101,6 +120,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
             parseSpecial: options.parseSpecial,
             stopTokens,
             sampling,
+            ...(constraint ? {constraint: {kind: constraint.kind, sha256: constraint.sha256, text: constraint.text}} : {}),
           },
           prompt: {text: options.prompt, tokens: ids},
           output: {
@@ -128,6 +148,17 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
           promptTokensPerSecond: round((1000 * o.usage.evaluatedTokens) / Math.max(promptMs, 1e-9)),
           decodeTokensPerSecond: round((1000 * o.tokenIds.length) / Math.max(decodeMs, 1e-9)),
         },
+        ...(constraint
+          ? {
+              constraint: {
+                kind: constraint.kind,
+                sha256: constraint.sha256,
+                compileMs: round(constraint.compileMs),
+                maskMs: round(o.timings.maskMs),
+                forcedTokens: o.usage.forcedTokens,
+              },
+            }
+          : {}),
         peakRssBytes: process.resourceUsage().maxRSS * 1024,
         ...(receipt ? {receipt} : {}),
       }

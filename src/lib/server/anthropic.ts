@@ -15,6 +15,7 @@ import {type GenerationOutcome, runGeneration} from './generation.js'
 import {checkModel, type RequestEnv} from './requests.js'
 import {validateBody} from './schemas.js'
 import {SseWriter} from './sse.js'
+import {anthropicOutputConfig} from './structured.js'
 import type {ServerState} from './state.js'
 
 const textBlock = {
@@ -40,6 +41,8 @@ export const MESSAGES_SCHEMA = {
     stop_sequences: {type: 'array', maxItems: 16, items: {type: 'string', minLength: 1}},
     stream: {type: 'boolean'},
     metadata: {type: 'object', properties: {user_id: {type: ['string', 'null']}}, additionalProperties: false},
+    // Structured outputs: checked field by field in ./structured.ts.
+    output_config: {type: 'object'},
   },
 } as const
 
@@ -123,7 +126,15 @@ function prepare(env: RequestEnv, raw: unknown) {
   } catch (error) {
     throw toApiError(error, {temperature: 'temperature', topP: 'top_p', topK: 'top_k'})
   }
-  return {prompt, maxTokens, sampling, stop: (body.stop_sequences as string[] | undefined) ?? [], stream: body.stream === true}
+  const constraint = anthropicOutputConfig(body.output_config as Parameters<typeof anthropicOutputConfig>[0])
+  return {
+    prompt,
+    maxTokens,
+    sampling,
+    stop: (body.stop_sequences as string[] | undefined) ?? [],
+    stream: body.stream === true,
+    ...(constraint ? {constraint} : {}),
+  }
 }
 
 export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {

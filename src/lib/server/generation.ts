@@ -5,6 +5,7 @@
  * happened (error, abort, client gone), so no request can leak one.
  */
 import {type FinishReason, generate, type GenerationOutcome as LoopOutcome, type TokenReport} from '../generate/index.js'
+import type {Constraint} from '../grammar/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {ApiError} from './api-error.js'
 import type {Metrics} from './metrics.js'
@@ -18,6 +19,8 @@ export interface GenerationRequest {
   readonly maxTokens: number
   readonly sampling: SamplingOptions
   readonly stop: readonly string[]
+  /** Structured output: response_format / output_config compiled (./structured.ts). */
+  readonly constraint?: Constraint
 }
 
 export interface GenerationDelta {
@@ -79,6 +82,7 @@ export async function runGeneration(
       sampling: request.sampling,
       stop: request.stop,
       signal,
+      ...(request.constraint ? {constraint: request.constraint} : {}),
     })
     settled = generation.result.catch(() => {})
     for await (const e of generation.events) if (e.text.length > 0 || e.tokens.length > 0) onDelta({text: e.text, tokens: e.tokens})

@@ -10,6 +10,7 @@ import {resolveSamplingOptions} from '../sampling/index.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
 import type {GenerationRequest} from './generation.js'
 import {CHAT_SCHEMA, COMPLETION_SCHEMA, validateBody} from './schemas.js'
+import {openAiResponseFormat} from './structured.js'
 
 export interface PreparedRequest extends GenerationRequest {
   readonly stream: boolean
@@ -68,23 +69,7 @@ export function renderChat(env: RequestEnv, messages: unknown, options: {addGene
 export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
   const body = validateBody(CHAT_SCHEMA, raw)
   checkModel(env, body)
-  const format = opt<{type: string}>(body, 'response_format')
-  if (format && format.type !== 'text') {
-    throw new ApiError(
-      400,
-      `response_format.type "${format.type}" is not supported: constrained decoding does not exist yet; only "text"`,
-      'response_format.type',
-      'unsupported_value',
-    )
-  }
-  if (format && 'json_schema' in format) {
-    throw new ApiError(
-      400,
-      'response_format.json_schema goes with type "json_schema", which is not supported; with "text" it would be ignored',
-      'response_format.json_schema',
-      'unsupported_parameter',
-    )
-  }
+  const constraint = openAiResponseFormat(opt(body, 'response_format'))
   const maxTokens = opt<number>(body, 'max_tokens')
   const maxCompletion = opt<number>(body, 'max_completion_tokens')
   if (maxTokens !== undefined && maxCompletion !== undefined && maxTokens !== maxCompletion) {
@@ -99,7 +84,8 @@ export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
   } catch (error) {
     throw toApiError(error)
   }
-  return finish(env, body, prompt, 'messages', maxCompletion ?? maxTokens, logprobs, topLogprobs ?? 0)
+  const prepared = finish(env, body, prompt, 'messages', maxCompletion ?? maxTokens, logprobs, topLogprobs ?? 0)
+  return constraint ? {...prepared, constraint} : prepared
 }
 
 /** OpenAI's default for /v1/completions max_tokens. */

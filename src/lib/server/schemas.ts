@@ -54,6 +54,7 @@ export const CHAT_SCHEMA = {
     response_format: {
       type: 'object',
       required: ['type'],
+      // json_schema's fields are checked one by one in ./structured.ts, naming each.
       properties: {type: {enum: ['text', 'json_object', 'json_schema']}, json_schema: {type: 'object'}},
       additionalProperties: false,
     },

@@ -201,7 +201,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
           'n (1)',
           'stream',
           'stream_options.include_usage',
-          'response_format (text)',
+          'response_format (text, json_object, json_schema: every schema enforced exactly, strict or not)',
           'user (accepted; the server keeps no per-user records)',
           'echo (false)',
           'suffix (empty)',
@@ -209,7 +209,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         ],
         refused: {
           'n > 1': 'one choice per request',
-          'response_format json_object/json_schema': 'constrained decoding does not exist yet',
+          'response_format json_schema a schema cannot honour exactly': 'refused naming the keyword and JSON pointer',
           'tools, tool_choice, functions, function_call, parallel_tool_calls': 'tool calling is not supported',
           'non-text content parts, audio, modalities': 'the runner is text-only',
           'other fields': 'refused by name as unrecognized',

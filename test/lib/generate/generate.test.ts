@@ -100,6 +100,7 @@ describe("generate() on stories260K against llama.cpp's greedy continuation", {s
       cachedTokens: 0,
       evaluatedTokens: reference.prompt_ids.length,
       completionTokens: 48,
+      forcedTokens: 0,
     })
     assert.ok(o.timings.promptMs >= 0 && o.timings.decodeMs > 0)
     // Offsets: each token's text starts where the text of the tokens before it ends.
@@ -197,6 +198,7 @@ describe("generate() on stories260K against llama.cpp's greedy continuation", {s
       cachedTokens: held,
       evaluatedTokens: longer.length - held,
       completionTokens: 12,
+      forcedTokens: 0,
     })
     assert.deepEqual(o.tokenIds, reference.ids.slice(10, 22), "the continuation is llama.cpp's")
     // maxReuse caps the reuse (a scheduler's choice).
@@ -220,11 +222,10 @@ describe("generate() on stories260K against llama.cpp's greedy continuation", {s
     assert.ok(s.cached.length < reference.prompt_ids.length, `the prompt was not finished (${s.cached.length} cached)`)
   })
 
-  test('the constrained-decoding and speculative hooks are refused by name (GENERATE_UNSUPPORTED, exit 5) until they are built', async () => {
+  test('the speculative hook is refused by name (GENERATE_UNSUPPORTED, exit 5) until it is built', async () => {
     const s = await session()
     const refused = (name: string) => (e: unknown) =>
       e instanceof RunnerError && e.code === 'GENERATE_UNSUPPORTED' && e.exitCode === 5 && e.message.startsWith(name)
-    assert.throws(() => generate(s, request({tokenMask: {allowed: () => undefined}})), refused('tokenMask'))
     assert.throws(() => generate(s, request({draft: {propose: async () => []}})), refused('draft'))
     assert.equal(s.context.nPast, 0, 'nothing ran')
   })
