@@ -39,10 +39,27 @@ export interface MaskbenchResult {
 }
 
 export function runMaskbench(directory: string, step: number, sizeCap: number): MaskbenchResult {
-  const files = readdirSync(directory).filter((f) => f.endsWith('.json')).sort().filter((_, i) => i % step === 0)
-  const r: MaskbenchResult = {schemas: 0, compiled: 0, refused: new Map(), crashed: 0, passing: 0, validationErrors: 0, invalidationErrors: 0, skippedDocs: 0, times: [], details: []}
+  const files = readdirSync(directory)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .filter((_, i) => i % step === 0)
+  const r: MaskbenchResult = {
+    schemas: 0,
+    compiled: 0,
+    refused: new Map(),
+    crashed: 0,
+    passing: 0,
+    validationErrors: 0,
+    invalidationErrors: 0,
+    skippedDocs: 0,
+    times: [],
+    details: [],
+  }
   for (const f of files) {
-    const doc = JSON.parse(readFileSync(join(directory, f), 'utf8')) as {schema: unknown; tests: {valid: boolean; data: unknown; description?: string}[]}
+    const doc = JSON.parse(readFileSync(join(directory, f), 'utf8')) as {
+      schema: unknown
+      tests: {valid: boolean; data: unknown; description?: string}[]
+    }
     r.schemas++
     const t0 = performance.now()
     let g
@@ -91,7 +108,14 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   for (const d of r.details) console.log(d)
   const refused = [...r.refused.values()].reduce((a, b) => a + b, 0)
   console.log(`schemas ${r.schemas}, compiled ${r.compiled}, refused ${refused}, crashed ${r.crashed}`)
-  console.log(`refusals: ${[...r.refused].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ')}`)
-  console.log(`passing ${r.passing} (${((100 * r.passing) / r.schemas).toFixed(1)} %), validation errors ${r.validationErrors}, invalidation errors ${r.invalidationErrors}, documents skipped over ${cap} chars ${r.skippedDocs}`)
+  console.log(
+    `refusals: ${[...r.refused]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
+  )
+  console.log(
+    `passing ${r.passing} (${((100 * r.passing) / r.schemas).toFixed(1)} %), validation errors ${r.validationErrors}, invalidation errors ${r.invalidationErrors}, documents skipped over ${cap} chars ${r.skippedDocs}`,
+  )
   console.log(`compile ms p50 ${pct(r.times, 50).toFixed(2)}, p99 ${pct(r.times, 99).toFixed(2)}, max ${pct(r.times, 100).toFixed(2)}`)
 }

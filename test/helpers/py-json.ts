@@ -39,5 +39,11 @@ export function pyDumps(v: unknown): string {
   if (typeof v === 'number') return Number.isInteger(v) && Math.abs(v) >= 1e16 ? BigInt(v).toString() : pyFloat(v)
   if (typeof v === 'string') return pyString(v)
   if (Array.isArray(v)) return '[' + v.map(pyDumps).join(', ') + ']'
-  return '{' + Object.entries(v as Record<string, unknown>).map(([k, x]) => pyString(k) + ': ' + pyDumps(x)).join(', ') + '}'
+  return (
+    '{' +
+    Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => pyString(k) + ': ' + pyDumps(x))
+      .join(', ') +
+    '}'
+  )
 }

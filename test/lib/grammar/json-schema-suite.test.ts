@@ -19,10 +19,40 @@ const ROOT = process.env.JSON_SCHEMA_TEST_SUITE ?? join('node_modules', 'json-sc
 const DRAFTS = ['draft2020-12', 'draft7', 'draft4']
 const DRAFT_NUMBER: Record<string, 2020 | 7 | 4> = {'draft2020-12': 2020, draft7: 7, draft4: 4}
 const KEYWORDS = [
-  'type', 'enum', 'const', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minLength', 'maxLength',
-  'pattern', 'items', 'prefixItems', 'additionalItems', 'minItems', 'maxItems', 'uniqueItems', 'properties', 'required',
-  'additionalProperties', 'patternProperties', 'minProperties', 'maxProperties', 'allOf', 'anyOf', 'oneOf', 'not', 'ref', 'defs',
-  'definitions', 'boolean_schema', 'default', 'infinite-loop-detection', 'format',
+  'type',
+  'enum',
+  'const',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'items',
+  'prefixItems',
+  'additionalItems',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'properties',
+  'required',
+  'additionalProperties',
+  'patternProperties',
+  'minProperties',
+  'maxProperties',
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  'ref',
+  'defs',
+  'definitions',
+  'boolean_schema',
+  'default',
+  'infinite-loop-detection',
+  'format',
 ]
 
 /**
@@ -36,10 +66,11 @@ const KNOWN_REJECTED: Record<string, string> = {
   'draft7/const.json: const with object / same object with different property order is valid': ORDER,
   ...Object.fromEntries(
     ['draft2020-12', 'draft7', 'draft4'].flatMap((d) =>
-      ['minProperties validation / longer is valid', 'minProperties validation / exact length is valid', 'minProperties validation with a decimal / longer is valid'].map((t) => [
-        `${d}/minProperties.json: ${t}`,
-        MIN_PROPS,
-      ]),
+      [
+        'minProperties validation / longer is valid',
+        'minProperties validation / exact length is valid',
+        'minProperties validation with a decimal / longer is valid',
+      ].map((t) => [`${d}/minProperties.json: ${t}`, MIN_PROPS]),
     ),
   ),
 }
@@ -54,43 +85,49 @@ interface Case {
 const suiteDir = join(ROOT, 'tests')
 const present = existsSync(suiteDir)
 
-test('JSON Schema Test Suite: no invalid instance accepted, rejections all known', {skip: present ? false : `no suite at ${suiteDir} (set JSON_SCHEMA_TEST_SUITE or install json-schema-test-suite)`}, () => {
-  let cases = 0
-  let refused = 0
-  let instances = 0
-  let accepted = 0
-  let knownRejected = 0
-  const bad: string[] = []
-  for (const draft of DRAFTS) {
-    const dir = join(suiteDir, draft)
-    if (!existsSync(dir)) continue
-    for (const file of readdirSync(dir).filter((f) => KEYWORDS.includes(f.replace(/\.json$/, '')))) {
-      const groups = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Case[]
-      for (const g of groups) {
-        cases++
-        let grammar
-        try {
-          grammar = compileJsonSchema(g.schema, {draft: DRAFT_NUMBER[draft]})
-        } catch (e) {
-          if (!(e instanceof SchemaRefusal)) throw e
-          refused++
-          continue
-        }
-        for (const t of g.tests) {
-          instances++
-          const got = recognizes(grammar, JSON.stringify(t.data))
-          if (got === t.valid) {
-            accepted++
+test(
+  'JSON Schema Test Suite: no invalid instance accepted, rejections all known',
+  {skip: present ? false : `no suite at ${suiteDir} (set JSON_SCHEMA_TEST_SUITE or install json-schema-test-suite)`},
+  () => {
+    let cases = 0
+    let refused = 0
+    let instances = 0
+    let accepted = 0
+    let knownRejected = 0
+    const bad: string[] = []
+    for (const draft of DRAFTS) {
+      const dir = join(suiteDir, draft)
+      if (!existsSync(dir)) continue
+      for (const file of readdirSync(dir).filter((f) => KEYWORDS.includes(f.replace(/\.json$/, '')))) {
+        const groups = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Case[]
+        for (const g of groups) {
+          cases++
+          let grammar
+          try {
+            grammar = compileJsonSchema(g.schema, {draft: DRAFT_NUMBER[draft]})
+          } catch (e) {
+            if (!(e instanceof SchemaRefusal)) throw e
+            refused++
             continue
           }
-          const key = `${draft}/${file}: ${g.description} / ${t.description}`
-          if (!t.valid) bad.push(`ACCEPTED INVALID ${key}`)
-          else if (KNOWN_REJECTED[key] || file === 'format.json') knownRejected++
-          else bad.push(`REJECTED VALID ${key}`)
+          for (const t of g.tests) {
+            instances++
+            const got = recognizes(grammar, JSON.stringify(t.data))
+            if (got === t.valid) {
+              accepted++
+              continue
+            }
+            const key = `${draft}/${file}: ${g.description} / ${t.description}`
+            if (!t.valid) bad.push(`ACCEPTED INVALID ${key}`)
+            else if (KNOWN_REJECTED[key] || file === 'format.json') knownRejected++
+            else bad.push(`REJECTED VALID ${key}`)
+          }
         }
       }
     }
-  }
-  console.log(`suite: ${cases} cases, ${refused} refused; ${instances} instances judged, ${accepted} right, ${knownRejected} known rejections (${FORMAT_POLICY})`)
-  assert.deepEqual(bad, [])
-})
+    console.log(
+      `suite: ${cases} cases, ${refused} refused; ${instances} instances judged, ${accepted} right, ${knownRejected} known rejections (${FORMAT_POLICY})`,
+    )
+    assert.deepEqual(bad, [])
+  },
+)

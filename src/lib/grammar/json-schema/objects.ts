@@ -133,7 +133,8 @@ function anyOrder(o: ObjC, known: Known[], extra: Expr | undefined, ctx: Context
         if (k.member && !(mask & (1 << i))) parts.push(seq(sep, k.member, state(mask | (1 << i), false)))
       })
     if (extra && o.maxProps === undefined) parts.push(seq(sep, extra, state(mask, false)))
-    if ((mask & requiredMask) === requiredMask && n >= o.minProps) parts.push(o.maxProps === undefined ? (first ? EMPTY : ws) : closing(o, extra, first, n, ctx))
+    if ((mask & requiredMask) === requiredMask && n >= o.minProps)
+      parts.push(o.maxProps === undefined ? (first ? EMPTY : ws) : closing(o, extra, first, n, ctx))
     ctx.rules.set(name, alt(...parts))
     return ref(name)
   }

@@ -59,7 +59,8 @@ export class RefIndex {
     let id = typeof s.$id === 'string' ? s.$id : typeof s.id === 'string' ? s.id : undefined
     if (id !== undefined && !id.startsWith('#') && typeof s.$ref === 'string') {
       // draft 4-7 ignore an $id beside $ref, 2019+ honour it: without a declared draft, ambiguous
-      if (this.legacyRef === undefined) throw new SchemaRefusal('$id', childPointer(pointer, '$id'), 'an $id beside $ref means different things in different drafts')
+      if (this.legacyRef === undefined)
+        throw new SchemaRefusal('$id', childPointer(pointer, '$id'), 'an $id beside $ref means different things in different drafts')
       if (this.legacyRef) id = undefined
     }
     if (id !== undefined) {
