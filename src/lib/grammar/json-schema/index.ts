@@ -31,6 +31,22 @@ export interface JsonSchemaOptions {
   /** 'flexible' (default): up to `maxWhitespace` (20) of [ \t\n\r] between tokens; 'compact': none. */
   whitespace?: 'flexible' | 'compact'
   maxWhitespace?: number
+  /**
+   * The draft, when the schema does not say with `$schema`: 4, 6 and 7 let `$ref` replace its
+   * sibling keywords. Unknown: siblings are applied (2019+ semantics, and the stricter reading of
+   * older drafts, so never an invalid acceptance).
+   */
+  draft?: 4 | 6 | 7 | 2019 | 2020
+}
+
+/** Draft 4-7 (`$ref` overrides siblings)? From `$schema`, else the option; undefined when unknown. */
+function legacyRef(schema: unknown, draft: JsonSchemaOptions['draft']): boolean | undefined {
+  const declared = typeof schema === 'object' && schema !== null ? (schema as {$schema?: unknown}).$schema : undefined
+  if (typeof declared === 'string') {
+    if (/draft-0[3-7]/.test(declared)) return true
+    if (/draft\/20(19|20)/.test(declared)) return false
+  }
+  return draft === undefined ? undefined : draft < 2019
 }
 
 class Compiler implements Context {
@@ -43,7 +59,7 @@ class Compiler implements Context {
   constructor(root: unknown, options: JsonSchemaOptions) {
     this.lex = new Lexicon(options.whitespace === 'compact' ? 0 : (options.maxWhitespace ?? 20))
     this.rules = this.lex.rules
-    this.norm = new Normalizer(root, (v, c) => validConj(v, c, this.norm))
+    this.norm = new Normalizer(root, (v, c) => validConj(v, c, this.norm), legacyRef(root, options.draft))
   }
 
   fresh(prefix: string): string {

@@ -91,8 +91,10 @@ export class Normalizer implements DisjointnessOracle {
   constructor(
     readonly root: unknown,
     readonly valid: (value: Json, c: Conj) => boolean,
+    /** Draft 4-7 (`$ref` replaces its siblings); undefined when the draft is not known. */
+    private readonly legacyRef: boolean | undefined,
   ) {
-    this.refs = new RefIndex(root)
+    this.refs = new RefIndex(root, legacyRef)
   }
 
   normalizeSub(s: Sub): Disj {
@@ -120,6 +122,7 @@ export class Normalizer implements DisjointnessOracle {
     if (schema === true) return [anyConj(pointer)]
     if (schema === false) return []
     if (!isPlainObject(schema)) throw new SchemaRefusal('schema', pointer, 'not a schema (object or boolean)')
+    if (typeof schema.$ref === 'string' && this.legacyRef) return this.normalize(this.refs.resolve(schema.$ref, pointer))
     const s = schema
     for (const k of Object.keys(s))
       if (REFUSED.has(k) && !this.harmless(k, s[k])) throw new SchemaRefusal(k, childPointer(pointer, k), 'not supported')

@@ -1,14 +1,15 @@
 /**
  * Object schemas. JSON objects are unordered, but a grammar accepting every order of n properties
- * is exponential, so the policy is: known properties (`properties`, then `required` names not in
- * it) in schema definition order, each optional one skippable, then the additional properties.
- * A valid object written in another order is rejected (a validation error, never an acceptance of
- * an invalid one). Keys are accepted in every escape spelling; an additional key can spell no known
- * name (the key language is "any string but these", built over decoded characters from a trie),
- * so no known key appears twice. `minProperties` is met by known properties only, because two
+ * needs a state per subset of them. Policy: up to ANY_ORDER_MAX (7) known properties (`properties`
+ * plus `required` names not in it) are accepted in any order, each at most once; with more, they are
+ * accepted in schema definition order (each optional one skippable), and a valid object written in
+ * another order is rejected (a validation error, never an acceptance of an invalid one). Additional
+ * properties go anywhere in the first mode (at the end under `maxProperties`), after the known ones
+ * in the second. Keys are accepted in every escape spelling; an additional key can spell no known
+ * name (the key language is "any string but these", built over decoded characters from a trie), so
+ * no known key appears twice. `minProperties` is met by known properties only, because two
  * additional members with the same key would count twice but parse as one; `maxProperties` counts
- * every member (duplicates only lower the real count).
- */
+ * every member (duplicates only lower the real count). */
 import {ANY_CHAR, charsOf, complement, union, type CharSet} from '../charset.js'
 import {alt, EMPTY, lit, NOTHING, opt, ref, repeat, seq, star, type Expr} from '../ir.js'
 import type {Context} from './context.js'
@@ -65,6 +66,7 @@ export function compileObject(o: ObjC, ctx: Context, pointer: string): Expr {
     return {name: k, required: o.required.has(k), member: ctx.isFalse(s) ? undefined : member(ctx.lex.stringLiteral(k), s)}
   })
   const extra = additionalMember(o, names, ctx, member)
+  if (known.length <= ANY_ORDER_MAX) return anyOrder(o, known, extra, ctx)
   const counting = o.minProps > 0 || o.maxProps !== undefined
   const cap = Math.max(o.minProps, (o.maxProps ?? 0) + 1)
   const base = ctx.fresh('obj')
@@ -83,16 +85,60 @@ export function compileObject(o: ObjC, ctx: Context, pointer: string): Expr {
       if (!k.required) parts.push(state(i + 1, first, cc))
       body = alt(...parts)
     } else if (cc < o.minProps) body = NOTHING
-    else {
-      const room = o.maxProps === undefined ? undefined : o.maxProps - cc
-      if (!extra || room === 0) body = first ? EMPTY : ws
-      else if (first) body = opt(seq(extra, repeat(seq(comma, extra), 0, room === undefined ? undefined : room - 1), ws))
-      else body = seq(repeat(seq(comma, extra), 0, room), ws)
-    }
+    else body = closing(o, extra, first, cc, ctx)
     ctx.rules.set(name, body)
     return ref(name)
   }
   return seq(lit('{'), ws, state(0, true, 0), lit('}'))
+}
+
+/** Up to this many known properties are accepted in any order (2^n states); more, in definition order. */
+export const ANY_ORDER_MAX = 7
+
+interface Known {
+  name: string
+  required: boolean
+  member: Expr | undefined
+}
+
+/** After the known properties: the additional ones (bounded by maxProperties), then whitespace before `}`. */
+function closing(o: ObjC, extra: Expr | undefined, first: boolean, count: number, ctx: Context): Expr {
+  const ws = ctx.lex.ws
+  const comma = seq(ws, lit(','), ws)
+  const room = o.maxProps === undefined ? undefined : o.maxProps - count
+  if (!extra || room === 0) return first ? EMPTY : ws
+  if (first) return opt(seq(extra, repeat(seq(comma, extra), 0, room === undefined ? undefined : room - 1), ws))
+  return seq(repeat(seq(comma, extra), 0, room), ws)
+}
+
+/**
+ * Known properties in any order: a state per set of properties already written (each at most
+ * once), additional members interleaved anywhere (or, under maxProperties, at the end).
+ */
+function anyOrder(o: ObjC, known: Known[], extra: Expr | undefined, ctx: Context): Expr {
+  const ws = ctx.lex.ws
+  const comma = seq(ws, lit(','), ws)
+  const base = ctx.fresh('objset')
+  const requiredMask = known.reduce((m, k, i) => (k.required ? m | (1 << i) : m), 0)
+  const popcount = (m: number): number => (m === 0 ? 0 : (m & 1) + popcount(m >>> 1))
+  const state = (mask: number, first: boolean): Expr => {
+    const name = `${base}@${mask},${first ? 1 : 0}`
+    if (ctx.rules.has(name)) return ref(name)
+    ctx.rules.set(name, NOTHING)
+    const n = popcount(mask)
+    const parts: Expr[] = []
+    const sep = first ? EMPTY : comma
+    if (o.maxProps === undefined || n < o.maxProps)
+      known.forEach((k, i) => {
+        if (k.member && !(mask & (1 << i))) parts.push(seq(sep, k.member, state(mask | (1 << i), false)))
+      })
+    if (extra && o.maxProps === undefined) parts.push(seq(sep, extra, state(mask, false)))
+    if ((mask & requiredMask) === requiredMask && n >= o.minProps)
+      parts.push(o.maxProps === undefined ? (first ? EMPTY : ws) : closing(o, extra, first, n, ctx))
+    ctx.rules.set(name, alt(...parts))
+    return ref(name)
+  }
+  return seq(lit('{'), ws, state(0, true), lit('}'))
 }
 
 /** One additional member (key not a known name), or undefined when none is allowed. */

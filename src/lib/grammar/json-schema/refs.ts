@@ -44,7 +44,11 @@ export class RefIndex {
   /** "uri#anchor" → pointer */
   private readonly anchors = new Map<string, string>()
 
-  constructor(private readonly root: unknown) {
+  constructor(
+    private readonly root: unknown,
+    /** Draft 4-7: `$ref` siblings, `$id` included, are ignored. */
+    private readonly legacyRef: boolean | undefined,
+  ) {
     this.walk(root, '', ROOT_BASE)
     this.resources.set(ROOT_BASE, '')
   }
@@ -52,7 +56,13 @@ export class RefIndex {
   private walk(node: unknown, pointer: string, base: string): void {
     if (typeof node !== 'object' || node === null || Array.isArray(node)) return
     const s = node as Record<string, unknown>
-    const id = typeof s.$id === 'string' ? s.$id : typeof s.id === 'string' ? s.id : undefined
+    let id = typeof s.$id === 'string' ? s.$id : typeof s.id === 'string' ? s.id : undefined
+    if (id !== undefined && !id.startsWith('#') && typeof s.$ref === 'string') {
+      // draft 4-7 ignore an $id beside $ref, 2019+ honour it: without a declared draft, ambiguous
+      if (this.legacyRef === undefined)
+        throw new SchemaRefusal('$id', childPointer(pointer, '$id'), 'an $id beside $ref means different things in different drafts')
+      if (this.legacyRef) id = undefined
+    }
     if (id !== undefined) {
       if (id.startsWith('#')) this.anchors.set(base.split('#')[0] + id, pointer)
       else {

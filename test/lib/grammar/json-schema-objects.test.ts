@@ -1,0 +1,49 @@
+import {test} from 'node:test'
+import {check, refuses} from '../../helpers/schema-check.js'
+
+const two = {type: 'object', properties: {a: {type: 'integer'}, b: {type: 'string'}}, required: ['a']}
+
+test('objects: properties in any order (few of them), required, additional allowed by default', () => {
+  check(
+    two,
+    ['{"a":1}', '{"a":1,"b":"x"}', '{"b":"x","a":1}', '{ "a" : 1 , "c" : [null] }', '{"c":{},"a":1}', '{"\\u0061":1}'],
+    ['{}', '{"b":"x"}', '{"a":"1"}', '{"a":1,"a":2}', '{"a":1,"\\u0061":2}', '{"a":1,}'],
+  )
+})
+
+test('objects: additionalProperties false or a schema; additional keys never spell a known one', () => {
+  check({...two, additionalProperties: false}, ['{"a":1,"b":"x"}'], ['{"a":1,"c":1}'])
+  check(
+    {...two, additionalProperties: {type: 'boolean'}},
+    ['{"a":1,"zz":true}', '{"a":1,"ab":true}'],
+    ['{"a":1,"zz":1}', '{"a":1,"b":true}', '{"a":1,"\\u0062":true}'],
+  )
+})
+
+test('objects: definition order beyond the any-order limit', () => {
+  const props = Object.fromEntries('abcdefgh'.split('').map((k) => [k, {type: 'integer'}]))
+  check({type: 'object', properties: props}, ['{"a":1,"c":3,"h":8}', '{}'], ['{"c":3,"a":1}', '{"a":1,"a":1}'])
+})
+
+test('objects: minProperties/maxProperties', () => {
+  check(
+    {type: 'object', properties: {a: {}, b: {}}, minProperties: 1, maxProperties: 2},
+    ['{"a":1}', '{"b":1,"a":2}', '{"a":1,"x":2}'],
+    ['{}', '{"a":1,"b":2,"c":3}'],
+  )
+  refuses({type: 'object', minProperties: 3, maxProperties: 2}, 'minProperties')
+})
+
+test('objects: patternProperties with additionalProperties false', () => {
+  check(
+    {type: 'object', properties: {id: {type: 'integer'}}, patternProperties: {'^x-': {type: 'string'}}, additionalProperties: false},
+    ['{"id":1,"x-a":"s"}', '{"x-b":"t"}'],
+    ['{"y":"s"}', '{"x-a":1}'],
+  )
+  refuses({type: 'object', patternProperties: {'^x-': {type: 'string'}}}, 'patternProperties')
+})
+
+test('objects: a required property whose schema is false is refused', () => {
+  refuses({type: 'object', properties: {a: false}, required: ['a']}, 'required')
+  check({type: 'object', properties: {a: false}}, ['{}', '{"b":1}'], ['{"a":1}'])
+})
