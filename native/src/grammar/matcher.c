@@ -194,42 +194,49 @@ static int32_t return_point(runner_matcher *m, int32_t retpos, int32_t parent) {
 
 static int enter_rule(runner_matcher *m, int64_t at, int32_t rule, int32_t ret, int depth);
 
-/* Expand position pos (with a REPEAT's count) over `parent` until every stack waits on CHARS. */
+/* Expand position pos (with a REPEAT's count) over `parent` until every stack waits on CHARS.
+ * Returns into parents (END) and a REPEAT's exit are the loop, not recursion: they walk up the
+ * document's stack, which may be as deep as its nesting, while `depth` bounds only the descent into
+ * the grammar (entering rules). Recursing there made a valid document nested past MAX_CLOSE_DEPTH
+ * with nullable tails (`v ::= "x" | "(" v ")"?`) fail, and put that depth on the C stack. */
 static int close_at(runner_matcher *m, int64_t at, int32_t pos, int32_t count, int32_t parent, int depth) {
-    if (depth > MAX_CLOSE_DEPTH || ++m->steps > MAX_CLOSE_STEPS) return fail(m, RUNNER_ERR_UNSUPPORTED, "a closure too deep or too large");
-    const int32_t *e = gprog_elem(m->g, pos);
-    switch (e[0]) {
-    case GELEM_END:
-        if (parent < 0) return add_top(m, at, COMPLETE);
-        /* What returning into a node adds depends on that node alone: the second return into it
-         * within one closure adds nothing. Without this, ambiguous empty derivations (a stack of
-         * pending nullable rules, `x ::= "a" x x | ""`) re-walked the same returns once per path. */
-        if (m->ret_stamp[parent] == m->gen) return 0;
-        m->ret_stamp[parent] = m->gen;
-        {
+    if (depth > MAX_CLOSE_DEPTH) return fail(m, RUNNER_ERR_UNSUPPORTED, "a closure too deep or too large");
+    for (;;) {
+        if (++m->steps > MAX_CLOSE_STEPS) return fail(m, RUNNER_ERR_UNSUPPORTED, "a closure too deep or too large");
+        const int32_t *e = gprog_elem(m->g, pos);
+        switch (e[0]) {
+        case GELEM_END: {
+            if (parent < 0) return add_top(m, at, COMPLETE);
+            /* What returning into a node adds depends on that node alone: the second return into it
+             * within one closure adds nothing. Without this, ambiguous empty derivations (a stack of
+             * pending nullable rules, `x ::= "a" x x | ""`) re-walked the same returns once per path. */
+            if (m->ret_stamp[parent] == m->gen) return 0;
+            m->ret_stamp[parent] = m->gen;
             const gnode p = m->nodes[parent];
-            return close_at(m, at, p.pos, p.count, p.parent, depth + 1);
+            pos = p.pos, count = p.count, parent = p.parent;
+            continue;
         }
-    case GELEM_CHARS: return add_top(m, at, node_get(m, pos, 0, parent, 0));
-    case GELEM_REF: {
-        const int32_t ret = return_point(m, pos + 1, parent);
-        if (ret < COMPLETE) return -1;
-        return enter_rule(m, at, e[1], ret, depth);
-    }
-    case GELEM_REPEAT: {
-        const int32_t min = e[2], max = e[3];
-        if (count >= min && close_at(m, at, pos + 1, 0, parent, depth + 1) < 0) return -1;
-        if (max < 0 || count < max) {
-            /* Without an upper bound, counts past min are all alike: saturate so states recur. */
-            int32_t next = count + 1;
-            if (max < 0 && next > min) next = min;
-            const int32_t ret = node_get(m, pos, next, parent, 0);
-            if (ret < 0) return -1;
+        case GELEM_CHARS: return add_top(m, at, node_get(m, pos, 0, parent, 0));
+        case GELEM_REF: {
+            const int32_t ret = return_point(m, pos + 1, parent);
+            if (ret < COMPLETE) return -1;
             return enter_rule(m, at, e[1], ret, depth);
         }
-        return 0;
-    }
-    default: return fail(m, RUNNER_ERR_INTERNAL, "unknown element");
+        case GELEM_REPEAT: {
+            const int32_t min = e[2], max = e[3];
+            if (max < 0 || count < max) {
+                /* Without an upper bound, counts past min are all alike: saturate so states recur. */
+                int32_t next = count + 1;
+                if (max < 0 && next > min) next = min;
+                const int32_t ret = node_get(m, pos, next, parent, 0);
+                if (ret < 0 || enter_rule(m, at, e[1], ret, depth) < 0) return -1;
+            }
+            if (count < min) return 0;
+            pos = pos + 1, count = 0; /* the exit: what follows the repetition */
+            continue;
+        }
+        default: return fail(m, RUNNER_ERR_INTERNAL, "unknown element");
+        }
     }
 }
 

@@ -853,7 +853,7 @@ describe('grammar matcher: hostile programs', () => {
       [
         'x ::= "a" x | "a" x x | ""',
         grammarOf({root: ref('x'), x: alt(seq(lit('a'), ref('x')), seq(lit('a'), ref('x'), ref('x')), seq())}),
-        'a'.repeat(1500),
+        'a'.repeat(1000),
         'must',
       ],
       [
@@ -878,6 +878,19 @@ describe('grammar matcher: hostile programs', () => {
         'deep nesting',
         grammarOf({root: ref('v'), v: alt(lit('x'), seq(lit('('), ref('v'), lit(')')))}),
         '('.repeat(3000) + 'x' + ')'.repeat(3000),
+        'must',
+      ],
+      // Past MAX_CLOSE_DEPTH (4096): the closure after "x" returns through every level at once.
+      [
+        'deep nesting, optional closers',
+        grammarOf({root: ref('v'), v: alt(lit('x'), seq(lit('('), ref('v'), opt(lit(')'))))}),
+        '('.repeat(6000) + 'x',
+        'must',
+      ],
+      [
+        'deep nesting, a repeat after it',
+        grammarOf({root: ref('v'), v: alt(lit('x'), seq(lit('('), ref('v'), star(lit('!'))))}),
+        '('.repeat(6000) + 'x!!',
         'must',
       ],
     ]
