@@ -43,7 +43,9 @@ struct runner_matcher {
     gnode *nodes;
     int32_t *slot_of; /* [cap]: the hash slot of each node (for LIFO removal) */
     uint32_t *stamp;  /* [cap]: dedup mark of each node in the set being built */
+    uint32_t *ret_stamp; /* [cap]: the closure being built has already returned into this node */
     int32_t n_nodes, cap;
+    int32_t n_live; /* nodes the last compaction kept: the next one waits until the arena doubles them */
     int32_t *table; /* open addressing, -1 empty; size a power of two >= 2 * cap */
     uint32_t table_mask;
     int32_t *sets; /* set storage: a stack of sets, each [n, tops...] */
@@ -108,12 +110,15 @@ static int grow_nodes(runner_matcher *m) {
     if (slot_of) m->slot_of = slot_of;
     uint32_t *stamp = realloc(m->stamp, (size_t)cap * sizeof *stamp);
     if (stamp) m->stamp = stamp;
+    uint32_t *ret_stamp = realloc(m->ret_stamp, (size_t)cap * sizeof *ret_stamp);
+    if (ret_stamp) m->ret_stamp = ret_stamp;
     int32_t *table = malloc((size_t)cap * 2 * sizeof *table);
-    if (!nodes || !slot_of || !stamp || !table) {
+    if (!nodes || !slot_of || !stamp || !ret_stamp || !table) {
         free(table);
         return fail(m, RUNNER_ERR_NO_MEMORY, "parse nodes");
     }
     memset(m->stamp + m->cap, 0, (size_t)(cap - m->cap) * sizeof *stamp);
+    memset(m->ret_stamp + m->cap, 0, (size_t)(cap - m->cap) * sizeof *ret_stamp);
     memset(table, 0xff, (size_t)cap * 2 * sizeof *table);
     free(m->table);
     m->table = table;
@@ -140,6 +145,7 @@ static int32_t node_get(runner_matcher *m, int32_t pos, int32_t count, int32_t p
     const int32_t i = m->n_nodes++;
     m->nodes[i] = (gnode){pos, count, parent, utf8};
     m->stamp[i] = 0;
+    m->ret_stamp[i] = 0;
     m->table[h] = i;
     m->slot_of[i] = (int32_t)h;
     return i;
@@ -188,37 +194,49 @@ static int32_t return_point(runner_matcher *m, int32_t retpos, int32_t parent) {
 
 static int enter_rule(runner_matcher *m, int64_t at, int32_t rule, int32_t ret, int depth);
 
-/* Expand position pos (with a REPEAT's count) over `parent` until every stack waits on CHARS. */
+/* Expand position pos (with a REPEAT's count) over `parent` until every stack waits on CHARS.
+ * Returns into parents (END) and a REPEAT's exit are the loop, not recursion: they walk up the
+ * document's stack, which may be as deep as its nesting, while `depth` bounds only the descent into
+ * the grammar (entering rules). Recursing there made a valid document nested past MAX_CLOSE_DEPTH
+ * with nullable tails (`v ::= "x" | "(" v ")"?`) fail, and put that depth on the C stack. */
 static int close_at(runner_matcher *m, int64_t at, int32_t pos, int32_t count, int32_t parent, int depth) {
-    if (depth > MAX_CLOSE_DEPTH || ++m->steps > MAX_CLOSE_STEPS) return fail(m, RUNNER_ERR_UNSUPPORTED, "a closure too deep or too large");
-    const int32_t *e = gprog_elem(m->g, pos);
-    switch (e[0]) {
-    case GELEM_END:
-        if (parent < 0) return add_top(m, at, COMPLETE);
-        {
+    if (depth > MAX_CLOSE_DEPTH) return fail(m, RUNNER_ERR_UNSUPPORTED, "a closure too deep or too large");
+    for (;;) {
+        if (++m->steps > MAX_CLOSE_STEPS) return fail(m, RUNNER_ERR_UNSUPPORTED, "a closure too deep or too large");
+        const int32_t *e = gprog_elem(m->g, pos);
+        switch (e[0]) {
+        case GELEM_END: {
+            if (parent < 0) return add_top(m, at, COMPLETE);
+            /* What returning into a node adds depends on that node alone: the second return into it
+             * within one closure adds nothing. Without this, ambiguous empty derivations (a stack of
+             * pending nullable rules, `x ::= "a" x x | ""`) re-walked the same returns once per path. */
+            if (m->ret_stamp[parent] == m->gen) return 0;
+            m->ret_stamp[parent] = m->gen;
             const gnode p = m->nodes[parent];
-            return close_at(m, at, p.pos, p.count, p.parent, depth + 1);
+            pos = p.pos, count = p.count, parent = p.parent;
+            continue;
         }
-    case GELEM_CHARS: return add_top(m, at, node_get(m, pos, 0, parent, 0));
-    case GELEM_REF: {
-        const int32_t ret = return_point(m, pos + 1, parent);
-        if (ret < COMPLETE) return -1;
-        return enter_rule(m, at, e[1], ret, depth);
-    }
-    case GELEM_REPEAT: {
-        const int32_t min = e[2], max = e[3];
-        if (count >= min && close_at(m, at, pos + 1, 0, parent, depth + 1) < 0) return -1;
-        if (max < 0 || count < max) {
-            /* Without an upper bound, counts past min are all alike: saturate so states recur. */
-            int32_t next = count + 1;
-            if (max < 0 && next > min) next = min;
-            const int32_t ret = node_get(m, pos, next, parent, 0);
-            if (ret < 0) return -1;
+        case GELEM_CHARS: return add_top(m, at, node_get(m, pos, 0, parent, 0));
+        case GELEM_REF: {
+            const int32_t ret = return_point(m, pos + 1, parent);
+            if (ret < COMPLETE) return -1;
             return enter_rule(m, at, e[1], ret, depth);
         }
-        return 0;
-    }
-    default: return fail(m, RUNNER_ERR_INTERNAL, "unknown element");
+        case GELEM_REPEAT: {
+            const int32_t min = e[2], max = e[3];
+            if (max < 0 || count < max) {
+                /* Without an upper bound, counts past min are all alike: saturate so states recur. */
+                int32_t next = count + 1;
+                if (max < 0 && next > min) next = min;
+                const int32_t ret = node_get(m, pos, next, parent, 0);
+                if (ret < 0 || enter_rule(m, at, e[1], ret, depth) < 0) return -1;
+            }
+            if (count < min) return 0;
+            pos = pos + 1, count = 0; /* the exit: what follows the repetition */
+            continue;
+        }
+        default: return fail(m, RUNNER_ERR_INTERNAL, "unknown element");
+        }
     }
 }
 
@@ -229,17 +247,21 @@ static int enter_rule(runner_matcher *m, int64_t at, int32_t rule, int32_t ret, 
     return 0;
 }
 
+/* A fresh mark for the stamps of one closure (every stamp cleared once when the counter wraps). */
+static void next_gen(runner_matcher *m) {
+    if (++m->gen == 0) {
+        if (m->cap) memset(m->stamp, 0, (size_t)m->cap * sizeof *m->stamp), memset(m->ret_stamp, 0, (size_t)m->cap * sizeof *m->ret_stamp);
+        m->gen = 1;
+    }
+}
+
 static const uint32_t MIN_FOR_LEN[5] = {0, 0, 0x80, 0x800, 0x10000};
 
 /* Advance the set at `from` by one byte into a new set pushed on top; returns its offset, or -1. */
 static int64_t advance(runner_matcher *m, int64_t from, uint8_t b) {
     const int64_t at = m->n_sets;
     if (push_word(m, 0) < 0) return -1;
-    m->gen++;
-    if (m->gen == 0) { /* wrapped: clear every stamp once */
-        memset(m->stamp, 0, (size_t)m->cap * sizeof *m->stamp);
-        m->gen = 1;
-    }
+    next_gen(m);
     m->steps = 0;
     const int32_t n = m->sets[from];
     for (int32_t k = 0; k < n; k++) {
@@ -307,6 +329,7 @@ static void compact(runner_matcher *m) {
     m->cur = 0;
     m->sets[m->n_sets++] = n; /* fits: the storage held at least this set before */
     for (int32_t k = 0; k < n; k++) m->sets[m->n_sets++] = tops[k] < 0 ? tops[k] : map[tops[k]];
+    m->n_live = m->n_nodes;
     free(old), free(map), free(tops);
 }
 
@@ -328,10 +351,11 @@ runner_status runner_matcher_reset(runner_matcher *m, char *err, int32_t err_len
     if (!m) return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "matcher_reset: matcher is NULL");
     begin(m, err, err_len);
     rollback_nodes(m, 0);
+    m->n_live = 0;
     m->n_sets = 0;
     m->cur = 0;
     m->steps = 0;
-    m->gen++;
+    next_gen(m);
     if (push_word(m, 0) == 0) enter_rule(m, 0, m->g->start, COMPLETE, 0);
     return finish(m, RUNNER_OK);
 }
@@ -356,7 +380,7 @@ void runner_matcher_free(runner_matcher *m) {
     if (!m) return;
     for (int32_t i = 0; i < m->n_cache; i++) free(m->cache[i].key), free(m->cache[i].bits);
     free(m->cache), free(m->key);
-    free(m->nodes), free(m->slot_of), free(m->stamp), free(m->table), free(m->sets), free(m->dstates), free(m->dtable);
+    free(m->nodes), free(m->slot_of), free(m->stamp), free(m->ret_stamp), free(m->table), free(m->sets), free(m->dstates), free(m->dtable);
     free(m);
 }
 
@@ -392,7 +416,10 @@ static runner_status accept_bytes(runner_matcher *m, const uint8_t *bytes, int64
     memmove(m->sets, m->sets + from, (size_t)len * sizeof *m->sets);
     m->n_sets = len;
     m->cur = 0;
-    if (m->n_nodes > 4096 && m->n_nodes > 4 * (len + 64)) compact(m);
+    /* Compact when at least half the arena is garbage since the last compaction kept n_live nodes
+     * (a deep stack is all live: compacting on the count of tops alone copied it on every accept,
+     * quadratic in the nesting depth). Amortised O(1) per node created. */
+    if (m->n_nodes > 4096 && m->n_nodes > 4 * (len + 64) && m->n_nodes > 2 * m->n_live) compact(m);
     return RUNNER_OK;
 }
 

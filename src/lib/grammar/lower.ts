@@ -160,14 +160,22 @@ function nullableRules(rules: Rule[]): boolean[] {
 /** Refuse left recursion (a rule reachable from its own start without consuming) and empty-able repetitions. */
 function checkRecursion(rules: Rule[]): void {
   const nullable = nullableRules(rules)
+  // Every repetition, not only those at the left edge of an alternative: `"x" (y*)+` repeats
+  // something empty as surely as `(y*)+` does.
+  for (const r of rules) {
+    for (const alt of r.alts) {
+      for (const e of alt) {
+        if (e.kind === ElemKind.REPEAT && nullable[e.a]) {
+          throw new GrammarError(`rule "${rules[e.a]!.name}" can match the empty string and is repeated in "${r.name}"`, r.name)
+        }
+      }
+    }
+  }
   const leftEdges = rules.map((r) => {
     const out = new Set<number>()
     for (const alt of r.alts) {
       for (const e of alt) {
         if (e.kind === ElemKind.CHARS) break
-        if (e.kind === ElemKind.REPEAT && nullable[e.a]) {
-          throw new GrammarError(`rule "${rules[e.a]!.name}" can match the empty string and is repeated in "${r.name}"`, r.name)
-        }
         out.add(e.a)
         if (!(e.kind === ElemKind.REF ? nullable[e.a] : e.b === 0 || nullable[e.a])) break
       }
