@@ -63,6 +63,7 @@ struct runner_matcher {
     struct mask_entry *cache;
     int32_t n_cache, next_victim;
     int32_t *key; /* scratch: the current state's content */
+    int32_t *walk_ds; /* [trie max depth + 1]: the mask walk's path */
     int64_t cap_key;
     runner_status fail;
     char *err;
@@ -379,7 +380,7 @@ runner_status runner_matcher_create(const runner_grammar *g, const runner_token_
 void runner_matcher_free(runner_matcher *m) {
     if (!m) return;
     for (int32_t i = 0; i < m->n_cache; i++) free(m->cache[i].key), free(m->cache[i].bits);
-    free(m->cache), free(m->key);
+    free(m->cache), free(m->key), free(m->walk_ds);
     free(m->nodes), free(m->slot_of), free(m->stamp), free(m->ret_stamp), free(m->table), free(m->sets), free(m->dstates), free(m->dtable);
     free(m);
 }
@@ -515,23 +516,30 @@ static int32_t step(runner_matcher *m, int32_t from, uint8_t b) {
     return id;
 }
 
-/* Depth-first over the trie; every node's set comes from the automaton, built as the walk meets it. */
-static int walk(runner_matcher *m, int32_t node, int32_t ds, uint32_t *bits, int32_t *n_allowed, int32_t *last) {
+/* The trie in preorder, one flat loop: a node's set is its parent's (kept per depth) advanced by its
+ * byte through the automaton; a dead node skips its whole subtree. */
+static int walk(runner_matcher *m, int32_t root_ds, uint32_t *bits, int32_t *n_allowed, int32_t *last) {
     const runner_token_trie *t = m->t;
-    const tnode *tn = &t->nodes[node];
-    const int32_t end = tn->first_child + tn->n_children;
-    for (int32_t c = tn->first_child; c < end; c++) {
-        const int32_t next = step(m, ds, t->edge[c]);
+    int32_t *ds_at = m->walk_ds; /* [max_depth + 1]: the dstate of the current path at each depth */
+    ds_at[0] = root_ds;
+    const int32_t n = t->n_nodes;
+    for (int32_t i = 1; i < n;) {
+        const int32_t d = t->pre_depth[i];
+        const int32_t next = step(m, ds_at[d - 1], t->pre_edge[i]);
         if (next == -2) return -1;
-        if (next < 0) continue;
-        const tnode *cn = &t->nodes[c];
-        for (int32_t k = 0; k < cn->n_tok; k++) {
-            const int32_t id = t->tok_ids[cn->tok_start + k];
+        if (next < 0) {
+            i = t->pre_end[i];
+            continue;
+        }
+        ds_at[d] = next;
+        const int32_t k0 = t->pre_tok[i], nk = t->pre_ntok[i];
+        for (int32_t k = 0; k < nk; k++) {
+            const int32_t id = t->tok_ids[k0 + k];
             bits[id >> 5] |= 1u << (id & 31);
             *last = id;
         }
-        *n_allowed += cn->n_tok;
-        if (cn->n_children > 0 && walk(m, c, next, bits, n_allowed, last) < 0) return -1;
+        *n_allowed += nk;
+        i++;
     }
     return 0;
 }
@@ -616,7 +624,9 @@ runner_status runner_matcher_fill_mask(runner_matcher *m, uint32_t *allowed, int
     int ok = push_word(m, n) == 0;
     for (int32_t k = 0; ok && k < n; k++) ok = push_word(m, m->sets[m->cur + 1 + k]) == 0;
     const int32_t root = ok ? intern(m, set_mark) : -2;
-    if (root >= 0) walk(m, 0, root, allowed, &count, &last);
+    if (root >= 0 && !m->walk_ds) m->walk_ds = malloc((size_t)(m->t->max_depth + 1) * sizeof *m->walk_ds);
+    if (root >= 0 && !m->walk_ds) fail(m, RUNNER_ERR_NO_MEMORY, "mask walk");
+    else if (root >= 0) walk(m, root, allowed, &count, &last);
     /* Forget the automaton (its sets and nodes live in the storage rolled back below). */
     for (int32_t i = 0; i < m->n_dstates; i++) {
         uint32_t h = m->dstates[i].hash & m->dtable_mask;

@@ -37,6 +37,7 @@ static void merge_sort(int32_t *v, int32_t *tmp, int32_t n, const sort_ctx *c) {
 void runner_token_trie_free(runner_token_trie *t) {
     if (!t) return;
     free(t->nodes), free(t->edge), free(t->tok_ids), free(t->bytes), free(t->offsets);
+    free(t->pre_edge), free(t->pre_depth), free(t->pre_end), free(t->pre_tok), free(t->pre_ntok);
     free(t);
 }
 
@@ -80,7 +81,7 @@ runner_status runner_token_trie_create(const uint8_t *bytes, const int64_t *offs
         int32_t lo, hi, node;
     } run;
     run *queue = malloc((size_t)max_nodes * sizeof *queue);
-    int32_t *depth = malloc((size_t)max_nodes * sizeof *depth); /* prefix length of each node */
+    int32_t *depth = malloc((size_t)max_nodes * sizeof *depth); /* prefix length of each node (kept for the preorder) */
     if (!queue || !depth) {
         free(queue), free(depth), free(order), free(tmp), runner_token_trie_free(t);
         return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "token_trie_create: queue");
@@ -109,8 +110,46 @@ runner_status runner_token_trie_create(const uint8_t *bytes, const int64_t *offs
         }
         t->nodes[r.node].n_children = n_nodes - t->nodes[r.node].first_child;
     }
-    free(queue), free(depth), free(order), free(tmp);
+    free(queue), free(order), free(tmp);
     t->n_nodes = n_nodes;
+    /* Preorder: an explicit stack of (node, next child) from the root. */
+    t->pre_edge = malloc((size_t)n_nodes);
+    t->pre_depth = malloc((size_t)n_nodes * sizeof *t->pre_depth);
+    t->pre_end = malloc((size_t)n_nodes * sizeof *t->pre_end);
+    t->pre_tok = malloc((size_t)n_nodes * sizeof *t->pre_tok);
+    t->pre_ntok = malloc((size_t)n_nodes * sizeof *t->pre_ntok);
+    int32_t *stack = malloc((size_t)n_nodes * sizeof *stack), *at = malloc((size_t)n_nodes * sizeof *at);
+    if (!t->pre_edge || !t->pre_depth || !t->pre_end || !t->pre_tok || !t->pre_ntok || !stack || !at) {
+        free(stack), free(at), free(depth), runner_token_trie_free(t);
+        return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "token_trie_create: preorder");
+    }
+    int32_t sp = 0, next = 0;
+    t->max_depth = 0;
+    stack[sp++] = 0;
+    while (sp > 0) {
+        const int32_t node = stack[sp - 1];
+        if (node >= 0) {
+            /* First visit: emit it, then its children in byte order. */
+            const int32_t i = next++;
+            at[node] = i;
+            t->pre_edge[i] = t->edge[node];
+            if (depth[node] > 65535) {
+                free(stack), free(at), free(depth), runner_token_trie_free(t);
+                return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "token_trie_create: a token longer than 65535 bytes");
+            }
+            t->pre_depth[i] = (uint16_t)depth[node];
+            if (depth[node] > t->max_depth) t->max_depth = depth[node];
+            t->pre_tok[i] = t->nodes[node].tok_start;
+            t->pre_ntok[i] = t->nodes[node].n_tok;
+            stack[sp - 1] = -1 - node; /* visited: its end is set when it comes up again */
+            const tnode *tn = &t->nodes[node];
+            for (int32_t c = tn->first_child + tn->n_children - 1; c >= tn->first_child; c--) stack[sp++] = c;
+        } else {
+            t->pre_end[at[-1 - node]] = next;
+            sp--;
+        }
+    }
+    free(stack), free(at), free(depth);
     *out = t;
     return RUNNER_OK;
 }
