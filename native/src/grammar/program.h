@@ -24,6 +24,8 @@ static inline const int32_t *gprog_elem(const runner_grammar *g, int32_t pos) { 
 
 /* Does set `s` hold code point cp? */
 int gprog_set_has(const runner_grammar *g, int32_t s, uint32_t cp);
+/* Does set `s` hold every code point in [lo, hi]? */
+int gprog_set_covers(const runner_grammar *g, int32_t s, uint32_t lo, uint32_t hi);
 /* Does set `s` hold any code point in [lo, hi]? */
 int gprog_set_intersects(const runner_grammar *g, int32_t s, uint32_t lo, uint32_t hi);
 
