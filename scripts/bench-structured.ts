@@ -30,7 +30,7 @@ import {GrammarMatcher, maskAllows, Model, NativeGrammar, Session} from '../src/
 import {generate} from '../src/lib/generate/index.js'
 import {resolveSamplingOptions} from '../src/lib/sampling/index.js'
 import {RunnerError} from '../src/lib/errors.js'
-import {compileConstraint} from '../src/lib/grammar/index.js'
+import {compileConstraint, compileSchemaText, lowerGrammar} from '../src/lib/grammar/index.js'
 import type {Tokenizer} from '../src/lib/tokenizer/index.js'
 import {llama3Tokenizer} from '../test/helpers/llama3-tokenizer.js'
 import {pyDumps} from '../test/helpers/py-json.js'
@@ -61,6 +61,8 @@ export interface MaskBenchSummary {
   instances: number
   tokens: number
   compileMs: number[]
+  /** Where compile time goes: the schema front end (JSON Schema → IR), lowering (IR → program), the engine's program check. */
+  phaseMs: {frontEnd: number[]; lowering: number[]; engine: number[]}
   maskUs: number[]
   failures: string[]
 }
@@ -107,6 +109,7 @@ export function runMaskBench(o: MaskBenchOptions): MaskBenchSummary {
     instances: 0,
     tokens: 0,
     compileMs: [],
+    phaseMs: {frontEnd: [], lowering: [], engine: []},
     maskUs: [],
     failures: [],
   }
@@ -116,10 +119,21 @@ export function runMaskBench(o: MaskBenchOptions): MaskBenchSummary {
     s.schemas++
     let matcher: GrammarMatcher
     try {
+      const text = JSON.stringify(doc.schema)
       const t0 = performance.now()
-      const c = compileConstraint({kind: 'json-schema', text: JSON.stringify(doc.schema)})
+      const c = compileConstraint({kind: 'json-schema', text})
+      const t1 = performance.now()
       const grammar = NativeGrammar.create(c.program)
-      s.compileMs.push(performance.now() - t0)
+      const t2 = performance.now()
+      s.compileMs.push(t2 - t0)
+      s.phaseMs.engine.push(t2 - t1)
+      // The two TypeScript phases again, apart (compileConstraint times them together).
+      const f0 = performance.now()
+      const ir = compileSchemaText(text)
+      const f1 = performance.now()
+      lowerGrammar(ir)
+      s.phaseMs.frontEnd.push(f1 - f0)
+      s.phaseMs.lowering.push(performance.now() - f1)
       matcher = GrammarMatcher.create(grammar, o.tokenizer)
     } catch (error) {
       if (error instanceof RunnerError && error.code === 'GRAMMAR_REFUSED') {
@@ -191,6 +205,10 @@ function report(s: MaskBenchSummary): string {
     `| crash | ${s.crashed} |`,
     `| mask / accept disagreements | ${s.inconsistent} |`,
     `| compile ms p50 / p99 / max | ${f(percentile(s.compileMs, 50))} / ${f(percentile(s.compileMs, 99))} / ${f(percentile(s.compileMs, 100))} |`,
+    ...(['frontEnd', 'lowering', 'engine'] as const).map(
+      (k) =>
+        `| … ${{frontEnd: 'JSON Schema → IR', lowering: 'IR → program', engine: 'program check (native)'}[k]} p50 / p99 | ${f(percentile(s.phaseMs[k], 50))} / ${f(percentile(s.phaseMs[k], 99))} |`,
+    ),
     `| mask µs p50 / p90 / p99 / max | ${[50, 90, 99, 100].map((p) => f(percentile(s.maskUs, p))).join(' / ')} |`,
     '',
     `refusals by keyword: ${top || 'none'}`,
@@ -266,5 +284,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const s = runMaskBench({dir: values.dir, every: Number(values.every), masks: !values['no-masks'], tokenizer})
   if (values.failures) for (const line of s.failures) process.stderr.write(`${line}\n`)
   console.log(report(s))
-  if (values.json) writeFileSync(values.json, JSON.stringify({...s, maskUs: undefined, compileMs: undefined, summary: report(s)}, null, 1))
+  if (values.json)
+    writeFileSync(
+      values.json,
+      JSON.stringify({...s, maskUs: undefined, compileMs: undefined, phaseMs: undefined, summary: report(s)}, null, 1),
+    )
 }

@@ -35,6 +35,9 @@ class Lowering {
   readonly rules: Rule[] = []
   readonly sets: CharSet[] = []
   private readonly setIds = new Map<string, number>()
+  /** The same set object (front ends share them) or code point (literals) is looked up once. */
+  private readonly setObjects = new WeakMap<CharSet, number>()
+  private readonly codePoints = new Map<number, number>()
   private readonly ruleIds = new Map<string, number>()
   private readonly pending: Array<[number, Expr]> = []
 
@@ -66,12 +69,24 @@ class Lowering {
   }
 
   private set(set: CharSet): number {
+    const known = this.setObjects.get(set)
+    if (known !== undefined) return known
     const key = set.map(([lo, hi]) => `${lo}-${hi}`).join(',')
     let id = this.setIds.get(key)
     if (id === undefined) {
       id = this.sets.length
       this.sets.push(set)
       this.setIds.set(key, id)
+    }
+    this.setObjects.set(set, id)
+    return id
+  }
+
+  private codePoint(cp: number): number {
+    let id = this.codePoints.get(cp)
+    if (id === undefined) {
+      id = this.set([[cp, cp]])
+      this.codePoints.set(cp, id)
     }
     return id
   }
@@ -90,21 +105,25 @@ class Lowering {
   }
 
   /** The elements of an expression that is one alternative (an inner alternation becomes a rule). */
-  private sequence(expr: Expr, owner: string): Elem[] {
+  private sequence(expr: Expr, owner: string, out: Elem[] = []): Elem[] {
+    // One output array for the whole alternative: front ends nest sequences deeply, and flattening
+    // them level by level copied each tail once per level.
     switch (expr.kind) {
       case 'chars':
-        return [{kind: ElemKind.CHARS, a: this.set(expr.set), b: 0, c: 0}]
+        out.push({kind: ElemKind.CHARS, a: this.set(expr.set), b: 0, c: 0})
+        break
       case 'literal':
-        return [...expr.text].map((ch) => {
-          const cp = ch.codePointAt(0)!
-          return {kind: ElemKind.CHARS, a: this.set([[cp, cp]]), b: 0, c: 0}
-        })
+        for (const ch of expr.text) out.push({kind: ElemKind.CHARS, a: this.codePoint(ch.codePointAt(0)!), b: 0, c: 0})
+        break
       case 'seq':
-        return expr.items.flatMap((item) => this.sequence(item, owner))
+        for (const item of expr.items) this.sequence(item, owner, out)
+        break
       case 'alt':
-        return [{kind: ElemKind.REF, a: this.sub(expr, owner), b: 0, c: 0}]
+        out.push({kind: ElemKind.REF, a: this.sub(expr, owner), b: 0, c: 0})
+        break
       case 'ref':
-        return [{kind: ElemKind.REF, a: this.named(expr.name, owner), b: 0, c: 0}]
+        out.push({kind: ElemKind.REF, a: this.named(expr.name, owner), b: 0, c: 0})
+        break
       case 'repeat': {
         const {min, max} = expr
         if (
@@ -119,11 +138,13 @@ class Lowering {
             owner,
           )
         }
-        if (max === 0) return []
-        if (min === 1 && max === 1) return this.sequence(expr.item, owner)
-        return [{kind: ElemKind.REPEAT, a: this.sub(expr.item, owner), b: min, c: max ?? -1}]
+        if (max === 0) break
+        if (min === 1 && max === 1) this.sequence(expr.item, owner, out)
+        else out.push({kind: ElemKind.REPEAT, a: this.sub(expr.item, owner), b: min, c: max ?? -1})
+        break
       }
     }
+    return out
   }
 }
 
@@ -240,7 +261,12 @@ export function lowerGrammar(grammar: Grammar): LoweredGrammar {
     r += s.length
   }
   p[o++] = r
-  for (const s of sets) for (const [lo, hi] of s) p.set([lo, hi], (o += 2) - 2)
+  for (const s of sets) {
+    for (const [lo, hi] of s) {
+      p[o++] = lo
+      p[o++] = hi
+    }
+  }
   let a = 0
   for (const rule of rules) {
     p[o++] = a
@@ -256,7 +282,14 @@ export function lowerGrammar(grammar: Grammar): LoweredGrammar {
   }
   for (const rule of rules) {
     for (const alt of rule.alts) {
-      for (const el of [...alt, END]) p.set([el.kind, el.a, el.b, el.c], (o += 4) - 4)
+      for (const el of alt) {
+        p[o++] = el.kind
+        p[o++] = el.a
+        p[o++] = el.b
+        p[o++] = el.c
+      }
+      p[o++] = END.kind
+      o += 3 // END's operands are 0
     }
   }
   return {program: p, rules: rules.length, elements: nElems}
