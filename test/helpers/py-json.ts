@@ -21,7 +21,7 @@ export function parseRaw(text: string): RawJson {
       i++
       const out: {[k: string]: RawJson} = {}
       ws()
-      if (text[i] === '}') return i++, out
+      if (text[i] === '}') return (i++, out)
       for (;;) {
         ws()
         const k = value() as string
@@ -36,7 +36,7 @@ export function parseRaw(text: string): RawJson {
       i++
       const out: RawJson[] = []
       ws()
-      if (text[i] === ']') return i++, out
+      if (text[i] === ']') return (i++, out)
       for (;;) {
         out.push(value())
         ws()
@@ -84,7 +84,13 @@ export function jsStringify(v: RawJson): string {
   if (v instanceof RawNumber) return v.text
   if (v === null || typeof v !== 'object') return JSON.stringify(v)
   if (Array.isArray(v)) return '[' + v.map(jsStringify).join(',') + ']'
-  return '{' + Object.entries(v).map(([k, x]) => JSON.stringify(k) + ':' + jsStringify(x)).join(',') + '}'
+  return (
+    '{' +
+    Object.entries(v)
+      .map(([k, x]) => JSON.stringify(k) + ':' + jsStringify(x))
+      .join(',') +
+    '}'
+  )
 }
 
 /** Python json.dumps' default spelling (numbers as written). */
@@ -93,5 +99,11 @@ export function pyDumps(v: RawJson): string {
   if (v === null || typeof v === 'boolean') return JSON.stringify(v)
   if (typeof v === 'string') return pyString(v)
   if (Array.isArray(v)) return '[' + v.map(pyDumps).join(', ') + ']'
-  return '{' + Object.entries(v).map(([k, x]) => pyString(k) + ': ' + pyDumps(x)).join(', ') + '}'
+  return (
+    '{' +
+    Object.entries(v)
+      .map(([k, x]) => pyString(k) + ': ' + pyDumps(x))
+      .join(', ') +
+    '}'
+  )
 }

@@ -47,3 +47,14 @@ test('objects: a required property whose schema is false is refused', () => {
   refuses({type: 'object', properties: {a: false}, required: ['a']}, 'required')
   check({type: 'object', properties: {a: false}}, ['{}', '{"b":1}'], ['{"a":1}'])
 })
+
+test('objects: dependencies / dependentRequired / dependentSchemas', () => {
+  const s = {type: 'object', properties: {a: {}, b: {}, c: {}}, dependentRequired: {a: ['b']}}
+  check(s, ['{}', '{"b":1}', '{"a":1,"b":2}', '{"b":2,"a":1}'], ['{"a":1}', '{"a":1,"c":2}'])
+  check(
+    {properties: {a: {}, n: {}}, dependencies: {a: {properties: {n: {type: 'integer'}}, required: ['n']}}},
+    ['{"a":1,"n":2}', '{"n":"x"}', '"s"'],
+    ['{"a":1}', '{"a":1,"n":"x"}'],
+    {draft: 7},
+  )
+})

@@ -55,18 +55,7 @@ const ANNOTATIONS = new Set([
   'maxContains',
 ])
 /** Constraining keywords this compiler does not implement: refused by name. */
-const REFUSED = new Set([
-  'contains',
-  'dependentSchemas',
-  'dependentRequired',
-  'dependencies',
-  'propertyNames',
-  '$dynamicRef',
-  '$recursiveRef',
-  'disallow',
-  'extends',
-  'divisibleBy',
-])
+const REFUSED = new Set(['contains', 'propertyNames', '$dynamicRef', '$recursiveRef', 'disallow', 'extends', 'divisibleBy'])
 const TYPES = ['null', 'boolean', 'object', 'array', 'number', 'integer', 'string', 'any']
 
 const num = (s: Record<string, unknown>, k: string, pointer: string): number | undefined => {
@@ -145,6 +134,28 @@ export class Normalizer implements DisjointnessOracle {
       d = branches.flat()
     }
     if ('not' in s) d = this.not(d, s.not, childPointer(pointer, 'not'))
+    for (const k of ['dependencies', 'dependentRequired', 'dependentSchemas'])
+      if (isPlainObject(s[k])) d = this.dependencies(d, s[k], childPointer(pointer, k))
+    return d
+  }
+
+  /**
+   * `dependencies` (both forms), `dependentRequired`, `dependentSchemas`: for each name, either the
+   * value is not an object, or the name is absent, or the object has it and satisfies the dependency.
+   */
+  private dependencies(d: Disj, deps: Record<string, unknown>, pointer: string): Disj {
+    for (const [name, dep] of Object.entries(deps)) {
+      const p = childPointer(pointer, name)
+      const base = anyConj(p)
+      const absent: Conj = {...base, object: {...anyObj(p), props: new Map([[name, {parts: [located(false, p)]}]])}}
+      const present: Conj = {null: false, boolean: false, object: {...anyObj(p), required: new Set([name])}, pointer: p}
+      let withDep: Disj
+      if (Array.isArray(dep)) {
+        if (!dep.every((x) => typeof x === 'string')) throw new SchemaRefusal('dependencies', p, 'not a list of names')
+        withDep = [{...present, object: {...present.object!, required: new Set([name, ...(dep as string[])])}}]
+      } else withDep = intersectDisj([present], this.normalize(located(dep, p)), p)
+      d = intersectDisj(d, [absent, ...withDep], p)
+    }
     return d
   }
 
