@@ -14,8 +14,9 @@ import {ANY_CHAR, charsOf, complement, union, type CharSet} from '../charset.js'
 import {alt, EMPTY, lit, NOTHING, opt, ref, repeat, seq, star, type Expr} from '../ir.js'
 import type {Context} from './context.js'
 import {propSchema} from './intersect.js'
-import {isTrueSub, type ObjC, type Sub, subKey} from './model.js'
-import {cachedPattern, patternMatches} from './regex.js'
+import {isTrueSub, type ObjC, type PatternProp, type Sub, subKey} from './model.js'
+import {cachedPattern} from './regex.js'
+import {complementDfa, type Dfa, dfaEmpty, dfaRules, finiteDfa, productDfa, toDfa, TooLarge} from './dfa.js'
 import {SchemaRefusal} from './refusal.js'
 import {lift} from './strings.js'
 
@@ -141,7 +142,11 @@ function anyOrder(o: ObjC, known: Known[], extra: Expr | undefined, ctx: Context
   return seq(lit('{'), ws, state(0, true), lit('}'))
 }
 
-/** One additional member (key not a known name), or undefined when none is allowed. */
+/**
+ * One additional member (key not a known name), or undefined when none is allowed. With
+ * patternProperties: a key every regex dialect matches to a pattern takes that pattern's schema; a
+ * key no dialect matches takes additionalProperties; a key the dialects disagree on is excluded.
+ */
 function additionalMember(o: ObjC, names: string[], ctx: Context, member: (key: Expr, value: Sub) => Expr): Expr | undefined {
   const addFalse = ctx.isFalse(o.additional)
   const same = (s: Sub): boolean => subKey(s) === subKey(o.additional) || (isTrueSub(s) && isTrueSub(o.additional))
@@ -149,17 +154,28 @@ function additionalMember(o: ObjC, names: string[], ctx: Context, member: (key: 
     return addFalse ? undefined : member(keyNotIn(names, ctx), o.additional)
   }
   const p0 = o.patterns[0]!
-  if (!addFalse) throw new SchemaRefusal('patternProperties', p0.pointer, 'patternProperties next to additionalProperties other than false')
-  if (!o.patterns.every((p) => subKey(p.sub) === subKey(p0.sub)))
-    throw new SchemaRefusal(
-      'patternProperties',
-      p0.pointer,
-      'several patternProperties with different schemas (overlap not provably absent)',
-    )
-  for (const p of o.patterns)
-    for (const n of names)
-      if (patternMatches(p.source, p.pointer, n))
-        throw new SchemaRefusal('patternProperties', p.pointer, `pattern also matches the known property ${JSON.stringify(n)}`)
-  const keys = alt(...o.patterns.map((p) => seq(lit('"'), lift(cachedPattern(p.source, p.pointer), ctx), lit('"'))))
-  return member(keys, p0.sub)
+  try {
+    // patterns with the same schema are one pattern; different schemas must not share a key
+    const groups = new Map<string, PatternProp[]>()
+    for (const p of o.patterns) groups.set(subKey(p.sub), [...(groups.get(subKey(p.sub)) ?? []), p])
+    const lang = (ps: PatternProp[], wide: boolean): Dfa => toDfa(alt(...ps.map((p) => cachedPattern(p.source, p.pointer, wide))))
+    const list = [...groups.values()]
+    const wides = list.map((g) => lang(g, true))
+    for (let i = 0; i < list.length; i++)
+      for (let j = i + 1; j < list.length; j++)
+        if (!dfaEmpty(productDfa(wides[i]!, wides[j]!, 'and')))
+          throw new SchemaRefusal('patternProperties', list[j]![0]!.pointer, 'patterns with different schemas may match the same key')
+    const known = finiteDfa(names)
+    const quote = lit('"')
+    const key = (d: Dfa): Expr => seq(quote, dfaRules(productDfa(d, known, 'minus'), ctx.fresh('pkey'), ctx.rules, (set) => ctx.lex.char(set), quote))
+    const members = list.map((g) => member(key(lang(g, false)), g[0]!.sub))
+    if (!addFalse) {
+      const anyWide = toDfa(alt(...o.patterns.map((p) => cachedPattern(p.source, p.pointer, true))))
+      members.push(member(key(complementDfa(anyWide)), o.additional))
+    }
+    return alt(...members)
+  } catch (e) {
+    if (e instanceof TooLarge) throw new SchemaRefusal('patternProperties', p0.pointer, 'the key automaton is too large')
+    throw e
+  }
 }
