@@ -58,3 +58,32 @@ test('unsupported constraining keywords are refused; annotations and vendor keyw
     ['"0"'],
   )
 })
+
+test('oneOf: a property one branch requires and the other forbids; disjoint patterns', () => {
+  const s = {
+    oneOf: [
+      {type: 'object', properties: {src: {type: 'string'}}, required: ['src'], additionalProperties: false},
+      {type: 'object', properties: {replace: {type: 'string'}}, required: ['replace'], additionalProperties: false},
+    ],
+  }
+  check(s, ['{"src":"a"}', '{"replace":"b"}'], ['{"src":"a","replace":"b"}', '{}'])
+  check(
+    {
+      oneOf: [
+        {type: 'string', pattern: '^a'},
+        {type: 'string', pattern: '^b'},
+      ],
+    },
+    ['"ax"', '"b"'],
+    ['"c"'],
+  )
+  refuses(
+    {
+      oneOf: [
+        {type: 'string', pattern: 'a'},
+        {type: 'string', pattern: 'b'},
+      ],
+    },
+    'oneOf',
+  )
+})

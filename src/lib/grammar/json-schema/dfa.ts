@@ -99,10 +99,12 @@ function partition(moves: [CharSet, number][]): [CharSet, number[]][] {
   for (let i = 0; i + 1 < points.length; i++) {
     const lo = points[i]!
     const hi = points[i + 1]! - 1
-    const ts = [...new Set(moves.filter(([set]) => contains(set, lo) || (lo >= 0xd800 && lo <= 0xdfff && contains(set, hi))).map(([, t]) => t))].sort((a, b) => a - b)
+    const ts = [
+      ...new Set(moves.filter(([set]) => contains(set, lo) || (lo >= 0xd800 && lo <= 0xdfff && contains(set, hi))).map(([, t]) => t)),
+    ].sort((a, b) => a - b)
     if (ts.length === 0) continue
     const key = ts.join(',')
-    if (!byTarget.has(key)) byTarget.set(key, []), targetsOf.set(key, ts)
+    if (!byTarget.has(key)) (byTarget.set(key, []), targetsOf.set(key, ts))
     byTarget.get(key)!.push([lo, hi])
   }
   return [...byTarget].map(([k, ranges]) => [charSet(ranges), targetsOf.get(k)!])
@@ -113,7 +115,7 @@ export function toDfa(e: Expr): Dfa {
   const closure = (states: number[]): number[] => {
     const seen = new Set(states)
     const stack = [...states]
-    while (stack.length > 0) for (const t of nfa.eps[stack.pop()!]!) if (!seen.has(t)) seen.add(t), stack.push(t)
+    while (stack.length > 0) for (const t of nfa.eps[stack.pop()!]!) if (!seen.has(t)) (seen.add(t), stack.push(t))
     return [...seen].sort((a, b) => a - b)
   }
   const ids = new Map<string, number>()
@@ -215,7 +217,7 @@ export function dfaEmpty(d: Dfa): boolean {
   while (stack.length > 0) {
     const s = stack.pop()!
     if (d.accepting[s]) return false
-    for (const [, t] of d.transitions[s]!) if (!seen.has(t)) seen.add(t), stack.push(t)
+    for (const [, t] of d.transitions[s]!) if (!seen.has(t)) (seen.add(t), stack.push(t))
   }
   return true
 }
@@ -227,10 +229,10 @@ export function dfaEmpty(d: Dfa): boolean {
 export function dfaRules(d: Dfa, base: string, rules: Map<string, Expr>, char: (s: CharSet) => Expr, end: Expr = EMPTY): Expr {
   // states that cannot reach acceptance are dropped
   const live = new Set<number>()
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false
     d.transitions.forEach((ts, s) => {
-      if (!live.has(s) && (d.accepting[s] || ts.some(([, t]) => live.has(t)))) live.add(s), (changed = true)
+      if (!live.has(s) && (d.accepting[s] || ts.some(([, t]) => live.has(t)))) (live.add(s), (changed = true))
     })
   }
   const name = (s: number): string => `${base}@${s}`
@@ -241,5 +243,3 @@ export function dfaRules(d: Dfa, base: string, rules: Map<string, Expr>, char: (
   }
   return live.has(0) ? ref(name(0)) : alt()
 }
-
-

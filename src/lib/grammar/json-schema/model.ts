@@ -29,6 +29,8 @@ export interface StrC {
   readonly maxLength?: number
   readonly patterns: readonly {source: string; pointer: string}[]
   readonly formats: readonly {name: string; pointer: string}[]
+  /** `not: {pattern}`: no dialect may match these. */
+  readonly antiPatterns?: readonly {source: string; pointer: string}[]
 }
 export interface ArrC {
   readonly prefix: readonly Sub[]

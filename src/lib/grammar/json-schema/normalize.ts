@@ -19,10 +19,12 @@ import {
   jsonEqual,
   type NumC,
   type PatternProp,
+  type StrC,
   type Sub,
   TRUE_SUB,
 } from './model.js'
 import {type Located, RefIndex} from './refs.js'
+import {stringsDisjoint} from './string-lang.js'
 import {childPointer, SchemaRefusal} from './refusal.js'
 
 /** Keywords that only annotate (or hold definitions, or are read elsewhere). */
@@ -84,6 +86,10 @@ export class Normalizer implements DisjointnessOracle {
     private readonly legacyRef: boolean | undefined,
   ) {
     this.refs = new RefIndex(root, legacyRef)
+  }
+
+  stringsDisjoint(a: StrC, b: StrC): boolean {
+    return stringsDisjoint(a, b, '')
   }
 
   normalizeSub(s: Sub): Disj {
@@ -309,6 +315,25 @@ export class Normalizer implements DisjointnessOracle {
     if (n.length === 1 && n[0]!.enum && (only('enum') || only('const'))) {
       const banned = n[0]!.enum
       if (d.every((c) => c.enum)) return d.map((c) => ({...c, enum: c.enum!.filter((v) => !this.valid(v, n[0]!))}))
+    }
+    if (
+      isPlainObject(schema) &&
+      (only('pattern') || only('pattern', 'type')) &&
+      typeof schema.pattern === 'string' &&
+      (schema.type ?? 'string') === 'string'
+    ) {
+      // {pattern} holds for every non-string, so its complement is the strings no dialect matches
+      // ({type: string, pattern} also fails every non-string, which its complement then keeps)
+      const anti = {source: schema.pattern, pointer: childPointer(pointer, 'pattern')}
+      const others = schema.type === 'string'
+      return d
+        .map((c): Conj => {
+          const string = c.string ? {...c.string, antiPatterns: [...(c.string.antiPatterns ?? []), anti]} : undefined
+          return others
+            ? {...c, string}
+            : {...c, null: false, boolean: false, number: undefined, array: undefined, object: undefined, string}
+        })
+        .filter((c) => c.null || c.boolean || c.number || c.string || c.array || c.object)
     }
     if (isPlainObject(schema) && only('required') && Array.isArray(schema.required) && schema.required.length > 0) {
       const names = schema.required as string[]

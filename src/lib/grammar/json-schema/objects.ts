@@ -167,7 +167,11 @@ function additionalMember(o: ObjC, names: string[], ctx: Context, member: (key: 
           throw new SchemaRefusal('patternProperties', list[j]![0]!.pointer, 'patterns with different schemas may match the same key')
     const known = finiteDfa(names)
     const quote = lit('"')
-    const key = (d: Dfa): Expr => seq(quote, dfaRules(productDfa(d, known, 'minus'), ctx.fresh('pkey'), ctx.rules, (set) => ctx.lex.char(set), quote))
+    const key = (d: Dfa): Expr =>
+      seq(
+        quote,
+        dfaRules(productDfa(d, known, 'minus'), ctx.fresh('pkey'), ctx.rules, (set) => ctx.lex.char(set), quote),
+      )
     const members = list.map((g) => member(key(lang(g, false)), g[0]!.sub))
     if (!addFalse) {
       const anyWide = toDfa(alt(...o.patterns.map((p) => cachedPattern(p.source, p.pointer, true))))
