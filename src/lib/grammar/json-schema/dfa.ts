@@ -104,7 +104,10 @@ function partition(moves: [CharSet, number][]): [CharSet, number[]][] {
     ].sort((a, b) => a - b)
     if (ts.length === 0) continue
     const key = ts.join(',')
-    if (!byTarget.has(key)) (byTarget.set(key, []), targetsOf.set(key, ts))
+    if (!byTarget.has(key)) {
+      byTarget.set(key, [])
+      targetsOf.set(key, ts)
+    }
     byTarget.get(key)!.push([lo, hi])
   }
   return [...byTarget].map(([k, ranges]) => [charSet(ranges), targetsOf.get(k)!])
@@ -115,7 +118,12 @@ export function toDfa(e: Expr): Dfa {
   const closure = (states: number[]): number[] => {
     const seen = new Set(states)
     const stack = [...states]
-    while (stack.length > 0) for (const t of nfa.eps[stack.pop()!]!) if (!seen.has(t)) (seen.add(t), stack.push(t))
+    while (stack.length > 0)
+      for (const t of nfa.eps[stack.pop()!]!)
+        if (!seen.has(t)) {
+          seen.add(t)
+          stack.push(t)
+        }
     return [...seen].sort((a, b) => a - b)
   }
   const ids = new Map<string, number>()
@@ -217,7 +225,11 @@ export function dfaEmpty(d: Dfa): boolean {
   while (stack.length > 0) {
     const s = stack.pop()!
     if (d.accepting[s]) return false
-    for (const [, t] of d.transitions[s]!) if (!seen.has(t)) (seen.add(t), stack.push(t))
+    for (const [, t] of d.transitions[s]!)
+      if (!seen.has(t)) {
+        seen.add(t)
+        stack.push(t)
+      }
   }
   return true
 }
@@ -232,7 +244,10 @@ export function dfaRules(d: Dfa, base: string, rules: Map<string, Expr>, char: (
   for (let changed = true; changed;) {
     changed = false
     d.transitions.forEach((ts, s) => {
-      if (!live.has(s) && (d.accepting[s] || ts.some(([, t]) => live.has(t)))) (live.add(s), (changed = true))
+      if (!live.has(s) && (d.accepting[s] || ts.some(([, t]) => live.has(t)))) {
+        live.add(s)
+        changed = true
+      }
     })
   }
   const name = (s: number): string => `${base}@${s}`

@@ -79,11 +79,11 @@ class Compiler implements Context {
     const name = `s:${key}`
     this.subRules.set(key, name)
     this.rules.set(name, NOTHING)
-    this.rules.set(name, this.disj(d, s.parts[0]?.pointer ?? ''))
+    this.rules.set(name, this.disj(d))
     return ref(name)
   }
 
-  disj(d: Disj, pointer: string): Expr {
+  disj(d: Disj): Expr {
     if (d.length === 1 && isAnyConj(d[0]!)) return this.lex.anyValue
     return alt(...d.map((c) => this.conj(c)))
   }
@@ -158,7 +158,11 @@ function productive(rules: ReadonlyMap<string, Expr>): Set<string> {
   }
   for (let changed = true; changed;) {
     changed = false
-    for (const [name, e] of rules) if (!done.has(name) && can(e)) (done.add(name), (changed = true))
+    for (const [name, e] of rules)
+      if (!done.has(name) && can(e)) {
+        done.add(name)
+        changed = true
+      }
   }
   return done
 }
@@ -168,7 +172,7 @@ export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = 
   const c = new Compiler(schema, options)
   const root = c.norm.normalize({schema, pointer: ''})
   const start = 'root'
-  c.rules.set(start, c.disj(root, ''))
+  c.rules.set(start, c.disj(root))
   if (!productive(c.rules).has(start)) throw new SchemaRefusal('schema', '', 'no document satisfies the schema')
   return {rules: c.rules, start}
 }

@@ -34,12 +34,16 @@ export function propSchema(o: ObjC, key: string): Sub {
 function mergeNum(a: NumC, b: NumC): NumC {
   let lo = a.lo
   let loExcl = a.loExcl
-  if (b.lo !== undefined && (lo === undefined || b.lo > lo)) ((lo = b.lo), (loExcl = b.loExcl))
-  else if (b.lo !== undefined && b.lo === lo) loExcl ||= b.loExcl
+  if (b.lo !== undefined && (lo === undefined || b.lo > lo)) {
+    lo = b.lo
+    loExcl = b.loExcl
+  } else if (b.lo !== undefined && b.lo === lo) loExcl ||= b.loExcl
   let hi = a.hi
   let hiExcl = a.hiExcl
-  if (b.hi !== undefined && (hi === undefined || b.hi < hi)) ((hi = b.hi), (hiExcl = b.hiExcl))
-  else if (b.hi !== undefined && b.hi === hi) hiExcl ||= b.hiExcl
+  if (b.hi !== undefined && (hi === undefined || b.hi < hi)) {
+    hi = b.hi
+    hiExcl = b.hiExcl
+  } else if (b.hi !== undefined && b.hi === hi) hiExcl ||= b.hiExcl
   return {lo, loExcl, hi, hiExcl, integer: a.integer || b.integer, multipleOf: [...a.multipleOf, ...b.multipleOf]}
 }
 

@@ -78,8 +78,14 @@ function surrogateEscapes(set: CharSet): Expr[] {
     }
     let a = hLo
     let b = hHi
-    if ((lo & 0x3ff) !== 0) (out.push(pair(hLo, hLo, lo & 0x3ff, 0x3ff)), a++)
-    if ((hi & 0x3ff) !== 0x3ff) (out.push(pair(hHi, hHi, 0, hi & 0x3ff)), b--)
+    if ((lo & 0x3ff) !== 0) {
+      out.push(pair(hLo, hLo, lo & 0x3ff, 0x3ff))
+      a++
+    }
+    if ((hi & 0x3ff) !== 0x3ff) {
+      out.push(pair(hHi, hHi, 0, hi & 0x3ff))
+      b--
+    }
     if (a <= b) out.push(pair(a, b, 0, 0x3ff))
   }
   return out

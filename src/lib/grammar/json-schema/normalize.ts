@@ -313,7 +313,6 @@ export class Normalizer implements DisjointnessOracle {
         .filter((c) => c.null || c.boolean || c.number || c.string || c.array || c.object)
     }
     if (n.length === 1 && n[0]!.enum && (only('enum') || only('const'))) {
-      const banned = n[0]!.enum
       if (d.every((c) => c.enum)) return d.map((c) => ({...c, enum: c.enum!.filter((v) => !this.valid(v, n[0]!))}))
     }
     if (

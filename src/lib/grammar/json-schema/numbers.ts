@@ -33,7 +33,10 @@ export function toDecimal(x: number): Decimal {
   if (!m) throw new Error(`unexpected number text ${s}`)
   let digits = m[1]! + (m[2] ?? '')
   let point = m[1]!.length + Number(m[3] ?? 0)
-  if (point < 0) ((digits = '0'.repeat(-point) + digits), (point = 0))
+  if (point < 0) {
+    digits = '0'.repeat(-point) + digits
+    point = 0
+  }
   if (point > digits.length) digits = digits + '0'.repeat(point - digits.length)
   const int = digits.slice(0, point).replace(/^0+/, '') || '0'
   const frac = digits.slice(point).replace(/0+$/, '')

@@ -18,7 +18,6 @@ import {isTrueSub, type ObjC, type PatternProp, type Sub, subKey} from './model.
 import {cachedPattern} from './regex.js'
 import {complementDfa, type Dfa, dfaEmpty, dfaRules, finiteDfa, productDfa, toDfa, TooLarge} from './dfa.js'
 import {SchemaRefusal} from './refusal.js'
-import {lift} from './strings.js'
 
 /** Strings (decoded) not in `names`, as key grammar: a rule per trie node. */
 function keyNotIn(names: string[], ctx: Context): Expr {

@@ -298,7 +298,10 @@ class Parser {
 
   private charClass(): Node {
     let negate = false
-    if (this.peek() === '^') ((negate = true), this.i++)
+    if (this.peek() === '^') {
+      negate = true
+      this.i++
+    }
     if (this.peek() === ']') this.refuse('an empty class [] (read differently by regex dialects)')
     let narrow: CharSet = []
     let wide: CharSet = []
@@ -377,8 +380,14 @@ export function compilePattern(source: string, pointer: string, wide = false): E
     let b = items.length
     let anchoredStart = false
     let anchoredEnd = false
-    while (a < b && items[a]!.t === 'start') (a++, (anchoredStart = true))
-    while (b > a && items[b - 1]!.t === 'end') (b--, (anchoredEnd = true))
+    while (a < b && items[a]!.t === 'start') {
+      a++
+      anchoredStart = true
+    }
+    while (b > a && items[b - 1]!.t === 'end') {
+      b--
+      anchoredEnd = true
+    }
     const body = items.slice(a, b).map((i) => toIR(i, pointer, wide))
     return seq(anchoredStart ? EMPTY : any, ...body, anchoredEnd ? (wide ? repeat(chars(charsOf('\n')), 0, 1) : EMPTY) : any)
   })
@@ -471,7 +480,11 @@ export function matchesRegular(e: Expr, text: string): boolean {
         const seen = new Set(cur)
         for (let k = x.min; (x.max === undefined || k < x.max) && cur.size > 0; k++) {
           const nxt = new Set<number>()
-          for (const p of ends(x.item, cur)) if (!seen.has(p)) (seen.add(p), nxt.add(p))
+          for (const p of ends(x.item, cur))
+            if (!seen.has(p)) {
+              seen.add(p)
+              nxt.add(p)
+            }
           cur = nxt
         }
         return seen
