@@ -137,9 +137,24 @@ class Compiler implements Context {
   }
 }
 
-/** Rules that derive at least one string (so an unsatisfiable schema is refused, not compiled to nothing). */
-function productive(rules: ReadonlyMap<string, Expr>): Set<string> {
-  const done = new Set<string>()
+/**
+ * Does the rule derive at least one string? (So an unsatisfiable schema is refused, not compiled
+ * to nothing.) Depth-first, memoising only "yes": a rule met again while in progress counts as "no"
+ * for this pass, and passes repeat until no new "yes" appears, which settles cycles.
+ */
+function productive(rules: ReadonlyMap<string, Expr>, start: string): boolean {
+  const yes = new Set<string>()
+  let seen = new Map<string, boolean>()
+  const rule = (name: string): boolean => {
+    if (yes.has(name)) return true
+    const known = seen.get(name)
+    if (known !== undefined) return known
+    seen.set(name, false)
+    const r = can(rules.get(name)!)
+    seen.set(name, r)
+    if (r) yes.add(name)
+    return r
+  }
   const can = (e: Expr): boolean => {
     switch (e.kind) {
       case 'chars':
@@ -151,20 +166,17 @@ function productive(rules: ReadonlyMap<string, Expr>): Set<string> {
       case 'alt':
         return e.items.some(can)
       case 'ref':
-        return done.has(e.name)
+        return rule(e.name)
       case 'repeat':
         return e.min === 0 || can(e.item)
     }
   }
-  for (let changed = true; changed;) {
-    changed = false
-    for (const [name, e] of rules)
-      if (!done.has(name) && can(e)) {
-        done.add(name)
-        changed = true
-      }
+  for (let before = -1; before !== yes.size;) {
+    before = yes.size
+    seen = new Map()
+    if (rule(start)) return true
   }
-  return done
+  return false
 }
 
 /** Compile a JSON Schema to a grammar over the serialized document, or throw `SchemaRefusal`. */
@@ -173,6 +185,6 @@ export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = 
   const root = c.norm.normalize({schema, pointer: ''})
   const start = 'root'
   c.rules.set(start, c.disj(root))
-  if (!productive(c.rules).has(start)) throw new SchemaRefusal('schema', '', 'no document satisfies the schema')
+  if (!productive(c.rules, start)) throw new SchemaRefusal('schema', '', 'no document satisfies the schema')
   return {rules: c.rules, start}
 }
