@@ -31,7 +31,9 @@ test('not: types, scalar enums and required lists', () => {
   check({not: {type: 'string'}}, ['1', 'null', '{}'], ['"a"'])
   check({enum: [1, 2, 3], not: {const: 2}}, ['1', '3'], ['2'])
   check({type: 'object', not: {required: ['a']}}, ['{}', '{"b":1}'], ['{"a":1}'])
-  refuses({not: {minimum: 3}}, 'not')
+  check({not: {minimum: 3}}, ['2.5', '-1'], ['3', '4', '"a"', 'null'])
+  check({not: {anyOf: [{type: 'null'}, {maxLength: 2}]}}, ['"abc"'], ['1', 'null', '"ab"'])
+  refuses({not: {type: 'array', items: {type: 'string'}}}, 'not')
 })
 
 test('enum/const: JSON equality', () => {

@@ -51,7 +51,7 @@ test('objects: patternProperties with additionalProperties false', () => {
 })
 
 test('objects: a required property whose schema is false is refused', () => {
-  refuses({type: 'object', properties: {a: false}, required: ['a']}, 'required')
+  refuses({type: 'object', properties: {a: false}, required: ['a']}, 'schema')
   check({type: 'object', properties: {a: false}}, ['{}', '{"b":1}'], ['{"a":1}'])
 })
 

@@ -25,6 +25,7 @@ import {
 } from './model.js'
 import {type Located, RefIndex} from './refs.js'
 import {stringsDisjoint} from './string-lang.js'
+import {complementDisj} from './complement.js'
 import {childPointer, SchemaRefusal} from './refusal.js'
 
 /** Keywords that only annotate (or hold definitions, or are read elsewhere). */
@@ -357,6 +358,10 @@ export class Normalizer implements DisjointnessOracle {
       }
       return out
     }
-    throw new SchemaRefusal('not', pointer, 'a complement that is not a type, scalar enum or required list')
+    return intersectDisj(
+      d,
+      complementDisj(n, pointer, (x) => x.parts.some((p) => p.schema === false) || this.normalizeSub(x).length === 0),
+      pointer,
+    )
   }
 }

@@ -59,12 +59,14 @@ export function compileObject(o: ObjC, ctx: Context, pointer: string): Expr {
   const ws = ctx.lex.ws
   const comma = seq(ws, lit(','), ws)
   const member = (key: Expr, value: Sub): Expr => seq(key, ws, lit(':'), ws, ctx.sub(value))
+  let unsatisfiable = false
   const known = names.map((k) => {
     const s = propSchema(o, k)
-    if (o.required.has(k) && ctx.isFalse(s))
-      throw new SchemaRefusal('required', pointer, `required property ${JSON.stringify(k)} admits no value`)
+    // a required property that admits no value makes this object (branch) unsatisfiable
+    if (o.required.has(k) && ctx.isFalse(s)) unsatisfiable = true
     return {name: k, required: o.required.has(k), member: ctx.isFalse(s) ? undefined : member(ctx.lex.stringLiteral(k), s)}
   })
+  if (unsatisfiable) return NOTHING
   const extra = additionalMember(o, names, ctx, member)
   if (known.length <= ANY_ORDER_MAX) return anyOrder(o, known, extra, ctx)
   const counting = o.minProps > 0 || o.maxProps !== undefined
