@@ -79,13 +79,34 @@ test('oneOf: a property one branch requires and the other forbids; disjoint patt
     ['"ax"', '"b"'],
     ['"c"'],
   )
-  refuses(
+  check(
     {
       oneOf: [
         {type: 'string', pattern: 'a'},
         {type: 'string', pattern: 'b'},
       ],
     },
+    ['"a"', '"xb"'],
+    ['"ab"', '"c"'],
+  )
+  refuses(
+    {
+      oneOf: [
+        {type: 'array', items: {type: 'string'}},
+        {type: 'array', maxItems: 2},
+      ],
+    },
     'oneOf',
   )
+})
+
+test('oneOf with overlapping branches: each branch minus the others, when their complement is exact', () => {
+  const s = {type: 'object', oneOf: [{required: ['login']}, {required: ['password']}]}
+  check(s, ['{"login":"a"}', '{"password":"b"}'], ['{"login":"a","password":"b"}', '{}'])
+  check({oneOf: [{maximum: 2}, {maximum: 5}], type: 'number'}, ['3', '5'], ['2', '1', '6'])
+})
+
+test('not enum: values outside a scalar enum', () => {
+  check({type: 'string', not: {enum: ['a', 'b']}}, ['"c"', '"ab"', '""'], ['"a"', '"\\u0062"'])
+  check({not: {enum: [1, 'x', null]}}, ['2', '0.5', '"y"', 'true', '[]'], ['1', '1.0', '"x"', 'null'])
 })

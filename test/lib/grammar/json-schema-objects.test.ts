@@ -31,7 +31,7 @@ test('objects: minProperties/maxProperties', () => {
     ['{"a":1}', '{"b":1,"a":2}', '{"a":1,"x":2}'],
     ['{}', '{"a":1,"b":2,"c":3}'],
   )
-  refuses({type: 'object', minProperties: 3, maxProperties: 2}, 'minProperties')
+  refuses({type: 'object', minProperties: 3, maxProperties: 2}, 'schema')
 })
 
 test('objects: patternProperties with additionalProperties false', () => {

@@ -7,7 +7,7 @@ test('string lengths count decoded code points', () => {
     ['"ab"', '"a\\nb"', '"\\u00e9\\u00E9"', '"😀😀"', '"\\ud83d\\ude00x"', '"abc"'],
     ['"a"', '"abcd"', '"\\u0061"', '"a\\ud83d\\ude00bc"'],
   )
-  refuses({type: 'string', minLength: 3, maxLength: 2}, 'minLength')
+  refuses({type: 'string', minLength: 3, maxLength: 2}, 'schema')
 })
 
 test('string characters: raw controls rejected, every escape accepted', () => {

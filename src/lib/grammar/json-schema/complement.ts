@@ -7,7 +7,21 @@
  * properties, formats, multipleOf, integer, enums among other constraints) are refused.
  */
 import {intersectDisj} from './intersect.js'
-import {ANY_ARR, ANY_NUM, ANY_STR, anyConj, anyObj, type Conj, type Disj, isTrueSub, type Sub} from './model.js'
+import {
+  ANY_ARR,
+  ANY_NUM,
+  ANY_STR,
+  anyConj,
+  anyObj,
+  type Conj,
+  type Disj,
+  isPlainArr,
+  isPlainNum,
+  isPlainObj,
+  isPlainStr,
+  isTrueSub,
+  type Sub,
+} from './model.js'
 import {SchemaRefusal} from './refusal.js'
 
 const only = (pointer: string, t: Partial<Conj>): Conj => ({null: false, boolean: false, pointer, ...t})
@@ -16,7 +30,7 @@ function conjComplement(c: Conj, pointer: string, isFalse: (s: Sub) => boolean):
   const refuse = (why: string): never => {
     throw new SchemaRefusal('not', pointer, why)
   }
-  if (c.enum) refuse('the complement of an enum among other constraints')
+  if (c.enum) return enumComplement(c, pointer, refuse)
   const out: Conj[] = []
   if (!c.null) out.push(only(pointer, {null: true}))
   if (!c.boolean) out.push(only(pointer, {boolean: true}))
@@ -62,5 +76,33 @@ function conjComplement(c: Conj, pointer: string, isFalse: (s: Sub) => boolean):
 export function complementDisj(d: Disj, pointer: string, isFalse: (s: Sub) => boolean): Disj {
   let out: Disj = [anyConj(pointer)]
   for (const c of d) out = intersectDisj(out, conjComplement(c, pointer, isFalse), pointer)
+  return out
+}
+
+/** Values outside an enum (of scalars, with no other constraint than the type). */
+function enumComplement(c: Conj, pointer: string, refuse: (why: string) => never): Conj[] {
+  const e = c.enum!
+  const plain =
+    (!c.number || isPlainNum(c.number)) &&
+    (!c.string || isPlainStr(c.string)) &&
+    (!c.array || isPlainArr(c.array)) &&
+    (!c.object || isPlainObj(c.object))
+  if (!plain) refuse('the complement of an enum among other constraints')
+  if (e.some((v) => v !== null && typeof v === 'object')) refuse('the complement of an enum with array or object members')
+  const out: Conj[] = []
+  // the types the conjunction does not allow, whole; the allowed ones minus the members
+  if (!c.null || !e.includes(null)) out.push(only(pointer, {null: true}))
+  for (const b of [true, false]) if (!c.boolean || !e.includes(b)) out.push(only(pointer, {boolean: true, enum: [b]}))
+  const nums = [...new Set(e.filter((v): v is number => typeof v === 'number'))].sort((a, b) => a - b)
+  if (!c.number || nums.length === 0) out.push(only(pointer, {number: ANY_NUM}))
+  else {
+    out.push(only(pointer, {number: {...ANY_NUM, hi: nums[0]!, hiExcl: true}}))
+    for (let i = 0; i + 1 < nums.length; i++)
+      out.push(only(pointer, {number: {...ANY_NUM, lo: nums[i]!, loExcl: true, hi: nums[i + 1]!, hiExcl: true}}))
+    out.push(only(pointer, {number: {...ANY_NUM, lo: nums[nums.length - 1]!, loExcl: true}}))
+  }
+  const strs = e.filter((v): v is string => typeof v === 'string')
+  out.push(only(pointer, {string: !c.string || strs.length === 0 ? ANY_STR : {...ANY_STR, notIn: strs}}))
+  out.push(only(pointer, {array: ANY_ARR}), only(pointer, {object: anyObj(pointer)}))
   return out
 }

@@ -52,7 +52,15 @@ function mergeStr(a: StrC, b: StrC): StrC {
   const patterns = [...a.patterns, ...b.patterns.filter((p) => !a.patterns.some((q) => q.source === p.source))]
   const formats = [...a.formats, ...b.formats.filter((f) => !a.formats.some((g) => g.name === f.name))]
   const antiPatterns = [...(a.antiPatterns ?? []), ...(b.antiPatterns ?? [])]
-  return {minLength: Math.max(a.minLength, b.minLength), maxLength, patterns, formats, ...(antiPatterns.length > 0 ? {antiPatterns} : {})}
+  const notIn = [...(a.notIn ?? []), ...(b.notIn ?? [])]
+  return {
+    minLength: Math.max(a.minLength, b.minLength),
+    maxLength,
+    patterns,
+    formats,
+    ...(antiPatterns.length > 0 ? {antiPatterns} : {}),
+    ...(notIn.length > 0 ? {notIn} : {}),
+  }
 }
 
 function mergeArr(a: ArrC, b: ArrC): ArrC {

@@ -134,11 +134,26 @@ export class Normalizer implements DisjointnessOracle {
     }
     if (Array.isArray(s.oneOf)) {
       const branches = s.oneOf.map((x, i) => intersectDisj(d, this.normalize(located(x, childPointer(pointer, 'oneOf', i))), pointer))
-      for (let i = 0; i < branches.length; i++)
-        for (let j = i + 1; j < branches.length; j++)
-          if (!disjDisjoint(branches[i]!, branches[j]!, this))
-            throw new SchemaRefusal('oneOf', childPointer(pointer, 'oneOf'), `branches ${i} and ${j} are not provably disjoint`)
-      d = branches.flat()
+      // exactly one: each branch minus the branches it may overlap (their complements), when expressible
+      const raw = s.oneOf.map((x, i) => this.normalize(located(x, childPointer(pointer, 'oneOf', i))))
+      const exclusive = branches.map((b, i) => {
+        let out = b
+        for (let j = 0; j < branches.length; j++) {
+          if (j === i || disjDisjoint(b, branches[j]!, this)) continue
+          try {
+            out = intersectDisj(out, complementDisj(raw[j]!, childPointer(pointer, 'oneOf', j), this.isFalse), pointer)
+          } catch (e) {
+            if (!(e instanceof SchemaRefusal)) throw e
+            throw new SchemaRefusal(
+              'oneOf',
+              childPointer(pointer, 'oneOf'),
+              `branches ${i} and ${j} are not provably disjoint, and ${e.message}`,
+            )
+          }
+        }
+        return out
+      })
+      d = exclusive.flat()
     }
     if ('not' in s) d = this.not(d, s.not, childPointer(pointer, 'not'))
     for (const k of ['dependencies', 'dependentRequired', 'dependentSchemas'])
@@ -358,10 +373,8 @@ export class Normalizer implements DisjointnessOracle {
       }
       return out
     }
-    return intersectDisj(
-      d,
-      complementDisj(n, pointer, (x) => x.parts.some((p) => p.schema === false) || this.normalizeSub(x).length === 0),
-      pointer,
-    )
+    return intersectDisj(d, complementDisj(n, pointer, this.isFalse), pointer)
   }
+
+  readonly isFalse = (x: Sub): boolean => x.parts.some((p) => p.schema === false) || this.normalizeSub(x).length === 0
 }

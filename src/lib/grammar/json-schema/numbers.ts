@@ -17,7 +17,6 @@
 import {alt, chars, EMPTY, lit, NOTHING, opt, ref, repeat, seq, type Expr} from '../ir.js'
 import {DIGIT, integerText, NONZERO} from './lexical.js'
 import {charSet} from '../charset.js'
-import {SchemaRefusal} from './refusal.js'
 
 /** An exact decimal: sign, integer digits (no leading zeros, "0" for zero), fraction digits (no trailing zeros). */
 export interface Decimal {
@@ -133,7 +132,7 @@ function tight(k: number, lo: Decimal | undefined, loExcl: boolean, hi: Decimal 
 }
 
 /** A grammar for the JSON numbers within the bounds (see the module comment for the policies). */
-export function boundedNumber(b: NumberBounds, pointer: string): Expr {
+export function boundedNumber(b: NumberBounds, _pointer: string): Expr {
   const integer = b.integer ?? false
   const maxFrac = b.maxFrac ?? MAX_DIGITS
   if (b.lo === undefined && b.hi === undefined) {
@@ -158,8 +157,8 @@ export function boundedNumber(b: NumberBounds, pointer: string): Expr {
   }
   const lo = b.lo !== undefined ? toDecimal(b.lo) : undefined
   const hi = b.hi !== undefined ? toDecimal(b.hi) : undefined
-  if (b.lo !== undefined && b.hi !== undefined && (b.lo > b.hi || (b.lo === b.hi && (b.loExcl || b.hiExcl))))
-    throw new SchemaRefusal('minimum', pointer, 'the bounds leave no number')
+  // no number within the bounds: this branch is empty (the whole schema, if nothing else, is refused)
+  if (b.lo !== undefined && b.hi !== undefined && (b.lo > b.hi || (b.lo === b.hi && (b.loExcl || b.hiExcl)))) return NOTHING
   const parts: Expr[] = []
   const loExcl = b.loExcl ?? false
   const hiExcl = b.hiExcl ?? false

@@ -52,9 +52,8 @@ function keyNotIn(names: string[], ctx: Context): Expr {
   return seq(lit('"'), build(root))
 }
 
-export function compileObject(o: ObjC, ctx: Context, pointer: string): Expr {
-  if (o.maxProps !== undefined && o.minProps > o.maxProps)
-    throw new SchemaRefusal('minProperties', pointer, 'minProperties > maxProperties')
+export function compileObject(o: ObjC, ctx: Context, _pointer: string): Expr {
+  if (o.maxProps !== undefined && o.minProps > o.maxProps) return NOTHING
   const names = [...o.props.keys(), ...[...o.required].filter((k) => !o.props.has(k))]
   const ws = ctx.lex.ws
   const comma = seq(ws, lit(','), ws)

@@ -6,7 +6,7 @@
  */
 import {ANY_CHAR} from '../charset.js'
 import {chars, repeat, type Expr} from '../ir.js'
-import {complementDfa, type Dfa, dfaEmpty, productDfa, toDfa, TooLarge} from './dfa.js'
+import {complementDfa, type Dfa, dfaEmpty, finiteDfa, productDfa, toDfa, TooLarge} from './dfa.js'
 import {formatRegex} from './formats.js'
 import type {StrC} from './model.js'
 import {cachedPattern} from './regex.js'
@@ -30,6 +30,7 @@ export function stringDfa(s: StrC, pointer: string, withLength: boolean): Dfa {
     const and = (x: Dfa): void => void (d = d ? productDfa(d, x, 'and') : x)
     for (const r of stringRegexes(s)) and(toDfa(cachedPattern(r.source, r.pointer)))
     for (const r of s.antiPatterns ?? []) and(complementDfa(toDfa(cachedPattern(r.source, r.pointer, true))))
+    if (s.notIn && s.notIn.length > 0) and(complementDfa(finiteDfa([...s.notIn])))
     if (withLength && (s.minLength > 0 || s.maxLength !== undefined)) {
       if ((s.maxLength ?? s.minLength) > 256) throw new TooLarge('length bound too large for an automaton')
       const len: Expr = repeat(chars(ANY_CHAR), s.minLength, s.maxLength)
@@ -48,7 +49,8 @@ export function stringsDisjoint(a: StrC, b: StrC, pointer: string): boolean {
   const lo = Math.max(a.minLength, b.minLength)
   const hi = Math.min(a.maxLength ?? Infinity, b.maxLength ?? Infinity)
   if (lo > hi) return true
-  const hasRegex = (s: StrC): boolean => s.patterns.length > 0 || s.formats.length > 0 || (s.antiPatterns?.length ?? 0) > 0
+  const hasRegex = (s: StrC): boolean =>
+    s.patterns.length > 0 || s.formats.length > 0 || (s.antiPatterns?.length ?? 0) > 0 || (s.notIn?.length ?? 0) > 0
   if (!hasRegex(a) && !hasRegex(b)) return false
   try {
     return dfaEmpty(productDfa(stringDfa(a, pointer, false), stringDfa(b, pointer, false), 'and'))

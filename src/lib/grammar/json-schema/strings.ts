@@ -6,7 +6,7 @@
  * exact; other combinations (two patterns, a pattern and a format) are refused.
  */
 import {ANY_CHAR, charsOf} from '../charset.js'
-import {alt, lit, repeat, seq, type Expr} from '../ir.js'
+import {alt, lit, NOTHING, repeat, seq, type Expr} from '../ir.js'
 import type {Context} from './context.js'
 import {dfaRules} from './dfa.js'
 import {stringDfa, stringRegexes} from './string-lang.js'
@@ -33,7 +33,7 @@ export function lift(e: Expr, ctx: Context): Expr {
 }
 
 export function compileString(s: StrC, ctx: Context, pointer: string): Expr {
-  if (s.maxLength !== undefined && s.minLength > s.maxLength) throw new SchemaRefusal('minLength', pointer, 'minLength > maxLength')
+  if (s.maxLength !== undefined && s.minLength > s.maxLength) return NOTHING
   const regexes = stringRegexes(s)
   const bounded = s.minLength > 0 || s.maxLength !== undefined
   const quote = lit('"')
@@ -42,7 +42,7 @@ export function compileString(s: StrC, ctx: Context, pointer: string): Expr {
       quote,
       dfaRules(stringDfa(s, pointer, withLength), ctx.fresh('str'), ctx.rules, (set) => ctx.lex.char(set), quote),
     )
-  if (regexes.length > 1 || (s.antiPatterns?.length ?? 0) > 0) {
+  if (regexes.length > 1 || (s.antiPatterns?.length ?? 0) > 0 || (s.notIn?.length ?? 0) > 0) {
     if (!bounded) return viaDfa(false)
     // fold the bounds into the automaton when small, else refuse
     return viaDfa(true)

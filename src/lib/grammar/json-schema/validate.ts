@@ -36,6 +36,7 @@ export function validConj(v: Json, c: Conj, r: SubResolver): boolean {
     const len = codePoints(v)
     if (len < s.minLength || (s.maxLength !== undefined && len > s.maxLength)) return false
     for (const p of s.patterns) if (!matchesRegular(cachedPattern(p.source, p.pointer), v)) return false
+    if (s.notIn?.includes(v)) return false
     for (const p of s.antiPatterns ?? []) if (matchesRegular(cachedPattern(p.source, p.pointer, true), v)) return false
     for (const f of s.formats) {
       const re = formatRegex(f.name)
