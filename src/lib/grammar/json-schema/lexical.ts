@@ -112,8 +112,21 @@ export class Lexicon {
   private readonly charRules = new Map<string, string>()
   constructor(readonly maxWs: number) {}
 
+  private readonly single = new Map<number, Expr>()
+
+  /** The rule for one code point (cached: keys and literals spell the same characters again and again). */
+  codePoint(cp: number): Expr {
+    let e = this.single.get(cp)
+    if (!e) {
+      e = this.char(charSet([[cp, cp]]))
+      this.single.set(cp, e)
+    }
+    return e
+  }
+
   /** A reference to the rule for one escaped character of `set`. */
   char(set: CharSet): Expr {
+    if (set.length === 1 && set[0]![0] === set[0]![1] && this.single.has(set[0]![0])) return this.single.get(set[0]![0])!
     const key = set.map(([a, b]) => `${a}-${b}`).join(',')
     let name = this.charRules.get(key)
     if (!name) {
@@ -133,7 +146,7 @@ export class Lexicon {
 
   /** Every JSON spelling of the string value `text` (quotes included). */
   stringLiteral(text: string): Expr {
-    return seq(lit('"'), ...[...text].map((c) => this.char(charsOf(c))), lit('"'))
+    return seq(lit('"'), ...[...text].map((c) => this.codePoint(c.codePointAt(0)!)), lit('"'))
   }
 
   /** Any JSON string. */

@@ -20,8 +20,22 @@ import {complementDfa, type Dfa, dfaEmpty, dfaRules, finiteDfa, productDfa, toDf
 import {SchemaRefusal} from './refusal.js'
 
 /** Strings (decoded) not in `names`, as key grammar: a rule per trie node. */
+const keyCache = new WeakMap<Map<string, Expr>, Map<string, Expr>>()
+
 function keyNotIn(names: string[], ctx: Context): Expr {
   if (names.length === 0) return ctx.lex.anyString
+  // objects with the same property names (common after allOf/$ref) share one key grammar
+  let cache = keyCache.get(ctx.rules)
+  if (!cache) keyCache.set(ctx.rules, (cache = new Map()))
+  const cacheKey = JSON.stringify([...names].sort())
+  const hit = cache.get(cacheKey)
+  if (hit) return hit
+  const made = buildKeyNotIn(names, ctx)
+  cache.set(cacheKey, made)
+  return made
+}
+
+function buildKeyNotIn(names: string[], ctx: Context): Expr {
   interface Node {
     end: boolean
     next: Map<number, Node>
@@ -44,7 +58,7 @@ function keyNotIn(names: string[], ctx: Context): Expr {
     const name = `${base}@${id++}`
     const parts: Expr[] = node.end ? [] : [lit('"')]
     const edges: CharSet = union(...[...node.next.keys()].map((cp) => charsOf(String.fromCodePoint(cp))))
-    for (const [cp, child] of node.next) parts.push(seq(ctx.lex.char(charsOf(String.fromCodePoint(cp))), build(child)))
+    for (const [cp, child] of node.next) parts.push(seq(ctx.lex.codePoint(cp), build(child)))
     parts.push(seq(ctx.lex.char(complement(edges)), anyTail, lit('"')))
     ctx.rules.set(name, alt(...parts))
     return ref(name)
