@@ -5,7 +5,7 @@
  * that every legal spelling of a character (raw, short escape, `\uXXXX` in either hex case, a
  * surrogate-pair escape) is accepted and nothing else is.
  */
-import {charSet, charsOf, complement, intersect, isEmpty, type CharSet} from '../charset.js'
+import {charSet, complement, intersect, isEmpty, type CharSet} from '../charset.js'
 import {alt, chars, EMPTY, lit, NOTHING, oneOf, opt, ref, repeat, seq, star, type Expr} from '../ir.js'
 
 /** Characters JSON allows unescaped inside a string: all but `"`, `\` and the C0 controls. */
