@@ -7,9 +7,9 @@
  * properties go anywhere in the first mode (at the end under `maxProperties`), after the known ones
  * in the second. Keys are accepted in every escape spelling; an additional key can spell no known
  * name (the key language is "any string but these", built over decoded characters from a trie), so
- * no known key appears twice. `minProperties` is met by known properties only, because two
- * additional members with the same key would count twice but parse as one; `maxProperties` counts
- * every member (duplicates only lower the real count). */
+ * no known key appears twice. Under `minProperties`, additional members count as one at most:
+ * they may repeat one another's key (a grammar cannot tell), so two of them may parse as one;
+ * `maxProperties` counts every member (duplicates only lower the real count). */
 import {ANY_CHAR, charsOf, complement, union, type CharSet} from '../charset.js'
 import {alt, EMPTY, lit, NOTHING, opt, ref, repeat, seq, star, type Expr} from '../ir.js'
 import type {Context} from './context.js'
@@ -99,8 +99,7 @@ export function compileObject(o: ObjC, ctx: Context, _pointer: string): Expr {
       if (k.member) parts.push(seq(first ? EMPTY : comma, k.member, state(i + 1, false, cc + 1)))
       if (!k.required) parts.push(state(i + 1, first, cc))
       body = alt(...parts)
-    } else if (cc < o.minProps) body = NOTHING
-    else body = closing(o, extra, first, cc, ctx)
+    } else body = closing(o, extra, first, cc, ctx)
     ctx.rules.set(name, body)
     return ref(name)
   }
@@ -121,14 +120,19 @@ function closing(o: ObjC, extra: Expr | undefined, first: boolean, count: number
   const ws = ctx.lex.ws
   const comma = seq(ws, lit(','), ws)
   const room = o.maxProps === undefined ? undefined : o.maxProps - count
+  // additional members guarantee one more distinct key however many there are (they may repeat one
+  // another, never a known key): enough to make up for one missing under minProperties, no more
+  const needOne = count < o.minProps
+  if (count + 1 < o.minProps || (needOne && (!extra || room === 0))) return NOTHING
   if (!extra || room === 0) return first ? EMPTY : ws
-  if (first) return opt(seq(extra, repeat(seq(comma, extra), 0, room === undefined ? undefined : room - 1), ws))
-  return seq(repeat(seq(comma, extra), 0, room), ws)
+  const more = (least: number): Expr => repeat(seq(comma, extra), least, room === undefined ? undefined : room - (first ? 1 : 0))
+  if (first) return needOne ? seq(extra, more(0), ws) : opt(seq(extra, more(0), ws))
+  return seq(repeat(seq(comma, extra), needOne ? 1 : 0, room), ws)
 }
 
 /**
  * Known properties in any order: a state per set of properties already written (each at most
- * once), additional members interleaved anywhere (or, under maxProperties, at the end).
+ * once), additional members interleaved anywhere (or, under min/maxProperties, at the end).
  */
 function anyOrder(o: ObjC, known: Known[], extra: Expr | undefined, ctx: Context): Expr {
   const ws = ctx.lex.ws
@@ -147,9 +151,9 @@ function anyOrder(o: ObjC, known: Known[], extra: Expr | undefined, ctx: Context
       known.forEach((k, i) => {
         if (k.member && !(mask & (1 << i))) parts.push(seq(sep, k.member, state(mask | (1 << i), false)))
       })
-    if (extra && o.maxProps === undefined) parts.push(seq(sep, extra, state(mask, false)))
-    if ((mask & requiredMask) === requiredMask && n >= o.minProps)
-      parts.push(o.maxProps === undefined ? (first ? EMPTY : ws) : closing(o, extra, first, n, ctx))
+    const interleave = o.maxProps === undefined && o.minProps === 0
+    if (extra && interleave) parts.push(seq(sep, extra, state(mask, false)))
+    if ((mask & requiredMask) === requiredMask) parts.push(interleave ? (first ? EMPTY : ws) : closing(o, extra, first, n, ctx))
     ctx.rules.set(name, alt(...parts))
     return ref(name)
   }
