@@ -97,6 +97,7 @@ test(
   () => {
     let cases = 0
     let refused = 0
+    const refusedBy = new Map<string, number>()
     let instances = 0
     let accepted = 0
     let knownRejected = 0
@@ -114,6 +115,7 @@ test(
           } catch (e) {
             if (!(e instanceof SchemaRefusal)) throw e
             refused++
+            refusedBy.set(e.keyword, (refusedBy.get(e.keyword) ?? 0) + 1)
             continue
           }
           for (const t of g.tests) {
@@ -133,6 +135,12 @@ test(
     }
     console.log(
       `suite: ${cases} cases, ${refused} refused; ${instances} instances judged, ${accepted} right, ${knownRejected} known rejections (${FORMAT_POLICY})`,
+    )
+    console.log(
+      `suite refusals by keyword: ${[...refusedBy]
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')}`,
     )
     assert.deepEqual(bad, [])
   },
