@@ -59,7 +59,7 @@ class Compiler implements Context {
   constructor(root: unknown, options: JsonSchemaOptions) {
     this.lex = new Lexicon(options.whitespace === 'compact' ? 0 : (options.maxWhitespace ?? 20))
     this.rules = this.lex.rules
-    this.norm = new Normalizer(root, (v, c) => validConj(v, c, this.norm), legacyRef(root, options.draft))
+    this.norm = new Normalizer(root, (v, c) => validConj(v, c, this.norm, true), legacyRef(root, options.draft))
   }
 
   fresh(prefix: string): string {

@@ -147,6 +147,7 @@ const numbersDisjoint = (a: NumC, b: NumC): boolean => {
 export interface DisjointnessOracle {
   normalizeSub(s: Sub): Disj
   stringsDisjoint(a: StrC, b: StrC): boolean
+  /** May `value` satisfy `c` for some validator? ("no" must be certain.) */
   valid(value: Json, c: Conj): boolean
 }
 
