@@ -33,8 +33,8 @@ export interface JsonSchemaOptions {
   maxWhitespace?: number
   /**
    * The draft, when the schema does not say with `$schema`: 4, 6 and 7 let `$ref` replace its
-   * sibling keywords. Unknown: siblings are applied (2019+ semantics, and the stricter reading of
-   * older drafts, so never an invalid acceptance).
+   * sibling keywords. Unknown: read as 2020-12 (siblings applied), the draft Python's and Rust's
+   * jsonschema assume when `$schema` is absent.
    */
   draft?: 4 | 6 | 7 | 2019 | 2020
 }
