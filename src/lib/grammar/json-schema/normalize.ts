@@ -257,7 +257,8 @@ export class Normalizer implements DisjointnessOracle {
   private arrayKeywords(s: Record<string, unknown>, pointer: string): typeof ANY_ARR {
     let prefix: Sub[] = []
     let items: Sub = TRUE_SUB
-    if (Array.isArray(s.prefixItems)) {
+    // prefixItems is a 2020-12 keyword: an unknown one (an annotation) in drafts 4-7
+    if (Array.isArray(s.prefixItems) && this.legacyRef !== true) {
       prefix = s.prefixItems.map((x, i) => subAt(x, childPointer(pointer, 'prefixItems', i)))
       if ('items' in s) items = subAt(s.items, childPointer(pointer, 'items'))
     } else if (Array.isArray(s.items)) {
