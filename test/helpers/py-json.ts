@@ -1,9 +1,66 @@
 /**
- * Python's `json.dumps` default serialization (separators ", " and ": ", ensure_ascii escaping,
- * float repr), so grammars are judged on the spelling Python tools and many models emit as well as
- * on JSON.stringify's. Integral numbers are written as Python ints (JSON cannot tell 1 from 1.0 once
- * parsed in JavaScript).
+ * JSON text as it was written: a parser that keeps each number's own spelling (JavaScript's
+ * JSON.parse turns Python's `12345.0`, which draft 4 validators reject as an integer, into `12345`),
+ * and two serializers of its values: JSON.stringify's compact style, and Python's json.dumps
+ * default (separators ", " and ": ", ensure_ascii escaping). Numbers are written as spelled.
  */
+export class RawNumber {
+  constructor(readonly text: string) {}
+}
+export type RawJson = null | boolean | RawNumber | string | RawJson[] | {[k: string]: RawJson}
+
+export function parseRaw(text: string): RawJson {
+  let i = 0
+  const ws = (): void => {
+    while (i < text.length && ' \t\n\r'.includes(text[i]!)) i++
+  }
+  const value = (): RawJson => {
+    ws()
+    const c = text[i]
+    if (c === '{') {
+      i++
+      const out: {[k: string]: RawJson} = {}
+      ws()
+      if (text[i] === '}') return (i++, out)
+      for (;;) {
+        ws()
+        const k = value() as string
+        ws()
+        i++ // ':'
+        out[k] = value()
+        ws()
+        if (text[i++] === '}') return out
+      }
+    }
+    if (c === '[') {
+      i++
+      const out: RawJson[] = []
+      ws()
+      if (text[i] === ']') return (i++, out)
+      for (;;) {
+        out.push(value())
+        ws()
+        if (text[i++] === ']') return out
+      }
+    }
+    if (c === '"') {
+      const start = i
+      for (i++; text[i] !== '"'; i++) if (text[i] === '\\') i++
+      i++
+      return JSON.parse(text.slice(start, i)) as string
+    }
+    const m = /^(?:true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)/.exec(text.slice(i, i + 400))
+    if (!m) throw new Error(`bad JSON at ${i}`)
+    i += m[0].length
+    if (m[0] === 'true' || m[0] === 'false' || m[0] === 'null') return JSON.parse(m[0]) as RawJson
+    return new RawNumber(m[0])
+  }
+  const v = value()
+  ws()
+  if (i !== text.length) throw new Error('trailing text')
+  return v
+}
+
 function pyString(s: string): string {
   let out = '"'
   for (let i = 0; i < s.length; i++) {
@@ -22,26 +79,29 @@ function pyString(s: string): string {
   return out + '"'
 }
 
-function pyFloat(x: number): string {
-  if (Number.isInteger(x) && Math.abs(x) < 1e16) return String(x)
-  const [mant, expS] = x.toExponential().split('e') as [string, string]
-  const e = Number(expS)
-  if (e >= -4 && e < 16) {
-    const s = String(x)
-    return s.includes('.') || s.includes('e') ? s : s + '.0'
-  }
-  return `${mant}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`
+/** JSON.stringify's spelling (numbers as written). */
+export function jsStringify(v: RawJson): string {
+  if (v instanceof RawNumber) return v.text
+  if (v === null || typeof v !== 'object') return JSON.stringify(v)
+  if (Array.isArray(v)) return '[' + v.map(jsStringify).join(',') + ']'
+  return (
+    '{' +
+    Object.entries(v)
+      .map(([k, x]) => JSON.stringify(k) + ':' + jsStringify(x))
+      .join(',') +
+    '}'
+  )
 }
 
-export function pyDumps(v: unknown): string {
-  if (v === null) return 'null'
-  if (typeof v === 'boolean') return v ? 'true' : 'false'
-  if (typeof v === 'number') return Number.isInteger(v) && Math.abs(v) >= 1e16 ? BigInt(v).toString() : pyFloat(v)
+/** Python json.dumps' default spelling (numbers as written). */
+export function pyDumps(v: RawJson): string {
+  if (v instanceof RawNumber) return v.text
+  if (v === null || typeof v === 'boolean') return JSON.stringify(v)
   if (typeof v === 'string') return pyString(v)
   if (Array.isArray(v)) return '[' + v.map(pyDumps).join(', ') + ']'
   return (
     '{' +
-    Object.entries(v as Record<string, unknown>)
+    Object.entries(v)
       .map(([k, x]) => pyString(k) + ': ' + pyDumps(x))
       .join(', ') +
     '}'

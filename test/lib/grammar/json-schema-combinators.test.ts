@@ -31,7 +31,9 @@ test('not: types, scalar enums and required lists', () => {
   check({not: {type: 'string'}}, ['1', 'null', '{}'], ['"a"'])
   check({enum: [1, 2, 3], not: {const: 2}}, ['1', '3'], ['2'])
   check({type: 'object', not: {required: ['a']}}, ['{}', '{"b":1}'], ['{"a":1}'])
-  refuses({not: {minimum: 3}}, 'not')
+  check({not: {minimum: 3}}, ['2.5', '-1'], ['3', '4', '"a"', 'null'])
+  check({not: {anyOf: [{type: 'null'}, {maxLength: 2}]}}, ['"abc"'], ['1', 'null', '"ab"'])
+  refuses({not: {type: 'array', items: {type: 'string'}}}, 'not')
 })
 
 test('enum/const: JSON equality', () => {
@@ -50,7 +52,6 @@ test('boolean schemas', () => {
 
 test('unsupported constraining keywords are refused; annotations and vendor keywords ignored', () => {
   refuses({if: {type: 'string'}, then: {minLength: 1}}, 'if', '/if')
-  refuses({type: 'object', dependentRequired: {a: ['b']}}, 'dependentRequired', '/dependentRequired')
   refuses({type: 'object', propertyNames: {maxLength: 3}}, 'propertyNames')
   refuses({$dynamicRef: '#x'}, '$dynamicRef')
   check(
@@ -58,4 +59,54 @@ test('unsupported constraining keywords are refused; annotations and vendor keyw
     ['0'],
     ['"0"'],
   )
+})
+
+test('oneOf: a property one branch requires and the other forbids; disjoint patterns', () => {
+  const s = {
+    oneOf: [
+      {type: 'object', properties: {src: {type: 'string'}}, required: ['src'], additionalProperties: false},
+      {type: 'object', properties: {replace: {type: 'string'}}, required: ['replace'], additionalProperties: false},
+    ],
+  }
+  check(s, ['{"src":"a"}', '{"replace":"b"}'], ['{"src":"a","replace":"b"}', '{}'])
+  check(
+    {
+      oneOf: [
+        {type: 'string', pattern: '^a'},
+        {type: 'string', pattern: '^b'},
+      ],
+    },
+    ['"ax"', '"b"'],
+    ['"c"'],
+  )
+  check(
+    {
+      oneOf: [
+        {type: 'string', pattern: 'a'},
+        {type: 'string', pattern: 'b'},
+      ],
+    },
+    ['"a"', '"xb"'],
+    ['"ab"', '"c"'],
+  )
+  refuses(
+    {
+      oneOf: [
+        {type: 'array', items: {type: 'string'}},
+        {type: 'array', maxItems: 2},
+      ],
+    },
+    'oneOf',
+  )
+})
+
+test('oneOf with overlapping branches: each branch minus the others, when their complement is exact', () => {
+  const s = {type: 'object', oneOf: [{required: ['login']}, {required: ['password']}]}
+  check(s, ['{"login":"a"}', '{"password":"b"}'], ['{"login":"a","password":"b"}', '{}'])
+  check({oneOf: [{maximum: 2}, {maximum: 5}], type: 'number'}, ['3', '5'], ['2', '1', '6'])
+})
+
+test('not enum: values outside a scalar enum', () => {
+  check({type: 'string', not: {enum: ['a', 'b']}}, ['"c"', '"ab"', '""'], ['"a"', '"\\u0062"'])
+  check({not: {enum: [1, 'x', null]}}, ['2', '0.5', '"y"', 'true', '[]'], ['1', '1.0', '"x"', 'null'])
 })

@@ -7,7 +7,7 @@ test('string lengths count decoded code points', () => {
     ['"ab"', '"a\\nb"', '"\\u00e9\\u00E9"', '"😀😀"', '"\\ud83d\\ude00x"', '"abc"'],
     ['"a"', '"abcd"', '"\\u0061"', '"a\\ud83d\\ude00bc"'],
   )
-  refuses({type: 'string', minLength: 3, maxLength: 2}, 'minLength')
+  refuses({type: 'string', minLength: 3, maxLength: 2}, 'schema')
 })
 
 test('string characters: raw controls rejected, every escape accepted', () => {
@@ -25,7 +25,7 @@ test('pattern: search semantics, anchors, escapes spelled any way', () => {
 test('pattern with length bounds folds into the one repetition', () => {
   check({type: 'string', pattern: '^[a-z]+$', maxLength: 3}, ['"a"', '"abc"'], ['"abcd"', '""'])
   check({type: 'string', pattern: '^x[0-9]*$', minLength: 3}, ['"x12"'], ['"x1"'])
-  refuses({type: 'string', pattern: 'a', maxLength: 3}, 'maxLength')
+  refuses({type: 'string', pattern: 'a', maxLength: 3000}, 'maxLength')
 })
 
 test('pattern constructs that are not regular or not portable are refused by name', () => {
@@ -58,4 +58,12 @@ test('formats', () => {
 test('string const and enum accept every escape spelling', () => {
   check({const: 'a/b'}, ['"a/b"', '"a\\/b"', '"\\u0061\\u002F\\u0062"'], ['"a\\\\b"', '"ab"'])
   check({enum: ['é', 'x']}, ['"é"', '"\\u00e9"', '"x"'], ['"e"'])
+})
+
+test('several patterns, pattern and format, not pattern, unfoldable bounds: one automaton', () => {
+  check({type: 'string', allOf: [{pattern: '^a'}, {pattern: 'z$'}]}, ['"az"', '"abz"'], ['"ab"', '"bz"'])
+  check({type: 'string', format: 'date', pattern: '^2024'}, ['"2024-01-31"'], ['"2023-01-31"', '"2024-02-30"'])
+  check({type: 'string', not: {pattern: '^x'}}, ['"ax"', '""'], ['"xa"', '1'])
+  check({not: {type: 'string', pattern: '^x'}}, ['"ax"', '1', 'null'], ['"xa"'])
+  check({type: 'string', pattern: 'ab', maxLength: 4}, ['"ab"', '"xaby"'], ['"xxaby"', '"a"'])
 })

@@ -53,6 +53,9 @@ const KEYWORDS = [
   'default',
   'infinite-loop-detection',
   'format',
+  'dependencies',
+  'dependentRequired',
+  'dependentSchemas',
 ]
 
 /**
@@ -60,8 +63,11 @@ const KEYWORDS = [
  * listed here fails the test.
  */
 const ORDER = 'an object enum/const member is accepted in its own key order only'
-const MIN_PROPS = 'minProperties counts known properties only (duplicate additional keys would count twice)'
+const MIN_PROPS = 'additional members count once toward minProperties (duplicate additional keys would count twice)'
 const KNOWN_REJECTED: Record<string, string> = {
+  'draft7/dependencies.json: dependencies with escaped characters / valid object 2': MIN_PROPS,
+  'draft4/dependencies.json: dependencies with escaped characters / valid object 2': MIN_PROPS,
+  'draft2020-12/dependentSchemas.json: dependencies with escaped characters / quoted tab': MIN_PROPS,
   'draft2020-12/const.json: const with object / same object with different property order is valid': ORDER,
   'draft7/const.json: const with object / same object with different property order is valid': ORDER,
   ...Object.fromEntries(
@@ -91,6 +97,7 @@ test(
   () => {
     let cases = 0
     let refused = 0
+    const refusedBy = new Map<string, number>()
     let instances = 0
     let accepted = 0
     let knownRejected = 0
@@ -108,6 +115,7 @@ test(
           } catch (e) {
             if (!(e instanceof SchemaRefusal)) throw e
             refused++
+            refusedBy.set(e.keyword, (refusedBy.get(e.keyword) ?? 0) + 1)
             continue
           }
           for (const t of g.tests) {
@@ -127,6 +135,12 @@ test(
     }
     console.log(
       `suite: ${cases} cases, ${refused} refused; ${instances} instances judged, ${accepted} right, ${knownRejected} known rejections (${FORMAT_POLICY})`,
+    )
+    console.log(
+      `suite refusals by keyword: ${[...refusedBy]
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ')}`,
     )
     assert.deepEqual(bad, [])
   },

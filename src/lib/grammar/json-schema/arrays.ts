@@ -9,9 +9,9 @@ import type {Context} from './context.js'
 import type {ArrC} from './model.js'
 import {SchemaRefusal} from './refusal.js'
 
-export function compileArray(a: ArrC, ctx: Context, pointer: string): Expr {
+export function compileArray(a: ArrC, ctx: Context, _pointer: string): Expr {
   const max = a.maxItems
-  if (max !== undefined && a.minItems > max) throw new SchemaRefusal('minItems', pointer, 'minItems > maxItems')
+  if (max !== undefined && a.minItems > max) return NOTHING
   if (a.unique && (max === undefined || max > 1)) throw new SchemaRefusal('uniqueItems', a.unique, 'uniqueItems is not supported')
   const ws = ctx.lex.ws
   const comma = seq(ws, lit(','), ws)

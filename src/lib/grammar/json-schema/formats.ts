@@ -6,7 +6,6 @@
  * JSON Schema's own formats that are not here are refused; formats no validator knows (`int32`,
  * `color` outside draft 3...) are annotations and are ignored.
  */
-const D2 = '[0-9]{2}'
 const LEAP_YEAR = '(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)'
 const DATE =
   '(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|' +

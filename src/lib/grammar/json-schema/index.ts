@@ -33,8 +33,8 @@ export interface JsonSchemaOptions {
   maxWhitespace?: number
   /**
    * The draft, when the schema does not say with `$schema`: 4, 6 and 7 let `$ref` replace its
-   * sibling keywords. Unknown: siblings are applied (2019+ semantics, and the stricter reading of
-   * older drafts, so never an invalid acceptance).
+   * sibling keywords. Unknown: read as 2020-12 (siblings applied), the draft Python's and Rust's
+   * jsonschema assume when `$schema` is absent.
    */
   draft?: 4 | 6 | 7 | 2019 | 2020
 }
@@ -59,7 +59,7 @@ class Compiler implements Context {
   constructor(root: unknown, options: JsonSchemaOptions) {
     this.lex = new Lexicon(options.whitespace === 'compact' ? 0 : (options.maxWhitespace ?? 20))
     this.rules = this.lex.rules
-    this.norm = new Normalizer(root, (v, c) => validConj(v, c, this.norm), legacyRef(root, options.draft))
+    this.norm = new Normalizer(root, (v, c) => validConj(v, c, this.norm, true), legacyRef(root, options.draft))
   }
 
   fresh(prefix: string): string {
@@ -79,11 +79,11 @@ class Compiler implements Context {
     const name = `s:${key}`
     this.subRules.set(key, name)
     this.rules.set(name, NOTHING)
-    this.rules.set(name, this.disj(d, s.parts[0]?.pointer ?? ''))
+    this.rules.set(name, this.disj(d))
     return ref(name)
   }
 
-  disj(d: Disj, pointer: string): Expr {
+  disj(d: Disj): Expr {
     if (d.length === 1 && isAnyConj(d[0]!)) return this.lex.anyValue
     return alt(...d.map((c) => this.conj(c)))
   }
@@ -137,9 +137,24 @@ class Compiler implements Context {
   }
 }
 
-/** Rules that derive at least one string (so an unsatisfiable schema is refused, not compiled to nothing). */
-function productive(rules: ReadonlyMap<string, Expr>): Set<string> {
-  const done = new Set<string>()
+/**
+ * Does the rule derive at least one string? (So an unsatisfiable schema is refused, not compiled
+ * to nothing.) Depth-first, memoising only "yes": a rule met again while in progress counts as "no"
+ * for this pass, and passes repeat until no new "yes" appears, which settles cycles.
+ */
+function productive(rules: ReadonlyMap<string, Expr>, start: string): boolean {
+  const yes = new Set<string>()
+  let seen = new Map<string, boolean>()
+  const rule = (name: string): boolean => {
+    if (yes.has(name)) return true
+    const known = seen.get(name)
+    if (known !== undefined) return known
+    seen.set(name, false)
+    const r = can(rules.get(name)!)
+    seen.set(name, r)
+    if (r) yes.add(name)
+    return r
+  }
   const can = (e: Expr): boolean => {
     switch (e.kind) {
       case 'chars':
@@ -151,16 +166,17 @@ function productive(rules: ReadonlyMap<string, Expr>): Set<string> {
       case 'alt':
         return e.items.some(can)
       case 'ref':
-        return done.has(e.name)
+        return rule(e.name)
       case 'repeat':
         return e.min === 0 || can(e.item)
     }
   }
-  for (let changed = true; changed;) {
-    changed = false
-    for (const [name, e] of rules) if (!done.has(name) && can(e)) (done.add(name), (changed = true))
+  for (let before = -1; before !== yes.size;) {
+    before = yes.size
+    seen = new Map()
+    if (rule(start)) return true
   }
-  return done
+  return false
 }
 
 /** Compile a JSON Schema to a grammar over the serialized document, or throw `SchemaRefusal`. */
@@ -168,7 +184,7 @@ export function compileJsonSchema(schema: unknown, options: JsonSchemaOptions = 
   const c = new Compiler(schema, options)
   const root = c.norm.normalize({schema, pointer: ''})
   const start = 'root'
-  c.rules.set(start, c.disj(root, ''))
-  if (!productive(c.rules).has(start)) throw new SchemaRefusal('schema', '', 'no document satisfies the schema')
+  c.rules.set(start, c.disj(root))
+  if (!productive(c.rules, start)) throw new SchemaRefusal('schema', '', 'no document satisfies the schema')
   return {rules: c.rules, start}
 }

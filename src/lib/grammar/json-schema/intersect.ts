@@ -34,12 +34,16 @@ export function propSchema(o: ObjC, key: string): Sub {
 function mergeNum(a: NumC, b: NumC): NumC {
   let lo = a.lo
   let loExcl = a.loExcl
-  if (b.lo !== undefined && (lo === undefined || b.lo > lo)) ((lo = b.lo), (loExcl = b.loExcl))
-  else if (b.lo !== undefined && b.lo === lo) loExcl ||= b.loExcl
+  if (b.lo !== undefined && (lo === undefined || b.lo > lo)) {
+    lo = b.lo
+    loExcl = b.loExcl
+  } else if (b.lo !== undefined && b.lo === lo) loExcl ||= b.loExcl
   let hi = a.hi
   let hiExcl = a.hiExcl
-  if (b.hi !== undefined && (hi === undefined || b.hi < hi)) ((hi = b.hi), (hiExcl = b.hiExcl))
-  else if (b.hi !== undefined && b.hi === hi) hiExcl ||= b.hiExcl
+  if (b.hi !== undefined && (hi === undefined || b.hi < hi)) {
+    hi = b.hi
+    hiExcl = b.hiExcl
+  } else if (b.hi !== undefined && b.hi === hi) hiExcl ||= b.hiExcl
   return {lo, loExcl, hi, hiExcl, integer: a.integer || b.integer, multipleOf: [...a.multipleOf, ...b.multipleOf]}
 }
 
@@ -47,7 +51,16 @@ function mergeStr(a: StrC, b: StrC): StrC {
   const maxLength = a.maxLength === undefined ? b.maxLength : b.maxLength === undefined ? a.maxLength : Math.min(a.maxLength, b.maxLength)
   const patterns = [...a.patterns, ...b.patterns.filter((p) => !a.patterns.some((q) => q.source === p.source))]
   const formats = [...a.formats, ...b.formats.filter((f) => !a.formats.some((g) => g.name === f.name))]
-  return {minLength: Math.max(a.minLength, b.minLength), maxLength, patterns, formats}
+  const antiPatterns = [...(a.antiPatterns ?? []), ...(b.antiPatterns ?? [])]
+  const notIn = [...(a.notIn ?? []), ...(b.notIn ?? [])]
+  return {
+    minLength: Math.max(a.minLength, b.minLength),
+    maxLength,
+    patterns,
+    formats,
+    ...(antiPatterns.length > 0 ? {antiPatterns} : {}),
+    ...(notIn.length > 0 ? {notIn} : {}),
+  }
 }
 
 function mergeArr(a: ArrC, b: ArrC): ArrC {
@@ -133,6 +146,8 @@ const numbersDisjoint = (a: NumC, b: NumC): boolean => {
 
 export interface DisjointnessOracle {
   normalizeSub(s: Sub): Disj
+  stringsDisjoint(a: StrC, b: StrC): boolean
+  /** May `value` satisfy `c` for some validator? ("no" must be certain.) */
   valid(value: Json, c: Conj): boolean
 }
 
@@ -148,10 +163,14 @@ export function conjDisjoint(x: Conj, y: Conj, o: DisjointnessOracle, depth = 0)
   if (depth > 3) return false
   return types.every((t) => {
     if (t === 'number') return numbersDisjoint(x.number!, y.number!)
+    if (t === 'string') return o.stringsDisjoint(x.string!, y.string!)
     if (t === 'object') {
       // a discriminator: a property both require, whose schemas cannot both hold
       const a = x.object!
       const b = y.object!
+      // a property one requires and the other forbids
+      const forbids = (x: ObjC, y: ObjC): boolean => [...x.required].some((k) => o.normalizeSub(propSchema(y, k)).length === 0)
+      if (forbids(a, b) || forbids(b, a)) return true
       for (const k of a.required) {
         if (!b.required.has(k)) continue
         const da = o.normalizeSub(propSchema(a, k))

@@ -5,7 +5,7 @@
  * that every legal spelling of a character (raw, short escape, `\uXXXX` in either hex case, a
  * surrogate-pair escape) is accepted and nothing else is.
  */
-import {charSet, charsOf, complement, intersect, isEmpty, type CharSet} from '../charset.js'
+import {charSet, complement, intersect, isEmpty, type CharSet} from '../charset.js'
 import {alt, chars, EMPTY, lit, NOTHING, oneOf, opt, ref, repeat, seq, star, type Expr} from '../ir.js'
 
 /** Characters JSON allows unescaped inside a string: all but `"`, `\` and the C0 controls. */
@@ -78,8 +78,14 @@ function surrogateEscapes(set: CharSet): Expr[] {
     }
     let a = hLo
     let b = hHi
-    if ((lo & 0x3ff) !== 0) (out.push(pair(hLo, hLo, lo & 0x3ff, 0x3ff)), a++)
-    if ((hi & 0x3ff) !== 0x3ff) (out.push(pair(hHi, hHi, 0, hi & 0x3ff)), b--)
+    if ((lo & 0x3ff) !== 0) {
+      out.push(pair(hLo, hLo, lo & 0x3ff, 0x3ff))
+      a++
+    }
+    if ((hi & 0x3ff) !== 0x3ff) {
+      out.push(pair(hHi, hHi, 0, hi & 0x3ff))
+      b--
+    }
     if (a <= b) out.push(pair(a, b, 0, 0x3ff))
   }
   return out
@@ -106,8 +112,21 @@ export class Lexicon {
   private readonly charRules = new Map<string, string>()
   constructor(readonly maxWs: number) {}
 
+  private readonly single = new Map<number, Expr>()
+
+  /** The rule for one code point (cached: keys and literals spell the same characters again and again). */
+  codePoint(cp: number): Expr {
+    let e = this.single.get(cp)
+    if (!e) {
+      e = this.char(charSet([[cp, cp]]))
+      this.single.set(cp, e)
+    }
+    return e
+  }
+
   /** A reference to the rule for one escaped character of `set`. */
   char(set: CharSet): Expr {
+    if (set.length === 1 && set[0]![0] === set[0]![1] && this.single.has(set[0]![0])) return this.single.get(set[0]![0])!
     const key = set.map(([a, b]) => `${a}-${b}`).join(',')
     let name = this.charRules.get(key)
     if (!name) {
@@ -127,7 +146,7 @@ export class Lexicon {
 
   /** Every JSON spelling of the string value `text` (quotes included). */
   stringLiteral(text: string): Expr {
-    return seq(lit('"'), ...[...text].map((c) => this.char(charsOf(c))), lit('"'))
+    return seq(lit('"'), ...[...text].map((c) => this.codePoint(c.codePointAt(0)!)), lit('"'))
   }
 
   /** Any JSON string. */

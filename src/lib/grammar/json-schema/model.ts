@@ -29,6 +29,10 @@ export interface StrC {
   readonly maxLength?: number
   readonly patterns: readonly {source: string; pointer: string}[]
   readonly formats: readonly {name: string; pointer: string}[]
+  /** `not: {pattern}`: no dialect may match these. */
+  readonly antiPatterns?: readonly {source: string; pointer: string}[]
+  /** `not: {enum}`: none of these values. */
+  readonly notIn?: readonly string[]
 }
 export interface ArrC {
   readonly prefix: readonly Sub[]
@@ -123,3 +127,21 @@ export const isAnyConj = (c: Conj): boolean =>
   c.object.minProps === 0 &&
   c.object.maxProps === undefined &&
   isTrueSub(c.object.additional)
+
+export const isPlainNum = (n: NumC): boolean => n.lo === undefined && n.hi === undefined && !n.integer && n.multipleOf.length === 0
+export const isPlainStr = (s: StrC): boolean =>
+  s.minLength === 0 &&
+  s.maxLength === undefined &&
+  s.patterns.length === 0 &&
+  s.formats.length === 0 &&
+  !s.antiPatterns?.length &&
+  !s.notIn?.length
+export const isPlainArr = (a: ArrC): boolean =>
+  a.prefix.length === 0 && isTrueSub(a.items) && a.minItems === 0 && a.maxItems === undefined && a.unique === undefined
+export const isPlainObj = (o: ObjC): boolean =>
+  o.props.size === 0 &&
+  o.required.size === 0 &&
+  o.patterns.length === 0 &&
+  isTrueSub(o.additional) &&
+  o.minProps === 0 &&
+  o.maxProps === undefined

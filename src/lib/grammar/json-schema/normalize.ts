@@ -19,10 +19,13 @@ import {
   jsonEqual,
   type NumC,
   type PatternProp,
+  type StrC,
   type Sub,
   TRUE_SUB,
 } from './model.js'
 import {type Located, RefIndex} from './refs.js'
+import {stringsDisjoint} from './string-lang.js'
+import {complementDisj} from './complement.js'
 import {childPointer, SchemaRefusal} from './refusal.js'
 
 /** Keywords that only annotate (or hold definitions, or are read elsewhere). */
@@ -55,18 +58,7 @@ const ANNOTATIONS = new Set([
   'maxContains',
 ])
 /** Constraining keywords this compiler does not implement: refused by name. */
-const REFUSED = new Set([
-  'contains',
-  'dependentSchemas',
-  'dependentRequired',
-  'dependencies',
-  'propertyNames',
-  '$dynamicRef',
-  '$recursiveRef',
-  'disallow',
-  'extends',
-  'divisibleBy',
-])
+const REFUSED = new Set(['contains', 'propertyNames', '$dynamicRef', '$recursiveRef', 'disallow', 'extends', 'divisibleBy'])
 const TYPES = ['null', 'boolean', 'object', 'array', 'number', 'integer', 'string', 'any']
 
 const num = (s: Record<string, unknown>, k: string, pointer: string): number | undefined => {
@@ -95,6 +87,10 @@ export class Normalizer implements DisjointnessOracle {
     private readonly legacyRef: boolean | undefined,
   ) {
     this.refs = new RefIndex(root, legacyRef)
+  }
+
+  stringsDisjoint(a: StrC, b: StrC): boolean {
+    return stringsDisjoint(a, b, '')
   }
 
   normalizeSub(s: Sub): Disj {
@@ -138,13 +134,50 @@ export class Normalizer implements DisjointnessOracle {
     }
     if (Array.isArray(s.oneOf)) {
       const branches = s.oneOf.map((x, i) => intersectDisj(d, this.normalize(located(x, childPointer(pointer, 'oneOf', i))), pointer))
-      for (let i = 0; i < branches.length; i++)
-        for (let j = i + 1; j < branches.length; j++)
-          if (!disjDisjoint(branches[i]!, branches[j]!, this))
-            throw new SchemaRefusal('oneOf', childPointer(pointer, 'oneOf'), `branches ${i} and ${j} are not provably disjoint`)
-      d = branches.flat()
+      // exactly one: each branch minus the branches it may overlap (their complements), when expressible
+      const raw = s.oneOf.map((x, i) => this.normalize(located(x, childPointer(pointer, 'oneOf', i))))
+      const exclusive = branches.map((b, i) => {
+        let out = b
+        for (let j = 0; j < branches.length; j++) {
+          if (j === i || disjDisjoint(b, branches[j]!, this)) continue
+          try {
+            out = intersectDisj(out, complementDisj(raw[j]!, childPointer(pointer, 'oneOf', j), this.isFalse), pointer)
+          } catch (e) {
+            if (!(e instanceof SchemaRefusal)) throw e
+            throw new SchemaRefusal(
+              'oneOf',
+              childPointer(pointer, 'oneOf'),
+              `branches ${i} and ${j} are not provably disjoint, and ${e.message}`,
+            )
+          }
+        }
+        return out
+      })
+      d = exclusive.flat()
     }
     if ('not' in s) d = this.not(d, s.not, childPointer(pointer, 'not'))
+    for (const k of ['dependencies', 'dependentRequired', 'dependentSchemas'])
+      if (isPlainObject(s[k])) d = this.dependencies(d, s[k], childPointer(pointer, k))
+    return d
+  }
+
+  /**
+   * `dependencies` (both forms), `dependentRequired`, `dependentSchemas`: for each name, either the
+   * value is not an object, or the name is absent, or the object has it and satisfies the dependency.
+   */
+  private dependencies(d: Disj, deps: Record<string, unknown>, pointer: string): Disj {
+    for (const [name, dep] of Object.entries(deps)) {
+      const p = childPointer(pointer, name)
+      const base = anyConj(p)
+      const absent: Conj = {...base, object: {...anyObj(p), props: new Map([[name, {parts: [located(false, p)]}]])}}
+      const present: Conj = {null: false, boolean: false, object: {...anyObj(p), required: new Set([name])}, pointer: p}
+      let withDep: Disj
+      if (Array.isArray(dep)) {
+        if (!dep.every((x) => typeof x === 'string')) throw new SchemaRefusal('dependencies', p, 'not a list of names')
+        withDep = [{...present, object: {...present.object!, required: new Set([name, ...(dep as string[])])}}]
+      } else withDep = intersectDisj([present], this.normalize(located(dep, p)), p)
+      d = intersectDisj(d, [absent, ...withDep], p)
+    }
     return d
   }
 
@@ -224,7 +257,8 @@ export class Normalizer implements DisjointnessOracle {
   private arrayKeywords(s: Record<string, unknown>, pointer: string): typeof ANY_ARR {
     let prefix: Sub[] = []
     let items: Sub = TRUE_SUB
-    if (Array.isArray(s.prefixItems)) {
+    // prefixItems is a 2020-12 keyword: an unknown one (an annotation) in drafts 4-7
+    if (Array.isArray(s.prefixItems) && this.legacyRef !== true) {
       prefix = s.prefixItems.map((x, i) => subAt(x, childPointer(pointer, 'prefixItems', i)))
       if ('items' in s) items = subAt(s.items, childPointer(pointer, 'items'))
     } else if (Array.isArray(s.items)) {
@@ -296,8 +330,26 @@ export class Normalizer implements DisjointnessOracle {
         .filter((c) => c.null || c.boolean || c.number || c.string || c.array || c.object)
     }
     if (n.length === 1 && n[0]!.enum && (only('enum') || only('const'))) {
-      const banned = n[0]!.enum
       if (d.every((c) => c.enum)) return d.map((c) => ({...c, enum: c.enum!.filter((v) => !this.valid(v, n[0]!))}))
+    }
+    if (
+      isPlainObject(schema) &&
+      (only('pattern') || only('pattern', 'type')) &&
+      typeof schema.pattern === 'string' &&
+      (schema.type ?? 'string') === 'string'
+    ) {
+      // {pattern} holds for every non-string, so its complement is the strings no dialect matches
+      // ({type: string, pattern} also fails every non-string, which its complement then keeps)
+      const anti = {source: schema.pattern, pointer: childPointer(pointer, 'pattern')}
+      const others = schema.type === 'string'
+      return d
+        .map((c): Conj => {
+          const string = c.string ? {...c.string, antiPatterns: [...(c.string.antiPatterns ?? []), anti]} : undefined
+          return others
+            ? {...c, string}
+            : {...c, null: false, boolean: false, number: undefined, array: undefined, object: undefined, string}
+        })
+        .filter((c) => c.null || c.boolean || c.number || c.string || c.array || c.object)
     }
     if (isPlainObject(schema) && only('required') && Array.isArray(schema.required) && schema.required.length > 0) {
       const names = schema.required as string[]
@@ -322,6 +374,8 @@ export class Normalizer implements DisjointnessOracle {
       }
       return out
     }
-    throw new SchemaRefusal('not', pointer, 'a complement that is not a type, scalar enum or required list')
+    return intersectDisj(d, complementDisj(n, pointer, this.isFalse), pointer)
   }
+
+  readonly isFalse = (x: Sub): boolean => x.parts.some((p) => p.schema === false) || this.normalizeSub(x).length === 0
 }

@@ -17,7 +17,6 @@
 import {alt, chars, EMPTY, lit, NOTHING, opt, ref, repeat, seq, type Expr} from '../ir.js'
 import {DIGIT, integerText, NONZERO} from './lexical.js'
 import {charSet} from '../charset.js'
-import {SchemaRefusal} from './refusal.js'
 
 /** An exact decimal: sign, integer digits (no leading zeros, "0" for zero), fraction digits (no trailing zeros). */
 export interface Decimal {
@@ -33,7 +32,10 @@ export function toDecimal(x: number): Decimal {
   if (!m) throw new Error(`unexpected number text ${s}`)
   let digits = m[1]! + (m[2] ?? '')
   let point = m[1]!.length + Number(m[3] ?? 0)
-  if (point < 0) ((digits = '0'.repeat(-point) + digits), (point = 0))
+  if (point < 0) {
+    digits = '0'.repeat(-point) + digits
+    point = 0
+  }
   if (point > digits.length) digits = digits + '0'.repeat(point - digits.length)
   const int = digits.slice(0, point).replace(/^0+/, '') || '0'
   const frac = digits.slice(point).replace(/0+$/, '')
@@ -130,7 +132,7 @@ function tight(k: number, lo: Decimal | undefined, loExcl: boolean, hi: Decimal 
 }
 
 /** A grammar for the JSON numbers within the bounds (see the module comment for the policies). */
-export function boundedNumber(b: NumberBounds, pointer: string): Expr {
+export function boundedNumber(b: NumberBounds, _pointer: string): Expr {
   const integer = b.integer ?? false
   const maxFrac = b.maxFrac ?? MAX_DIGITS
   if (b.lo === undefined && b.hi === undefined) {
@@ -155,8 +157,8 @@ export function boundedNumber(b: NumberBounds, pointer: string): Expr {
   }
   const lo = b.lo !== undefined ? toDecimal(b.lo) : undefined
   const hi = b.hi !== undefined ? toDecimal(b.hi) : undefined
-  if (b.lo !== undefined && b.hi !== undefined && (b.lo > b.hi || (b.lo === b.hi && (b.loExcl || b.hiExcl))))
-    throw new SchemaRefusal('minimum', pointer, 'the bounds leave no number')
+  // no number within the bounds: this branch is empty (the whole schema, if nothing else, is refused)
+  if (b.lo !== undefined && b.hi !== undefined && (b.lo > b.hi || (b.lo === b.hi && (b.loExcl || b.hiExcl)))) return NOTHING
   const parts: Expr[] = []
   const loExcl = b.loExcl ?? false
   const hiExcl = b.hiExcl ?? false

@@ -7,21 +7,35 @@
  * properties go anywhere in the first mode (at the end under `maxProperties`), after the known ones
  * in the second. Keys are accepted in every escape spelling; an additional key can spell no known
  * name (the key language is "any string but these", built over decoded characters from a trie), so
- * no known key appears twice. `minProperties` is met by known properties only, because two
- * additional members with the same key would count twice but parse as one; `maxProperties` counts
- * every member (duplicates only lower the real count). */
+ * no known key appears twice. Under `minProperties`, additional members count as one at most:
+ * they may repeat one another's key (a grammar cannot tell), so two of them may parse as one;
+ * `maxProperties` counts every member (duplicates only lower the real count). */
 import {ANY_CHAR, charsOf, complement, union, type CharSet} from '../charset.js'
 import {alt, EMPTY, lit, NOTHING, opt, ref, repeat, seq, star, type Expr} from '../ir.js'
 import type {Context} from './context.js'
 import {propSchema} from './intersect.js'
-import {isTrueSub, type ObjC, type Sub, subKey} from './model.js'
-import {cachedPattern, patternMatches} from './regex.js'
+import {isTrueSub, type ObjC, type PatternProp, type Sub, subKey} from './model.js'
+import {cachedPattern} from './regex.js'
+import {complementDfa, type Dfa, dfaEmpty, dfaRules, finiteDfa, productDfa, toDfa, TooLarge} from './dfa.js'
 import {SchemaRefusal} from './refusal.js'
-import {lift} from './strings.js'
 
 /** Strings (decoded) not in `names`, as key grammar: a rule per trie node. */
+const keyCache = new WeakMap<Map<string, Expr>, Map<string, Expr>>()
+
 function keyNotIn(names: string[], ctx: Context): Expr {
   if (names.length === 0) return ctx.lex.anyString
+  // objects with the same property names (common after allOf/$ref) share one key grammar
+  let cache = keyCache.get(ctx.rules)
+  if (!cache) keyCache.set(ctx.rules, (cache = new Map()))
+  const cacheKey = JSON.stringify([...names].sort())
+  const hit = cache.get(cacheKey)
+  if (hit) return hit
+  const made = buildKeyNotIn(names, ctx)
+  cache.set(cacheKey, made)
+  return made
+}
+
+function buildKeyNotIn(names: string[], ctx: Context): Expr {
   interface Node {
     end: boolean
     next: Map<number, Node>
@@ -44,7 +58,7 @@ function keyNotIn(names: string[], ctx: Context): Expr {
     const name = `${base}@${id++}`
     const parts: Expr[] = node.end ? [] : [lit('"')]
     const edges: CharSet = union(...[...node.next.keys()].map((cp) => charsOf(String.fromCodePoint(cp))))
-    for (const [cp, child] of node.next) parts.push(seq(ctx.lex.char(charsOf(String.fromCodePoint(cp))), build(child)))
+    for (const [cp, child] of node.next) parts.push(seq(ctx.lex.codePoint(cp), build(child)))
     parts.push(seq(ctx.lex.char(complement(edges)), anyTail, lit('"')))
     ctx.rules.set(name, alt(...parts))
     return ref(name)
@@ -52,19 +66,20 @@ function keyNotIn(names: string[], ctx: Context): Expr {
   return seq(lit('"'), build(root))
 }
 
-export function compileObject(o: ObjC, ctx: Context, pointer: string): Expr {
-  if (o.maxProps !== undefined && o.minProps > o.maxProps)
-    throw new SchemaRefusal('minProperties', pointer, 'minProperties > maxProperties')
+export function compileObject(o: ObjC, ctx: Context, _pointer: string): Expr {
+  if (o.maxProps !== undefined && o.minProps > o.maxProps) return NOTHING
   const names = [...o.props.keys(), ...[...o.required].filter((k) => !o.props.has(k))]
   const ws = ctx.lex.ws
   const comma = seq(ws, lit(','), ws)
   const member = (key: Expr, value: Sub): Expr => seq(key, ws, lit(':'), ws, ctx.sub(value))
+  let unsatisfiable = false
   const known = names.map((k) => {
     const s = propSchema(o, k)
-    if (o.required.has(k) && ctx.isFalse(s))
-      throw new SchemaRefusal('required', pointer, `required property ${JSON.stringify(k)} admits no value`)
+    // a required property that admits no value makes this object (branch) unsatisfiable
+    if (o.required.has(k) && ctx.isFalse(s)) unsatisfiable = true
     return {name: k, required: o.required.has(k), member: ctx.isFalse(s) ? undefined : member(ctx.lex.stringLiteral(k), s)}
   })
+  if (unsatisfiable) return NOTHING
   const extra = additionalMember(o, names, ctx, member)
   if (known.length <= ANY_ORDER_MAX) return anyOrder(o, known, extra, ctx)
   const counting = o.minProps > 0 || o.maxProps !== undefined
@@ -84,8 +99,7 @@ export function compileObject(o: ObjC, ctx: Context, pointer: string): Expr {
       if (k.member) parts.push(seq(first ? EMPTY : comma, k.member, state(i + 1, false, cc + 1)))
       if (!k.required) parts.push(state(i + 1, first, cc))
       body = alt(...parts)
-    } else if (cc < o.minProps) body = NOTHING
-    else body = closing(o, extra, first, cc, ctx)
+    } else body = closing(o, extra, first, cc, ctx)
     ctx.rules.set(name, body)
     return ref(name)
   }
@@ -106,14 +120,19 @@ function closing(o: ObjC, extra: Expr | undefined, first: boolean, count: number
   const ws = ctx.lex.ws
   const comma = seq(ws, lit(','), ws)
   const room = o.maxProps === undefined ? undefined : o.maxProps - count
+  // additional members guarantee one more distinct key however many there are (they may repeat one
+  // another, never a known key): enough to make up for one missing under minProperties, no more
+  const needOne = count < o.minProps
+  if (count + 1 < o.minProps || (needOne && (!extra || room === 0))) return NOTHING
   if (!extra || room === 0) return first ? EMPTY : ws
-  if (first) return opt(seq(extra, repeat(seq(comma, extra), 0, room === undefined ? undefined : room - 1), ws))
-  return seq(repeat(seq(comma, extra), 0, room), ws)
+  const more = (least: number): Expr => repeat(seq(comma, extra), least, room === undefined ? undefined : room - (first ? 1 : 0))
+  if (first) return needOne ? seq(extra, more(0), ws) : opt(seq(extra, more(0), ws))
+  return seq(repeat(seq(comma, extra), needOne ? 1 : 0, room), ws)
 }
 
 /**
  * Known properties in any order: a state per set of properties already written (each at most
- * once), additional members interleaved anywhere (or, under maxProperties, at the end).
+ * once), additional members interleaved anywhere (or, under min/maxProperties, at the end).
  */
 function anyOrder(o: ObjC, known: Known[], extra: Expr | undefined, ctx: Context): Expr {
   const ws = ctx.lex.ws
@@ -132,16 +151,20 @@ function anyOrder(o: ObjC, known: Known[], extra: Expr | undefined, ctx: Context
       known.forEach((k, i) => {
         if (k.member && !(mask & (1 << i))) parts.push(seq(sep, k.member, state(mask | (1 << i), false)))
       })
-    if (extra && o.maxProps === undefined) parts.push(seq(sep, extra, state(mask, false)))
-    if ((mask & requiredMask) === requiredMask && n >= o.minProps)
-      parts.push(o.maxProps === undefined ? (first ? EMPTY : ws) : closing(o, extra, first, n, ctx))
+    const interleave = o.maxProps === undefined && o.minProps === 0
+    if (extra && interleave) parts.push(seq(sep, extra, state(mask, false)))
+    if ((mask & requiredMask) === requiredMask) parts.push(interleave ? (first ? EMPTY : ws) : closing(o, extra, first, n, ctx))
     ctx.rules.set(name, alt(...parts))
     return ref(name)
   }
   return seq(lit('{'), ws, state(0, true), lit('}'))
 }
 
-/** One additional member (key not a known name), or undefined when none is allowed. */
+/**
+ * One additional member (key not a known name), or undefined when none is allowed. With
+ * patternProperties: a key every regex dialect matches to a pattern takes that pattern's schema; a
+ * key no dialect matches takes additionalProperties; a key the dialects disagree on is excluded.
+ */
 function additionalMember(o: ObjC, names: string[], ctx: Context, member: (key: Expr, value: Sub) => Expr): Expr | undefined {
   const addFalse = ctx.isFalse(o.additional)
   const same = (s: Sub): boolean => subKey(s) === subKey(o.additional) || (isTrueSub(s) && isTrueSub(o.additional))
@@ -149,17 +172,32 @@ function additionalMember(o: ObjC, names: string[], ctx: Context, member: (key: 
     return addFalse ? undefined : member(keyNotIn(names, ctx), o.additional)
   }
   const p0 = o.patterns[0]!
-  if (!addFalse) throw new SchemaRefusal('patternProperties', p0.pointer, 'patternProperties next to additionalProperties other than false')
-  if (!o.patterns.every((p) => subKey(p.sub) === subKey(p0.sub)))
-    throw new SchemaRefusal(
-      'patternProperties',
-      p0.pointer,
-      'several patternProperties with different schemas (overlap not provably absent)',
-    )
-  for (const p of o.patterns)
-    for (const n of names)
-      if (patternMatches(p.source, p.pointer, n))
-        throw new SchemaRefusal('patternProperties', p.pointer, `pattern also matches the known property ${JSON.stringify(n)}`)
-  const keys = alt(...o.patterns.map((p) => seq(lit('"'), lift(cachedPattern(p.source, p.pointer), ctx), lit('"'))))
-  return member(keys, p0.sub)
+  try {
+    // patterns with the same schema are one pattern; different schemas must not share a key
+    const groups = new Map<string, PatternProp[]>()
+    for (const p of o.patterns) groups.set(subKey(p.sub), [...(groups.get(subKey(p.sub)) ?? []), p])
+    const lang = (ps: PatternProp[], wide: boolean): Dfa => toDfa(alt(...ps.map((p) => cachedPattern(p.source, p.pointer, wide))))
+    const list = [...groups.values()]
+    const wides = list.map((g) => lang(g, true))
+    for (let i = 0; i < list.length; i++)
+      for (let j = i + 1; j < list.length; j++)
+        if (!dfaEmpty(productDfa(wides[i]!, wides[j]!, 'and')))
+          throw new SchemaRefusal('patternProperties', list[j]![0]!.pointer, 'patterns with different schemas may match the same key')
+    const known = finiteDfa(names)
+    const quote = lit('"')
+    const key = (d: Dfa): Expr =>
+      seq(
+        quote,
+        dfaRules(productDfa(d, known, 'minus'), ctx.fresh('pkey'), ctx.rules, (set) => ctx.lex.char(set), quote),
+      )
+    const members = list.map((g) => member(key(lang(g, false)), g[0]!.sub))
+    if (!addFalse) {
+      const anyWide = toDfa(alt(...o.patterns.map((p) => cachedPattern(p.source, p.pointer, true))))
+      members.push(member(key(complementDfa(anyWide)), o.additional))
+    }
+    return alt(...members)
+  } catch (e) {
+    if (e instanceof TooLarge) throw new SchemaRefusal('patternProperties', p0.pointer, 'the key automaton is too large')
+    throw e
+  }
 }

@@ -57,12 +57,8 @@ export class RefIndex {
     if (typeof node !== 'object' || node === null || Array.isArray(node)) return
     const s = node as Record<string, unknown>
     let id = typeof s.$id === 'string' ? s.$id : typeof s.id === 'string' ? s.id : undefined
-    if (id !== undefined && !id.startsWith('#') && typeof s.$ref === 'string') {
-      // draft 4-7 ignore an $id beside $ref, 2019+ honour it: without a declared draft, ambiguous
-      if (this.legacyRef === undefined)
-        throw new SchemaRefusal('$id', childPointer(pointer, '$id'), 'an $id beside $ref means different things in different drafts')
-      if (this.legacyRef) id = undefined
-    }
+    // draft 4-7 ignore an $id beside $ref; 2019+ (and an undeclared draft, read as 2020-12) honour it
+    if (id !== undefined && !id.startsWith('#') && typeof s.$ref === 'string' && this.legacyRef) id = undefined
     if (id !== undefined) {
       if (id.startsWith('#')) this.anchors.set(base.split('#')[0] + id, pointer)
       else {

@@ -224,7 +224,7 @@ class Parser {
       case '?':
         return this.refuse(`a quantifier '${c}' with nothing to repeat`)
       case '{':
-        if (/^\d/.test(this.peek() ?? '')) this.refuse("a '{' that looks like a broken quantifier")
+        if (/^[\d,]/.test(this.peek() ?? '')) this.refuse("a '{' that looks like a broken quantifier")
         return single(0x7b)
       case ')':
         return this.refuse("an unbalanced ')'")
@@ -298,7 +298,10 @@ class Parser {
 
   private charClass(): Node {
     let negate = false
-    if (this.peek() === '^') ((negate = true), this.i++)
+    if (this.peek() === '^') {
+      negate = true
+      this.i++
+    }
     if (this.peek() === ']') this.refuse('an empty class [] (read differently by regex dialects)')
     let narrow: CharSet = []
     let wide: CharSet = []
@@ -347,23 +350,29 @@ function branches(n: Node, pointer: string): Node[][] {
   return out
 }
 
-function toIR(n: Node, pointer: string): Expr {
+function toIR(n: Node, pointer: string, wide: boolean): Expr {
   switch (n.t) {
-    case 'set':
-      return n.narrow.length === 0 ? NOTHING : chars(n.narrow)
+    case 'set': {
+      const set = wide ? n.wide : n.narrow
+      return set.length === 0 ? NOTHING : chars(set)
+    }
     case 'seq':
-      return seq(...n.items.map((i) => toIR(i, pointer)))
+      return seq(...n.items.map((i) => toIR(i, pointer, wide)))
     case 'alt':
-      return alt(...n.items.map((i) => toIR(i, pointer)))
+      return alt(...n.items.map((i) => toIR(i, pointer, wide)))
     case 'rep':
-      return repeat(toIR(n.item, pointer), n.min, n.max)
+      return repeat(toIR(n.item, pointer, wide), n.min, n.max)
     default:
       throw new SchemaRefusal('pattern', pointer, 'an anchor inside the pattern')
   }
 }
 
-/** The language of strings `source` matches somewhere in (JSON Schema's `pattern`), over decoded code points. */
-export function compilePattern(source: string, pointer: string): Expr {
+/**
+ * The language of strings `source` matches somewhere in (JSON Schema's `pattern`), over decoded
+ * code points. `wide`: the strings some dialect matches (Python's `$` also matches before a final
+ * newline); otherwise the strings every dialect matches.
+ */
+export function compilePattern(source: string, pointer: string, wide = false): Expr {
   const ast = new Parser(source, pointer).parse()
   const any = star(chars(ANY_CHAR))
   const alts = branches(ast, pointer).map((items) => {
@@ -371,10 +380,16 @@ export function compilePattern(source: string, pointer: string): Expr {
     let b = items.length
     let anchoredStart = false
     let anchoredEnd = false
-    while (a < b && items[a]!.t === 'start') (a++, (anchoredStart = true))
-    while (b > a && items[b - 1]!.t === 'end') (b--, (anchoredEnd = true))
-    const body = items.slice(a, b).map((i) => toIR(i, pointer))
-    return seq(anchoredStart ? EMPTY : any, ...body, anchoredEnd ? EMPTY : any)
+    while (a < b && items[a]!.t === 'start') {
+      a++
+      anchoredStart = true
+    }
+    while (b > a && items[b - 1]!.t === 'end') {
+      b--
+      anchoredEnd = true
+    }
+    const body = items.slice(a, b).map((i) => toIR(i, pointer, wide))
+    return seq(anchoredStart ? EMPTY : any, ...body, anchoredEnd ? (wide ? repeat(chars(charsOf('\n')), 0, 1) : EMPTY) : any)
   })
   return alt(...alts)
 }
@@ -465,7 +480,11 @@ export function matchesRegular(e: Expr, text: string): boolean {
         const seen = new Set(cur)
         for (let k = x.min; (x.max === undefined || k < x.max) && cur.size > 0; k++) {
           const nxt = new Set<number>()
-          for (const p of ends(x.item, cur)) if (!seen.has(p)) (seen.add(p), nxt.add(p))
+          for (const p of ends(x.item, cur))
+            if (!seen.has(p)) {
+              seen.add(p)
+              nxt.add(p)
+            }
           cur = nxt
         }
         return seen
@@ -479,11 +498,12 @@ export function matchesRegular(e: Expr, text: string): boolean {
 
 const patternCache = new Map<string, Expr>()
 /** `compilePattern`, cached by source (patterns recur across properties and schemas). */
-export function cachedPattern(source: string, pointer: string): Expr {
-  let e = patternCache.get(source)
+export function cachedPattern(source: string, pointer: string, wide = false): Expr {
+  const key = (wide ? 'w:' : 'n:') + source
+  let e = patternCache.get(key)
   if (!e) {
-    e = compilePattern(source, pointer)
-    patternCache.set(source, e)
+    e = compilePattern(source, pointer, wide)
+    patternCache.set(key, e)
   }
   return e
 }
@@ -494,6 +514,8 @@ export function cachedPattern(source: string, pointer: string): Expr {
  */
 export function patternMatches(source: string, pointer: string, text: string): boolean {
   const narrow = matchesRegular(cachedPattern(source, pointer), text)
+  if (narrow !== matchesRegular(cachedPattern(source, pointer, true), text))
+    throw new SchemaRefusal('pattern', pointer, `regex dialects disagree on ${JSON.stringify(text)}`)
   let js: boolean | undefined
   try {
     js = new RegExp(source, 'u').test(text)

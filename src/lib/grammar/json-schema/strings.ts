@@ -6,9 +6,10 @@
  * exact; other combinations (two patterns, a pattern and a format) are refused.
  */
 import {ANY_CHAR, charsOf} from '../charset.js'
-import {alt, lit, repeat, seq, type Expr} from '../ir.js'
+import {alt, lit, NOTHING, repeat, seq, type Expr} from '../ir.js'
 import type {Context} from './context.js'
-import {formatRegex} from './formats.js'
+import {dfaRules} from './dfa.js'
+import {stringDfa, stringRegexes} from './string-lang.js'
 import type {StrC} from './model.js'
 import {cachedPattern, foldLength} from './regex.js'
 import {SchemaRefusal} from './refusal.js'
@@ -32,15 +33,20 @@ export function lift(e: Expr, ctx: Context): Expr {
 }
 
 export function compileString(s: StrC, ctx: Context, pointer: string): Expr {
-  if (s.maxLength !== undefined && s.minLength > s.maxLength) throw new SchemaRefusal('minLength', pointer, 'minLength > maxLength')
-  const regexes: {source: string; pointer: string; keyword: string}[] = s.patterns.map((p) => ({...p, keyword: 'pattern'}))
-  for (const f of s.formats) {
-    const re = formatRegex(f.name)
-    if (re === 'refuse') throw new SchemaRefusal('format', f.pointer, `format ${JSON.stringify(f.name)} is not supported`)
-    if (re !== undefined) regexes.push({source: re, pointer: f.pointer, keyword: 'format'})
-  }
-  if (regexes.length > 1) throw new SchemaRefusal(regexes[1]!.keyword, regexes[1]!.pointer, 'more than one pattern/format on one string')
+  if (s.maxLength !== undefined && s.minLength > s.maxLength) return NOTHING
+  const regexes = stringRegexes(s)
   const bounded = s.minLength > 0 || s.maxLength !== undefined
+  const quote = lit('"')
+  const viaDfa = (withLength: boolean): Expr =>
+    seq(
+      quote,
+      dfaRules(stringDfa(s, pointer, withLength), ctx.fresh('str'), ctx.rules, (set) => ctx.lex.char(set), quote),
+    )
+  if (regexes.length > 1 || (s.antiPatterns?.length ?? 0) > 0 || (s.notIn?.length ?? 0) > 0) {
+    if (!bounded) return viaDfa(false)
+    // fold the bounds into the automaton when small, else refuse
+    return viaDfa(true)
+  }
   let body: Expr
   if (regexes.length === 0) {
     if (!bounded) return ctx.lex.anyString
@@ -50,15 +56,17 @@ export function compileString(s: StrC, ctx: Context, pointer: string): Expr {
     let e = cachedPattern(r.source, r.pointer)
     if (bounded) {
       const folded = foldLength(e, s.minLength, s.maxLength)
-      if (!folded)
+      if (!folded) {
+        if ((s.maxLength ?? s.minLength) <= 256) return viaDfa(true)
         throw new SchemaRefusal(
           s.maxLength !== undefined ? 'maxLength' : 'minLength',
           pointer,
           `length bounds with a ${r.keyword} they cannot be folded into`,
         )
+      }
       e = folded
     }
     body = lift(e, ctx)
   }
-  return seq(lit('"'), body, lit('"'))
+  return seq(quote, body, quote)
 }

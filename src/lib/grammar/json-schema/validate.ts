@@ -17,7 +17,11 @@ export interface SubResolver {
 
 const codePoints = (s: string): number => [...s].length
 
-export function validConj(v: Json, c: Conj, r: SubResolver): boolean {
+/**
+ * `wide`: "some validator may accept it" (patterns in their wide reading, formats not checked),
+ * for proofs that a value is *not* valid; otherwise "every validator accepts it".
+ */
+export function validConj(v: Json, c: Conj, r: SubResolver, wide = false): boolean {
   if (c.enum && !c.enum.some((e) => jsonEqual(e, v))) return false
   if (v === null) return c.null
   if (typeof v === 'boolean') return c.boolean
@@ -35,7 +39,10 @@ export function validConj(v: Json, c: Conj, r: SubResolver): boolean {
     if (!s) return false
     const len = codePoints(v)
     if (len < s.minLength || (s.maxLength !== undefined && len > s.maxLength)) return false
-    for (const p of s.patterns) if (!matchesRegular(cachedPattern(p.source, p.pointer), v)) return false
+    for (const p of s.patterns) if (!matchesRegular(cachedPattern(p.source, p.pointer, wide), v)) return false
+    if (s.notIn?.includes(v)) return false
+    for (const p of s.antiPatterns ?? []) if (matchesRegular(cachedPattern(p.source, p.pointer, !wide), v)) return false
+    if (wide) return true
     for (const f of s.formats) {
       const re = formatRegex(f.name)
       if (re === 'refuse') throw new SchemaRefusal('format', f.pointer, `format ${f.name} is not supported`)
@@ -43,7 +50,7 @@ export function validConj(v: Json, c: Conj, r: SubResolver): boolean {
     }
     return true
   }
-  const sub = (x: Json, s: Sub): boolean => r.normalizeSub(s).some((d) => validConj(x, d, r))
+  const sub = (x: Json, s: Sub): boolean => r.normalizeSub(s).some((d) => validConj(x, d, r, wide))
   if (Array.isArray(v)) {
     const a = c.array
     if (!a) return false

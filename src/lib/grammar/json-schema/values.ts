@@ -5,7 +5,7 @@
  * writes them); arrays element by element; objects with their keys in the member's own order (all
  * n! orders would be exponential: another order is rejected, a validation error on the safe side).
  */
-import {alt, lit, seq, type Expr} from '../ir.js'
+import {alt, lit, NOTHING, seq, type Expr} from '../ir.js'
 import type {Context} from './context.js'
 import type {Json} from './model.js'
 import {boundedNumber} from './numbers.js'
@@ -13,6 +13,8 @@ import {boundedNumber} from './numbers.js'
 export function compileValue(v: Json, ctx: Context, integerOnly: boolean, pointer: string): Expr {
   if (v === null || typeof v === 'boolean') return lit(JSON.stringify(v))
   if (typeof v === 'number') {
+    // an integer past 2^53 was rounded when the schema was parsed: its true value is unknown here
+    if (Number.isInteger(v) && !Number.isSafeInteger(v)) return NOTHING
     const text = lit(JSON.stringify(v))
     if (!Number.isFinite(v)) return text
     return alt(boundedNumber({lo: v, hi: v, integer: integerOnly || Number.isInteger(v) ? integerOnly : false}, pointer), text)
