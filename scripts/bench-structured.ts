@@ -33,7 +33,7 @@ import {RunnerError} from '../src/lib/errors.js'
 import {compileConstraint, compileSchemaText, lowerGrammar} from '../src/lib/grammar/index.js'
 import type {Tokenizer} from '../src/lib/tokenizer/index.js'
 import {llama3Tokenizer} from '../test/helpers/llama3-tokenizer.js'
-import {pyDumps} from '../test/helpers/py-json.js'
+import {jsStringify, parseRaw, pyDumps, type RawJson} from '../test/helpers/py-json.js'
 
 export interface MaskBenchOptions {
   readonly dir: string
@@ -115,7 +115,11 @@ export function runMaskBench(o: MaskBenchOptions): MaskBenchSummary {
   }
   const bits = o.masks === false ? undefined : new Uint32Array(Math.ceil(o.tokenizer.vocabSize / 32))
   for (const f of files) {
-    const doc = JSON.parse(readFileSync(join(o.dir, f), 'utf8')) as {schema: unknown; tests?: Array<{valid: boolean; data: unknown}>}
+    const source = readFileSync(join(o.dir, f), 'utf8')
+    const doc = JSON.parse(source) as {schema: unknown; tests?: Array<{valid: boolean}>}
+    // The instances as written (a number's own spelling: 12345.0 is not a draft-4 integer, and
+    // JSON.parse would make it one).
+    const raw = (parseRaw(source) as {tests?: Array<{data: RawJson}>}).tests ?? []
     s.schemas++
     let matcher: GrammarMatcher
     try {
@@ -149,8 +153,8 @@ export function runMaskBench(o: MaskBenchOptions): MaskBenchSummary {
     let rejectedValid = false
     let acceptedInvalid = false
     try {
-      for (const t of doc.tests ?? []) {
-        for (const text of [pyDumps(t.data), JSON.stringify(t.data)]) {
+      for (const [k, t] of (doc.tests ?? []).entries()) {
+        for (const text of [pyDumps(raw[k]!.data), jsStringify(raw[k]!.data)]) {
           s.instances++
           const ids = o.tokenizer.encode(text, {addSpecial: false, parseSpecial: false})
           const verdict = walk(matcher, ids, bits, s)
