@@ -10,8 +10,7 @@
  */
 import {readdirSync, readFileSync} from 'node:fs'
 import {join} from 'node:path'
-// eslint-disable-next-line runner/area-boundaries -- src/lib/grammar has no index yet (the IR front ends land in parallel)
-import {compileJsonSchema, SchemaRefusal} from '../src/lib/grammar/json-schema/index.js'
+import {compileJsonSchema, SchemaRefusal} from '../src/lib/grammar/index.js'
 import {recognizes} from '../test/helpers/ir-recognize.js'
 import {jsStringify, parseRaw, pyDumps, type RawJson} from '../test/helpers/py-json.js'
 

@@ -1,5 +1,5 @@
 /**
- * A fixed sample of MaskBench (every 20th file by name, of the 3,766 in shared/) through the JSON
+ * A fixed sample of MaskBench (every 60th file by name, of the 3,766 in shared/; test/lib/grammar/maskbench.test.ts runs every 20th through the native matcher) through the JSON
  * Schema compiler and the IR recognizer, both serializations of each instance (see
  * scripts/maskbench-ir.ts). Asserts no invalid instance is ever accepted and a passing-share floor
  * measured on this sample. Skipped when the shared data is absent.
@@ -10,14 +10,14 @@ import {test} from 'node:test'
 import {runMaskbench} from '../../../scripts/maskbench-ir.js'
 
 const DIR = '../shared/structured/maskbench'
-/** Measured on this sample (189 schemas: 169 passing, 89.4 %, on 2026-12-02); raise it when the compiler improves. */
-const PASS_FLOOR = 0.88
+/** Measured on this sample (63 schemas: 58 passing, 92.1 %, on 2026-12-02); raise it when the compiler improves. */
+const PASS_FLOOR = 0.9
 
 test(
   'MaskBench sample: zero invalidation errors, passing share above the floor',
   {skip: existsSync(DIR) ? false : `no MaskBench data at ${DIR}`},
   () => {
-    const r = runMaskbench(DIR, 20, 3000)
+    const r = runMaskbench(DIR, 60, 3000)
     const refused = [...r.refused.values()].reduce((a, b) => a + b, 0)
     console.log(
       `maskbench sample: ${r.schemas} schemas, ${r.compiled} compiled, ${refused} refused, ${r.passing} passing, ${r.validationErrors} validation errors, ${r.invalidationErrors} invalidation errors`,

