@@ -123,6 +123,19 @@ describe('structured output through runner serve', {skip: hasShared() ? false : 
       } as never),
     )
     assert.equal(extra.param, 'response_format.json_schema.frob')
+    // Not honoured, so refused by name: a description the model would be shown, a schema left out.
+    const described = await refusal(
+      t.client.chat.completions.create({
+        model: MODEL,
+        messages,
+        response_format: {type: 'json_schema', json_schema: {name: 'x', schema: {}, description: 'a person'}},
+      }),
+    )
+    assert.equal(described.param, 'response_format.json_schema.description')
+    const schemaless = await refusal(
+      t.client.chat.completions.create({model: MODEL, messages, response_format: {type: 'json_schema', json_schema: {name: 'x'}}}),
+    )
+    assert.equal(schemaless.param, 'response_format.json_schema.schema')
   })
 
   test('Anthropic output_config.format json_schema: the text block is a valid document; a bad schema is an Anthropic error', async () => {

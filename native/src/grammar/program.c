@@ -87,8 +87,10 @@ runner_status runner_grammar_create(const int32_t *program, int64_t n_words, run
         }
         for (int32_t r = a; r < b; r++) {
             const int32_t lo = g->ranges[2 * r], hi = g->ranges[2 * r + 1];
-            if (lo < 0 || hi > MAX_CP || lo > hi || (r > a && lo <= g->ranges[2 * r - 1])) {
-                st = bad(err, err_len, "code point range out of order or out of Unicode", ranges_at + 2 * r);
+            /* Merged (not even adjacent: coverage checks rely on it) and free of surrogates, which
+             * no UTF-8 spells (a partial code point is judged by the interval it leaves). */
+            if (lo < 0 || hi > MAX_CP || lo > hi || (r > a && lo <= g->ranges[2 * r - 1] + 1) || (lo <= 0xDFFF && hi >= 0xD800)) {
+                st = bad(err, err_len, "code point range out of order, adjacent to the previous one, out of Unicode or over surrogates", ranges_at + 2 * r);
                 break;
             }
             for (int32_t cp = lo; cp <= hi && cp < 128; cp++) ascii[4 * s + (cp >> 5)] |= 1u << (cp & 31);

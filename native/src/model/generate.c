@@ -19,20 +19,39 @@ static int is_eog(const runner_generate_params *p, int32_t token) {
     return 0;
 }
 
-/* The grammar's step: which tokens may come next (end-of-generation ones iff the document is
- * complete). *forced = the one allowed token, or -1; *done = a complete document nothing extends. */
-static runner_status grammar_step(const runner_generate_params *p, uint32_t *bits, int32_t *forced, int *done, char *err, int32_t err_len) {
+/* The grammar's step: which tokens may come next. End-of-generation tokens are allowed exactly when
+ * the document is complete, whatever the mask said of them (a caller's stop list may hold tokens
+ * with bytes). *forced = the one allowed token, or -1; *done = a complete document nothing extends. */
+static runner_status grammar_step(const runner_generate_params *p, uint32_t *bits, int32_t n_words, int32_t *forced, int *done, char *err,
+                                  int32_t err_len) {
     int32_t n_allowed = 0, only = -1;
     const runner_status st = runner_matcher_fill_mask(p->matcher, bits, &n_allowed, &only, err, err_len);
     if (st != RUNNER_OK) return st;
     const int complete = runner_matcher_is_complete(p->matcher);
+    int cleared = 0;
+    for (int32_t i = 0; i < p->n_eog; i++) {
+        const int32_t t = p->eog_tokens[i];
+        if ((bits[t >> 5] >> (t & 31)) & 1u) bits[t >> 5] &= ~(1u << (t & 31)), n_allowed--, cleared = 1;
+    }
+    if (cleared && n_allowed == 1)
+        for (int32_t w = 0; w < n_words; w++)
+            if (bits[w]) only = w * 32 + __builtin_ctz(bits[w]);
     *done = complete && n_allowed == 0;
     *forced = !complete && n_allowed == 1 ? only : -1;
     if (complete)
         for (int32_t i = 0; i < p->n_eog; i++) bits[p->eog_tokens[i] >> 5] |= 1u << (p->eog_tokens[i] & 31);
     if (!complete && n_allowed == 0)
-        return runner_fail(err, err_len, RUNNER_ERR_INTERNAL, "grammar: no token of the vocabulary continues the document");
+        return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED,
+                           "grammar: no token of this vocabulary continues the document (a character it cannot spell?)");
     return RUNNER_OK;
+}
+
+/* A forced token skips the sampler, but not its bans: a -inf bias or a non-finite logit refuses it. */
+static int forced_is_banned(const runner_sampler_params *s, const float *logits, int32_t token) {
+    float l = logits[token];
+    for (int32_t i = 0; i < s->n_bias; i++)
+        if (s->bias_tokens[i] == token) l += s->bias_values[i];
+    return !isfinite(l);
 }
 
 runner_status runner_generate(runner_context *ctx, const runner_generate_params *p, runner_token_fn on_token,
@@ -53,7 +72,8 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         if (p->eog_tokens[i] < 0 || p->eog_tokens[i] >= n_vocab)
             return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: eog token %d is outside the vocabulary", p->eog_tokens[i]);
     uint32_t *bits = NULL;
-    if (p->matcher && !(bits = malloc((size_t)((n_vocab + 31) / 32) * sizeof *bits)))
+    const int32_t n_words = (n_vocab + 31) / 32;
+    if (p->matcher && !(bits = malloc((size_t)n_words * sizeof *bits)))
         return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "generate: the grammar mask");
     const runner_status created = runner_sampler_create(p->sampling, n_vocab, &sampler, err, err_len);
     if (created != RUNNER_OK) {
@@ -73,6 +93,8 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         st = RUNNER_OK;
     }
     int32_t pos = p->pos + p->n_prompt;
+    int have_step = 0;        /* bits already hold this step's mask */
+    int32_t next_forced = -1; /* and its forced token */
     while (st == RUNNER_OK && out->finish == RUNNER_FINISH_LENGTH && out->n_generated < p->max_tokens) {
         if (abort_flag && *abort_flag) {
             out->finish = RUNNER_FINISH_ABORTED;
@@ -80,19 +102,24 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         }
         runner_sample_result r;
         int32_t forced = -1;
-        if (p->matcher) {
+        if (p->matcher && !have_step) {
             int done = 0;
             const double m0 = now_ms();
-            st = grammar_step(p, bits, &forced, &done, err, err_len);
+            st = grammar_step(p, bits, n_words, &forced, &done, err, err_len);
             out->mask_ms += now_ms() - m0;
             if (st != RUNNER_OK) break;
             if (done) {
                 out->finish = RUNNER_FINISH_EOG;
                 break;
             }
+        } else if (p->matcher) {
+            forced = next_forced; /* computed right after the previous token (below) */
+            have_step = 0;
         }
         int32_t token;
-        if (forced >= 0) {
+        if (forced >= 0 && forced_is_banned(p->sampling, runner_context_logits(ctx), forced)) {
+            token = -1;
+        } else if (forced >= 0) {
             /* The masked distribution puts all its mass on one token: take it without a draw. */
             token = forced;
             r = (runner_sample_result){.token = token, .logprob = p->sampling->logprobs ? 0.0f : NAN, .forced = 1};
@@ -117,6 +144,20 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         if (on_token && on_token(user, &r) != 0) {
             out->finish = RUNNER_FINISH_STOPPED;
             break;
+        }
+        if (p->matcher) {
+            /* The next step's mask now: a document this token completed, with nothing to extend it,
+             * ends here ("eos" even on the last token of the budget), without evaluating the token. */
+            int done = 0;
+            const double m0 = now_ms();
+            st = grammar_step(p, bits, n_words, &next_forced, &done, err, err_len);
+            out->mask_ms += now_ms() - m0;
+            if (st != RUNNER_OK) break;
+            if (done) {
+                out->finish = RUNNER_FINISH_EOG;
+                break;
+            }
+            have_step = 1;
         }
         if (out->n_generated == p->max_tokens) break;
         if (pos >= ctx->params.n_ctx) {

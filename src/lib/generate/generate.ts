@@ -159,7 +159,8 @@ export function generate(session: Session, request: GenerationRequest): Generati
         cachedTokens: turn.cachedTokens,
         evaluatedTokens: r.promptTokens,
         completionTokens,
-        forcedTokens: r.forcedTokens,
+        // The answer's tokens the constraint forced (the engine's count may include one past a stop string).
+        forcedTokens: release.tokens.slice(0, completionTokens).filter((t) => t.forced).length,
       },
       timings: {promptMs: r.promptMs, decodeMs: r.decodeMs, maskMs: r.maskMs},
     }
@@ -178,6 +179,8 @@ export function generate(session: Session, request: GenerationRequest): Generati
         throw error
       },
     )
+  // The matcher is the engine's until its loop has returned: free it only then, whatever happened.
+  if (matcher) void turn.result.catch(() => {}).finally(() => matcher.dispose())
   // Callers that only iterate the events see the error there; this copy must not go unhandled.
   result.catch(() => {})
   return {events, result, cachedTokens: turn.cachedTokens}

@@ -9,7 +9,7 @@
  *  - a repetition of something that can be empty (its iterations could be empty forever).
  * Each refusal is a GrammarError naming the rule.
  */
-import type {CharSet} from './charset.js'
+import {type CharSet, charSet} from './charset.js'
 import type {Expr, Grammar} from './ir.js'
 import {type Elem, ElemKind, PROGRAM_HEADER, PROGRAM_MAGIC, PROGRAM_VERSION} from './program.js'
 
@@ -68,9 +68,11 @@ class Lowering {
     return this.rules.length - 1
   }
 
-  private set(set: CharSet): number {
-    const known = this.setObjects.get(set)
+  private set(given: CharSet): number {
+    const known = this.setObjects.get(given)
     if (known !== undefined) return known
+    // The engine takes merged ranges without surrogates only: normalise what a front end gave.
+    const set = charSet(given)
     const key = set.map(([lo, hi]) => `${lo}-${hi}`).join(',')
     let id = this.setIds.get(key)
     if (id === undefined) {
@@ -78,11 +80,17 @@ class Lowering {
       this.sets.push(set)
       this.setIds.set(key, id)
     }
-    this.setObjects.set(set, id)
+    this.setObjects.set(given, id)
     return id
   }
 
-  private codePoint(cp: number): number {
+  private codePoint(cp: number, owner: string): number {
+    if (cp >= 0xd800 && cp <= 0xdfff) {
+      throw new GrammarError(
+        `a lone surrogate (U+${cp.toString(16).toUpperCase()}) in a literal of "${owner}" has no UTF-8 spelling`,
+        owner,
+      )
+    }
     let id = this.codePoints.get(cp)
     if (id === undefined) {
       id = this.set([[cp, cp]])
@@ -113,7 +121,7 @@ class Lowering {
         out.push({kind: ElemKind.CHARS, a: this.set(expr.set), b: 0, c: 0})
         break
       case 'literal':
-        for (const ch of expr.text) out.push({kind: ElemKind.CHARS, a: this.codePoint(ch.codePointAt(0)!), b: 0, c: 0})
+        for (const ch of expr.text) out.push({kind: ElemKind.CHARS, a: this.codePoint(ch.codePointAt(0)!, owner), b: 0, c: 0})
         break
       case 'seq':
         for (const item of expr.items) this.sequence(item, owner, out)

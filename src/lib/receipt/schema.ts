@@ -63,7 +63,7 @@ const RECEIPT_SCHEMA = {
           seed: {type: 'string', pattern: '^(0|[1-9][0-9]{0,19})$'},
         }),
       },
-      {constraint: obj({kind: {enum: ['json-schema', 'gbnf', 'json-object', 'json-value']}, sha256: hex(32), text: {type: 'string'}})},
+      {constraint: obj({kind: {enum: ['json-schema', 'gbnf', 'json-object']}, sha256: hex(32), text: {type: 'string'}})},
     ),
     prompt: obj({text: {type: 'string'}, tokens: tokenList}),
     output: obj({

@@ -222,7 +222,7 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
       if (constraintHash(kind, c.constraint.text) !== c.constraint.sha256)
         fail('settings', 'config.constraint.sha256 is not the hash of its text')
       try {
-        constraint = compileConstraint(kind === 'json-schema' || kind === 'gbnf' ? {kind, text: c.constraint.text} : {kind})
+        constraint = compileConstraint(kind === 'json-object' ? {kind} : {kind: kind as 'json-schema' | 'gbnf', text: c.constraint.text})
       } catch (error) {
         fail('settings', `the recorded constraint does not compile: ${(error as Error).message}`)
       }

@@ -75,7 +75,7 @@ export function openAiResponseFormat(format: {type: string; json_schema?: Record
     throw badParam('response_format.json_schema.strict', 'response_format.json_schema.strict must be a boolean')
   }
   // strict: false asks for less than we give: every schema is enforced exactly (docs/structured-output.md).
-  const text = schemaText(js.schema ?? {}, 'response_format.json_schema.schema')
+  const text = schemaText(js.schema === null ? undefined : js.schema, 'response_format.json_schema.schema')
   return compileAt({kind: 'json-schema', text}, 'response_format.json_schema.schema')
 }
 

@@ -107,6 +107,71 @@ describe('constrained generation', {skip: hasShared() ? false : NO_SHARED_REASON
     if (o.finishReason === 'eos') assert.equal(typeof JSON.parse(o.text), 'object')
   })
 
+  test('stop tokens that have bytes are end of text, allowed only once the document is complete', async () => {
+    const model = models.get('models/stories260K.gguf')!
+    const tok = model.tokenizer
+    const letters: number[] = []
+    for (let id = 0; id < tok.vocabSize; id++) if (/^[a-z]$/.test(tok.piece(id, {special: false}))) letters.push(id)
+    assert.ok(letters.length > 10)
+    const c = compileConstraint({kind: 'gbnf', text: 'root ::= "\\"" [a-z]+ "\\""\n'})
+    const ctx = await model.createContext({nCtx: 512, threads: 1})
+    try {
+      for (const seed of [1n, 2n, 3n]) {
+        const prompt = tok.encode('Once upon a time', {addSpecial: true})
+        const sampling = resolveSamplingOptions({temperature: 1, seed})
+        const stopTokens = [...tok.eogTokens, ...letters]
+        const o = await generate(new Session(ctx), {prompt, maxTokens: 200, sampling, stopTokens, constraint: c}).result
+        // Ended by a letter (a stop token) only after the closing quote: the document is whole.
+        assert.match(o.text, /^"[a-z]+"$/, `seed ${seed}`)
+        assert.equal(o.finishReason, 'eos')
+      }
+    } finally {
+      ctx.dispose()
+    }
+  })
+
+  test('a forced token obeys a logit-bias ban: refused, not taken', async () => {
+    const model = models.get('models/stories260K.gguf')!
+    const e6 = model.tokenizer.tokenId('<0xE6>')!
+    // "日" is E6 97 A5; SentencePiece spells it only with byte tokens here, so <0xE6> is forced first.
+    const c = compileConstraint({kind: 'gbnf', text: 'root ::= "日"\n'})
+    const ctx = await model.createContext({nCtx: 256, threads: 1})
+    try {
+      const prompt = model.tokenizer.encode('x', {addSpecial: true})
+      const plain = await generate(new Session(ctx), {
+        prompt,
+        maxTokens: 8,
+        sampling: resolveSamplingOptions({temperature: 0}),
+        constraint: c,
+      }).result
+      assert.equal(plain.text, '日')
+      assert.equal(plain.tokens[0]!.token, e6)
+      assert.equal(plain.tokens[0]!.forced, true)
+      const banned = resolveSamplingOptions({temperature: 0, logitBias: {[e6]: -Infinity}})
+      await assert.rejects(generate(new Session(ctx), {prompt, maxTokens: 8, sampling: banned, constraint: c}).result, /banned/)
+    } finally {
+      ctx.dispose()
+    }
+  })
+
+  test('a document completed by the last token of the budget ends "eos", not "length"', async () => {
+    const model = models.get('models/stories260K.gguf')!
+    const c = compileConstraint({kind: 'gbnf', text: 'root ::= "once upon"\n'})
+    const whole = await run(model, c, 4)
+    assert.equal(whole.text, 'once upon')
+    const n = whole.usage.completionTokens
+    const ctx = await model.createContext({nCtx: 256, threads: 1})
+    try {
+      const prompt = model.tokenizer.encode('Once upon a time', {addSpecial: true})
+      const sampling = resolveSamplingOptions({temperature: 1, seed: 4n})
+      const exact = await generate(new Session(ctx), {prompt, maxTokens: n, sampling, constraint: c}).result
+      assert.equal(exact.text, 'once upon')
+      assert.equal(exact.finishReason, 'eos')
+    } finally {
+      ctx.dispose()
+    }
+  })
+
   test('bitwise the same tokens for the same seed, with 1 or 2 threads', async () => {
     const c = compileConstraint({kind: 'json-schema', text: JSON.stringify(SCHEMAS.person)})
     for (const model of models.values()) {
