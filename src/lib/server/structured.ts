@@ -1,6 +1,6 @@
 /**
  * Structured output in the servers' own terms: OpenAI's `response_format` (`json_object`,
- * `json_schema` with `{name, schema, strict, description}`) and Anthropic's `output_config.format`
+ * `json_schema` with `{name, schema, strict}`; a `description` is refused, not shown to the model) and Anthropic's `output_config.format`
  * (`{type: "json_schema", schema}`) become a constraint (src/lib/grammar); a schema the compiler
  * refuses is a 400 naming the parameter, with the compiler's message (keyword and JSON pointer).
  * Compiled constraints are kept by source text for the schemas used lately: clients send the same
@@ -61,10 +61,18 @@ export function openAiResponseFormat(format: {type: string; json_schema?: Record
   const js = format.json_schema
   if (!js) throw badParam('response_format.json_schema', 'type "json_schema" needs response_format.json_schema: {name, schema}')
   for (const key of Object.keys(js)) {
-    if (!['name', 'schema', 'strict', 'description'].includes(key)) {
+    if (key === 'description') {
+      // OpenAI shows it to the model; this server would have to rewrite the prompt to, and does not.
+      throw badParam(
+        'response_format.json_schema.description',
+        'response_format.json_schema.description is not supported: put it in the messages',
+        'unsupported_parameter',
+      )
+    }
+    if (!['name', 'schema', 'strict'].includes(key)) {
       throw badParam(
         `response_format.json_schema.${key}`,
-        `response_format.json_schema.${key} is not a field of json_schema (name, schema, strict, description)`,
+        `response_format.json_schema.${key} is not a field of json_schema (name, schema, strict)`,
       )
     }
   }
@@ -86,9 +94,11 @@ export function anthropicOutputConfig(
   if (!config) return undefined
   for (const key of Object.keys(config)) {
     if (key === 'effort' && (config.effort === null || config.effort === undefined)) continue
-    if (key !== 'format')
-      throw badParam(`output_config.${key}`, `output_config.${key} is not supported: a local model has no effort levels`)
+    if (key === 'effort')
+      throw badParam('output_config.effort', 'output_config.effort is not supported: a local model has no effort levels')
+    if (key !== 'format') throw badParam(`output_config.${key}`, `output_config.${key} is not a field of output_config (format)`)
   }
+
   const f = config.format
   if (f === null || f === undefined) return undefined
   if (f.type !== 'json_schema') throw badParam('output_config.format.type', 'output_config.format.type must be "json_schema"')

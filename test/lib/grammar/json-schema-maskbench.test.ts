@@ -1,6 +1,6 @@
 /**
- * A fixed sample of MaskBench (every 60th file by name, of the 3,766 in shared/; test/lib/grammar/maskbench.test.ts runs every 20th through the native matcher) through the JSON
- * Schema compiler and the IR recognizer, both serializations of each instance (see
+ * A fixed sample of MaskBench (every 60th file by name, of the 3,766 in shared/) through the JSON
+ * Schema compiler and the IR recognizer (maskbench.test.ts takes every 20th through the native matcher), both serializations of each instance (see
  * scripts/maskbench-ir.ts). Asserts no invalid instance is ever accepted and a passing-share floor
  * measured on this sample. Skipped when the shared data is absent.
  */
