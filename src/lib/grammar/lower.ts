@@ -239,6 +239,49 @@ function checkRecursion(rules: Rule[]): void {
   }
 }
 
+const elemKey = (e: Elem): string => `${e.kind},${e.a},${e.b},${e.c}`
+
+/**
+ * Left-factor every rule: alternatives that begin with the same element share it, and their tails
+ * become a rule of their own (recursively), so `enum: [...60,000 strings]` is a trie the matcher
+ * walks with a handful of stacks, not 60,000 of them. The language is unchanged (A → x α | x β is
+ * A → x A', A' → α | β), and so are what can be reached without consuming input and what is
+ * nullable, so the checks above still hold.
+ */
+function leftFactor(rules: Rule[]): void {
+  const factor = (alts: Alt[], name: string): Alt[] => {
+    const groups = new Map<string, Alt[]>()
+    for (const alt of alts) {
+      const key = alt.length === 0 ? '' : elemKey(alt[0]!)
+      const g = groups.get(key)
+      if (g) g.push(alt)
+      else groups.set(key, [alt])
+    }
+    const out: Alt[] = []
+    for (const [key, group] of groups) {
+      if (key === '') {
+        out.push([]) // the empty alternative, once
+        continue
+      }
+      if (group.length === 1) {
+        out.push(group[0]!)
+        continue
+      }
+      // (Identical alternatives factor down to one empty tail.)
+      const id = rules.length
+      rules.push({name: `${name}'`, alts: []})
+      rules[id]!.alts = factor(
+        group.map((alt) => alt.slice(1)),
+        `${name}'`,
+      )
+      out.push([group[0]![0]!, {kind: ElemKind.REF, a: id, b: 0, c: 0}])
+    }
+    return out
+  }
+  const n = rules.length
+  for (let r = 0; r < n; r++) if (rules[r]!.alts.length > 1) rules[r]!.alts = factor(rules[r]!.alts, rules[r]!.name)
+}
+
 export interface LoweredGrammar {
   readonly program: Int32Array
   readonly rules: number
@@ -254,6 +297,7 @@ export function lowerGrammar(grammar: Grammar): LoweredGrammar {
   if (rules[start]!.alts.length === 0)
     throw new GrammarError(`the grammar matches nothing: rule "${grammar.start}" can never complete`, grammar.start)
   checkRecursion(rules)
+  leftFactor(rules)
 
   const nRanges = sets.reduce((n, s) => n + s.length, 0)
   const nAlts = rules.reduce((n, r) => n + r.alts.length, 0)
