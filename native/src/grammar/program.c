@@ -17,26 +17,26 @@ int gprog_set_has(const runner_grammar *g, int32_t s, uint32_t cp) {
     return gprog_set_intersects(g, s, cp, cp);
 }
 
-int gprog_set_intersects(const runner_grammar *g, int32_t s, uint32_t lo, uint32_t hi) {
-    /* First range whose hi >= lo, by binary search; it intersects iff its lo <= hi. */
+/* The first range of set s whose hi >= lo (binary search), or the set's end. */
+static int32_t first_range_reaching(const runner_grammar *g, int32_t s, uint32_t lo) {
     int32_t a = g->set_start[s], b = g->set_start[s + 1];
     while (a < b) {
         const int32_t mid = a + (b - a) / 2;
         if ((uint32_t)g->ranges[2 * mid + 1] < lo) a = mid + 1;
         else b = mid;
     }
-    return a < g->set_start[s + 1] && (uint32_t)g->ranges[2 * a] <= hi;
+    return a;
+}
+
+int gprog_set_intersects(const runner_grammar *g, int32_t s, uint32_t lo, uint32_t hi) {
+    const int32_t r = first_range_reaching(g, s, lo);
+    return r < g->set_start[s + 1] && (uint32_t)g->ranges[2 * r] <= hi;
 }
 
 int gprog_set_covers(const runner_grammar *g, int32_t s, uint32_t lo, uint32_t hi) {
-    /* Ranges are merged, so one range covers [lo, hi] or none does. */
-    int32_t a = g->set_start[s], b = g->set_start[s + 1];
-    while (a < b) {
-        const int32_t mid = a + (b - a) / 2;
-        if ((uint32_t)g->ranges[2 * mid + 1] < lo) a = mid + 1;
-        else b = mid;
-    }
-    return a < g->set_start[s + 1] && (uint32_t)g->ranges[2 * a] <= lo && (uint32_t)g->ranges[2 * a + 1] >= hi;
+    /* Ranges are merged (the check below refuses touching ones), so one range covers [lo, hi] or none does. */
+    const int32_t r = first_range_reaching(g, s, lo);
+    return r < g->set_start[s + 1] && (uint32_t)g->ranges[2 * r] <= lo && (uint32_t)g->ranges[2 * r + 1] >= hi;
 }
 
 static runner_status bad(char *err, int32_t err_len, const char *what, int64_t at) {

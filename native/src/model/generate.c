@@ -46,6 +46,15 @@ static runner_status grammar_step(const runner_generate_params *p, uint32_t *bit
     return RUNNER_OK;
 }
 
+/* grammar_step, timed into the stats. */
+static runner_status timed_step(const runner_generate_params *p, uint32_t *bits, int32_t n_words, int32_t *forced, int *done, runner_generate_stats *out,
+                                char *err, int32_t err_len) {
+    const double m0 = now_ms();
+    const runner_status st = grammar_step(p, bits, n_words, forced, done, err, err_len);
+    out->mask_ms += now_ms() - m0;
+    return st;
+}
+
 /* A forced token skips the sampler, but not its bans: a -inf bias or a non-finite logit refuses it. */
 static int forced_is_banned(const runner_sampler_params *s, const float *logits, int32_t token) {
     float l = logits[token];
@@ -104,10 +113,7 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         int32_t forced = -1;
         if (p->matcher && !have_step) {
             int done = 0;
-            const double m0 = now_ms();
-            st = grammar_step(p, bits, n_words, &forced, &done, err, err_len);
-            out->mask_ms += now_ms() - m0;
-            if (st != RUNNER_OK) break;
+            if ((st = timed_step(p, bits, n_words, &forced, &done, out, err, err_len)) != RUNNER_OK) break;
             if (done) {
                 out->finish = RUNNER_FINISH_EOG;
                 break;
@@ -149,10 +155,7 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
             /* The next step's mask now: a document this token completed, with nothing to extend it,
              * ends here ("eos" even on the last token of the budget), without evaluating the token. */
             int done = 0;
-            const double m0 = now_ms();
-            st = grammar_step(p, bits, n_words, &next_forced, &done, err, err_len);
-            out->mask_ms += now_ms() - m0;
-            if (st != RUNNER_OK) break;
+            if ((st = timed_step(p, bits, n_words, &next_forced, &done, out, err, err_len)) != RUNNER_OK) break;
             if (done) {
                 out->finish = RUNNER_FINISH_EOG;
                 break;
