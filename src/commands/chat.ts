@@ -32,6 +32,10 @@ export default class Chat extends RunnerCommand {
       command: '<%= config.bin %> chat -m model.gguf --system "You are terse." --context-shift',
     },
     {
+      description: 'Every reply one JSON object (or --json-schema FILE, --grammar FILE.gbnf)',
+      command: '<%= config.bin %> chat -m model.gguf --json-object',
+    },
+    {
       description: 'Scripted: one message per line in, one answer per line out',
       command: 'printf "Hi\\nTell me a story\\n" | <%= config.bin %> chat -m model.gguf --temp 0 -n 32',
     },
