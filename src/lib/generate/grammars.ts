@@ -5,18 +5,10 @@
  */
 import {NativeGrammar} from '../engine/index.js'
 import type {Constraint} from '../grammar/index.js'
+import {RecentCache} from '../util/index.js'
 
-const KEEP = 32
-const recent = new Map<string, NativeGrammar>()
+const recent = new RecentCache<string, NativeGrammar>(32)
 
 export function nativeGrammarOf(constraint: Constraint): NativeGrammar {
-  let g = recent.get(constraint.sha256)
-  if (g) {
-    recent.delete(constraint.sha256)
-  } else {
-    g = NativeGrammar.create(constraint.program)
-    if (recent.size >= KEEP) recent.delete(recent.keys().next().value!)
-  }
-  recent.set(constraint.sha256, g)
-  return g
+  return recent.get(constraint.sha256, () => NativeGrammar.create(constraint.program))
 }

@@ -8,21 +8,13 @@
  */
 import {RunnerError} from '../errors.js'
 import {compileConstraint, type Constraint, type ConstraintSource} from '../grammar/index.js'
+import {RecentCache} from '../util/index.js'
 import {ApiError, badParam} from './api-error.js'
 
-const KEEP = 64
-const compiled = new Map<string, Constraint>()
+const compiled = new RecentCache<string, Constraint>(64)
 
 function cachedCompile(source: ConstraintSource): Constraint {
-  const key = `${source.kind}\n${'text' in source ? source.text : ''}`
-  let c = compiled.get(key)
-  if (c) compiled.delete(key)
-  else {
-    c = compileConstraint(source)
-    if (compiled.size >= KEEP) compiled.delete(compiled.keys().next().value!)
-  }
-  compiled.set(key, c)
-  return c
+  return compiled.get(`${source.kind}\n${'text' in source ? source.text : ''}`, () => compileConstraint(source))
 }
 
 function compileAt(source: ConstraintSource, param: string): Constraint {
