@@ -78,7 +78,13 @@ describe('POST /v1/messages with @anthropic-ai/sdk', {skip: hasShared() ? false 
       assert.fail('expected an error')
     }
     await bad({temperature: 1.5}, Anthropic.BadRequestError, /temperature/)
-    await bad({tools: [{name: 'f', input_schema: {type: 'object'}}]}, Anthropic.BadRequestError, /tools is not supported/)
+    await bad({thinking: {type: 'enabled', budget_tokens: 1024}}, Anthropic.BadRequestError, /thinking is not supported/)
+    await bad({tools: [{name: 'f'}]}, Anthropic.BadRequestError, /tools\.0\.input_schema is required/)
+    await bad(
+      {tools: [{name: 'f', input_schema: {type: 'object'}}], tool_choice: {type: 'tool', name: 'g'}},
+      Anthropic.BadRequestError,
+      /tool_choice\.name .*g.* is not one of the tools given \(f\)/,
+    )
     await bad(
       {messages: [{role: 'user', content: [{type: 'image', source: {type: 'base64', media_type: 'image/png', data: 'AA=='}}]}]},
       Anthropic.BadRequestError,

@@ -291,7 +291,14 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
     await refused(chat({stop: ['a', 'b', 'c', 'd', 'e']}), 400, 'stop')
     await refused(chat({stop: ['a', '']}), 400, 'stop[1]')
     await refused(chat({stream_options: {include_usage: true}}), 400, 'stream_options')
-    await refused(chat({tools: [{type: 'function', function: {name: 'f'}}]}), 400, 'tools', 'unsupported_parameter')
+    await refused(chat({functions: [{name: 'f'}]}), 400, 'functions', 'unsupported_parameter')
+    await refused(chat({tools: [{type: 'function', function: {name: 'f g'}}]}), 400, 'tools[0]')
+    await refused(chat({tools: [{type: 'code_interpreter'}]}), 400, 'tools[0].type')
+    await refused(
+      chat({tools: [{type: 'function', function: {name: 'f'}}], tool_choice: {type: 'function', function: {name: 'g'}}}),
+      400,
+      'tool_choice.function.name',
+    )
     await refused(chat({frobnicate: 1}), 400, 'frobnicate', 'unknown_parameter')
     await refused(chat({max_tokens: 300}), 400, 'max_tokens', 'context_length_exceeded')
     await refused(chat({model: 'gpt-4o'}), 404, 'model', 'model_not_found')
@@ -308,18 +315,19 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
     await refused(
       t.client.chat.completions.create({model: MODEL, messages: [{role: 'tool', content: 'x', tool_call_id: 'a'}]}),
       400,
-      'messages[0].role',
+      'messages[0].tool_call_id',
     )
     await refused(
       t.client.chat.completions.create({
         model: MODEL,
         messages: [
           {role: 'user', content: 'a'},
-          {role: 'assistant', content: 'b'},
+          {role: 'assistant', content: null, tool_calls: [{id: 'c1', type: 'function', function: {name: 'f', arguments: '{}'}}]},
         ],
+        tools: [{type: 'function', function: {name: 'f'}}],
       }),
       400,
-      'messages[1].role',
+      'messages[1]',
     )
     const long = await refused(
       t.client.chat.completions.create({model: MODEL, messages: [{role: 'user', content: 'The dog ran. '.repeat(80)}]}),

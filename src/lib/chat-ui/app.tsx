@@ -95,7 +95,7 @@ export function ChatApp(props: ChatAppProps): React.JSX.Element {
         return
       }
       const items: TranscriptItem[] = [item(outcome.ok ? 'notice' : 'error', outcome.text)]
-      if (outcome.loaded) items.push(...outcome.loaded.map((m: ChatMessage) => item(m.role, m.content)))
+      if (outcome.loaded) items.push(...outcome.loaded.map((m: ChatMessage) => item(m.role === 'tool' ? 'notice' : m.role, m.content)))
       append(...items)
     },
     [append, busy, conversation, item, leave, runTurn],

@@ -1,9 +1,18 @@
-export {CHAT_ROLES, type ChatMessage, ChatHistoryError, type ChatRole, validateHistory} from './messages.js'
+export {
+  CHAT_ROLES,
+  type ChatMessage,
+  ChatHistoryError,
+  type ChatRole,
+  type ChatToolCall,
+  type HistoryOptions,
+  validateHistory,
+} from './messages.js'
 export {
   CHAT_TEMPLATE_KEY,
   CHATML_TEMPLATE,
   ChatTemplate,
   type ChatTemplateSource,
   encodeChatPrompt,
+  RESERVED_TEMPLATE_VARIABLES,
   type RenderOptions,
 } from './template.js'

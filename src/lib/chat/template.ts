@@ -21,7 +21,14 @@ export type ChatTemplateSource = 'model' | 'fallback-chatml' | 'override'
 export interface RenderOptions {
   /** End with the header of an assistant turn, so the model writes the reply (default true). */
   readonly addGenerationPrompt?: boolean
+  /** Function tools as transformers and llama.cpp's --jinja pass them: [{type: "function", function: {name, description, parameters}}]. */
+  readonly tools?: readonly unknown[]
+  /** Further template variables (`chat_template_kwargs`: enable_thinking, ...); never the ones above. */
+  readonly variables?: Readonly<Record<string, unknown>>
 }
+
+/** Variables the renderer sets itself; chat_template_kwargs may not replace them. */
+export const RESERVED_TEMPLATE_VARIABLES = ['messages', 'add_generation_prompt', 'bos_token', 'eos_token', 'tools'] as const
 
 /** A chat template, parsed once, rendered per request through @huggingface/jinja. */
 export class ChatTemplate {
@@ -77,10 +84,12 @@ export class ChatTemplate {
   render(messages: readonly ChatMessage[], options: RenderOptions = {}): string {
     try {
       return this.template.render({
-        messages: messages.map((m) => ({role: m.role, content: m.content})),
+        ...options.variables,
+        messages: messages.map(templateMessage),
         add_generation_prompt: options.addGenerationPrompt ?? true,
         bos_token: this.bosToken,
         eos_token: this.eosToken,
+        ...(options.tools && options.tools.length > 0 ? {tools: options.tools} : {}),
       })
     } catch (error) {
       throw new ChatHistoryError(
@@ -90,6 +99,26 @@ export class ChatTemplate {
       )
     }
   }
+}
+
+/**
+ * A message as templates read it (transformers' and llama.cpp's convention): calls with their
+ * arguments parsed (templates apply `tojson` to them), and only the keys a message has, since
+ * templates test `'tool_calls' in message`.
+ */
+function templateMessage(m: ChatMessage): Record<string, unknown> {
+  const out: Record<string, unknown> = {role: m.role, content: m.content}
+  if (m.name !== undefined) out.name = m.name
+  if (m.toolCalls) {
+    out.tool_calls = m.toolCalls.map((c) => ({
+      id: c.id,
+      type: 'function',
+      function: {name: c.name, arguments: JSON.parse(c.arguments) as unknown},
+    }))
+  }
+  if (m.toolCallId !== undefined) out.tool_call_id = m.toolCallId
+  if (m.reasoning !== undefined) out.reasoning_content = m.reasoning
+  return out
 }
 
 /**

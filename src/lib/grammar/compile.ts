@@ -7,11 +7,14 @@ import {type Constraint, type ConstraintKind, constraintOf, grammarRefused, LABE
 import {parseGbnf} from './gbnf.js'
 import type {Grammar} from './ir.js'
 import {jsonModeGrammar} from './json-mode.js'
+import {type PiecesSpec, piecesGrammar} from './pieces.js'
 import {compileSchemaText} from './schema-source.js'
 
 export type ConstraintSource =
   | {readonly kind: 'json-schema'; readonly text: string}
   | {readonly kind: 'gbnf'; readonly text: string}
+  /** A PiecesSpec as JSON text (./pieces.ts). */
+  | {readonly kind: 'tool-calls'; readonly text: string}
   | {readonly kind: 'json-object' | 'json-value'}
 
 /** The most characters a constraint's source may have (a schema or grammar far past any real one). */
@@ -22,6 +25,7 @@ const FRONT_ENDS: Readonly<Record<ConstraintKind, (text: string) => Grammar>> = 
   gbnf: (text) => parseGbnf(text),
   'json-object': () => jsonModeGrammar('object'),
   'json-value': () => jsonModeGrammar('value'),
+  'tool-calls': (text) => piecesGrammar(JSON.parse(text) as PiecesSpec),
 }
 
 export function compileConstraint(source: ConstraintSource): Constraint {

@@ -11,7 +11,8 @@ import {ExitCode, RunnerError} from '../errors.js'
 import type {Grammar} from './ir.js'
 import {GrammarError, lowerGrammar} from './lower.js'
 
-export type ConstraintKind = 'json-schema' | 'gbnf' | 'json-object' | 'json-value'
+/** `tool-calls`: a call syntax with each function's arguments schema (./pieces.ts, built by src/lib/tools). */
+export type ConstraintKind = 'json-schema' | 'gbnf' | 'json-object' | 'json-value' | 'tool-calls'
 
 export interface Constraint {
   readonly kind: ConstraintKind
@@ -49,4 +50,5 @@ export const LABEL: Readonly<Record<ConstraintKind, string>> = {
   gbnf: 'the grammar',
   'json-object': 'JSON mode',
   'json-value': 'JSON mode',
+  'tool-calls': 'the tool-call grammar',
 }

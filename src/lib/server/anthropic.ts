@@ -7,16 +7,20 @@ import type {FastifyReply, FastifyRequest} from 'fastify'
 
 import {randomBytes} from 'node:crypto'
 
-import {encodeChatPrompt, validateHistory} from '../chat/index.js'
 import {fitPrompt} from '../generate/index.js'
 import {resolveSamplingOptions} from '../sampling/index.js'
+import {type AnswerEvent, AnswerParser, type ParsedAnswer, parseAnswer} from '../tools/index.js'
+import {anthropicHistory} from './anthropic-messages.js'
+import {AnthropicBlocks} from './anthropic-stream.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
+import {buildChatPrompt} from './chat-prompt.js'
 import {type GenerationOutcome, runGeneration} from './generation.js'
 import {checkModel, type RequestEnv} from './requests.js'
 import {validateBody} from './schemas.js'
 import {SseWriter} from './sse.js'
 import {anthropicOutputConfig} from './structured.js'
 import type {ServerState} from './state.js'
+import {anthropicTools} from './tool-fields.js'
 
 const textBlock = {
   type: 'object',
@@ -43,19 +47,20 @@ export const MESSAGES_SCHEMA = {
     metadata: {type: 'object', properties: {user_id: {type: ['string', 'null']}}, additionalProperties: false},
     // Structured outputs: checked field by field in ./structured.ts.
     output_config: {type: 'object'},
+    // Checked field by field in ./tool-fields.ts.
+    tools: {},
+    tool_choice: {},
   },
 } as const
 
 const UNSUPPORTED: Readonly<Record<string, string>> = {
-  tools: 'tool use is not supported',
-  tool_choice: 'tool use is not supported',
   thinking: 'extended thinking is not supported',
   container: 'containers are not supported',
   mcp_servers: 'MCP servers are not supported',
   service_tier: 'there is one service tier',
 }
 
-type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence'
+type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use'
 
 const STOP_REASON: Readonly<Record<GenerationOutcome['ended'], StopReason>> = {
   eos: 'end_turn',
@@ -65,8 +70,19 @@ const STOP_REASON: Readonly<Record<GenerationOutcome['ended'], StopReason>> = {
   context: 'max_tokens',
 }
 
-function stopReason(o: GenerationOutcome): StopReason {
-  return STOP_REASON[o.ended]
+function stopReason(o: GenerationOutcome, answer: ParsedAnswer | undefined): StopReason {
+  const reason = STOP_REASON[o.ended]
+  return reason === 'end_turn' && answer && answer.calls.length > 0 ? 'tool_use' : reason
+}
+
+/** An answer's content blocks: thinking, text, then each call as a tool_use block. */
+function contentBlocks(text: string, answer: ParsedAnswer | undefined): unknown[] {
+  if (!answer) return [{type: 'text', text}]
+  return [
+    ...(answer.reasoning ? [{type: 'thinking', thinking: answer.reasoning, signature: ''}] : []),
+    ...(answer.content || answer.calls.length === 0 ? [{type: 'text', text: answer.content}] : []),
+    ...answer.calls.map((c) => ({type: 'tool_use', id: c.id, name: c.name, input: JSON.parse(c.arguments) as unknown})),
+  ]
 }
 
 function usage(o: Pick<GenerationOutcome, 'promptTokens' | 'completionTokens' | 'cachedTokens'>) {
@@ -81,31 +97,22 @@ function usage(o: Pick<GenerationOutcome, 'promptTokens' | 'completionTokens' | 
 function prepare(env: RequestEnv, raw: unknown) {
   const body = validateBody(MESSAGES_SCHEMA, raw, UNSUPPORTED)
   checkModel(env, body)
-  if (Array.isArray(body.messages)) {
-    body.messages.forEach((m: unknown, i) => {
-      const role = (m as {role?: unknown} | null)?.role
-      if (role === 'system' || role === 'developer') {
-        throw badParam(
-          `messages.${i}.role`,
-          `messages.${i}.role "${String(role)}": Anthropic's API takes the system prompt in the top-level "system" field`,
-        )
-      }
-    })
-  }
-  const history = validateHistory(body.messages, 'messages')
   const system =
     body.system === undefined
       ? undefined
       : typeof body.system === 'string'
         ? body.system
         : (body.system as Array<{text: string}>).map((b) => b.text).join('')
-  const messages = system ? [{role: 'system' as const, content: system}, ...history] : history
-  let prompt: number[]
-  try {
-    prompt = encodeChatPrompt(env.tokenizer, env.template.render(messages))
-  } catch (error) {
-    throw toApiError(error)
-  }
+  const history = anthropicHistory(body.messages, system)
+  const tools = anthropicTools(body)
+  const format = anthropicOutputConfig(body.output_config as Parameters<typeof anthropicOutputConfig>[0])
+  if (format && tools.choice.mode !== 'none')
+    throw badParam(
+      'output_config.format',
+      'output_config.format with tools is not supported: give tool_choice {type: "none"}, or leave format out',
+    )
+  const chat = buildChatPrompt(env, {messages: history.messages, tools, api: 'anthropic', at: (i) => history.origin[i] ?? 'messages'})
+  const prompt = chat.prompt
   const maxTokens = body.max_tokens as number
   const fit = fitPrompt(prompt.length, env.nCtx, maxTokens)
   if (!fit.fits) {
@@ -126,7 +133,7 @@ function prepare(env: RequestEnv, raw: unknown) {
   } catch (error) {
     throw toApiError(error, {temperature: 'temperature', topP: 'top_p', topK: 'top_k'})
   }
-  const constraint = anthropicOutputConfig(body.output_config as Parameters<typeof anthropicOutputConfig>[0])
+  const constraint = format ?? chat.constraint
   return {
     prompt,
     maxTokens,
@@ -134,6 +141,7 @@ function prepare(env: RequestEnv, raw: unknown) {
     stop: (body.stop_sequences as string[] | undefined) ?? [],
     stream: body.stream === true,
     ...(constraint ? {constraint} : {}),
+    ...(chat.answer ? {answer: chat.answer} : {}),
   }
 }
 
@@ -145,45 +153,53 @@ export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: 
   try {
     if (!p.stream) {
       const o = await runGeneration(s.generation, p, life.signal)
+      const answer = p.answer ? parseAnswer(p.answer, o.text) : undefined
       return {
         id,
         type: 'message',
         role: 'assistant',
         model,
-        content: [{type: 'text', text: o.text}],
-        stop_reason: stopReason(o),
+        content: contentBlocks(o.text, answer),
+        stop_reason: stopReason(o, answer),
         stop_sequence: o.stopString ?? null,
         usage: usage(o),
       }
     }
     reply.hijack()
     const sse = new SseWriter(reply.raw, (e) => e.anthropicBody(), 'error')
+    const blocks = new AnthropicBlocks(sse)
+    const parser = p.answer ? new AnswerParser(p.answer) : undefined
+    const send = (events: readonly AnswerEvent[]) => events.forEach((e) => blocks.send(e))
+    const message = {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: {input_tokens: p.prompt.length, output_tokens: 0},
+    }
     let opened = false
     const open = () => {
-      if (opened) return
+      if (!opened) sse.send({type: 'message_start', message}, 'message_start')
       opened = true
-      const message = {
-        id,
-        type: 'message',
-        role: 'assistant',
-        model,
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: {input_tokens: p.prompt.length, output_tokens: 0},
-      }
-      sse.send({type: 'message_start', message}, 'message_start')
-      sse.send({type: 'content_block_start', index: 0, content_block: {type: 'text', text: ''}}, 'content_block_start')
     }
     try {
       const o = await runGeneration(s.generation, p, life.signal, (d) => {
         open()
-        if (d.text) sse.send({type: 'content_block_delta', index: 0, delta: {type: 'text_delta', text: d.text}}, 'content_block_delta')
+        if (parser) send(parser.push(d.text))
+        else if (d.text) blocks.send({type: 'text', text: d.text})
       })
       open()
-      sse.send({type: 'content_block_stop', index: 0}, 'content_block_stop')
+      if (parser) send(parser.finish())
+      blocks.end()
       sse.send(
-        {type: 'message_delta', delta: {stop_reason: stopReason(o), stop_sequence: o.stopString ?? null}, usage: usage(o)},
+        {
+          type: 'message_delta',
+          delta: {stop_reason: stopReason(o, parser?.result()), stop_sequence: o.stopString ?? null},
+          usage: usage(o),
+        },
         'message_delta',
       )
       sse.send({type: 'message_stop'}, 'message_stop')

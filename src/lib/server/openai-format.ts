@@ -1,7 +1,41 @@
 /** OpenAI's response shapes: completions, chunks, usage and the two log-probability forms. */
 import {randomBytes} from 'node:crypto'
 
+import type {AnswerEvent, ParsedAnswer} from '../tools/index.js'
 import type {GenerationOutcome, OpenAiFinishReason, TokenReport} from './generation.js'
+
+/** A chat answer's finish reason: tool_calls when it made calls and ended on its own. */
+export type ChatFinishReason = OpenAiFinishReason | 'tool_calls'
+
+export function chatFinishReason(o: GenerationOutcome, answer: ParsedAnswer | undefined): ChatFinishReason {
+  return answer && answer.calls.length > 0 && o.finishReason === 'stop' ? 'tool_calls' : o.finishReason
+}
+
+/** The assistant message of an answer read by the tools parser (content null when it only calls). */
+function answerMessage(answer: ParsedAnswer): Record<string, unknown> {
+  return {
+    role: 'assistant',
+    content: answer.calls.length > 0 && answer.content.length === 0 ? null : answer.content,
+    refusal: null,
+    ...(answer.reasoning.length > 0 ? {reasoning_content: answer.reasoning} : {}),
+    ...(answer.calls.length > 0
+      ? {tool_calls: answer.calls.map((c) => ({id: c.id, type: 'function', function: {name: c.name, arguments: c.arguments}}))}
+      : {}),
+  }
+}
+
+/**
+ * The chunk deltas of one answer event, as OpenAI streams them: text as content, thinking as
+ * reasoning_content, a call as its header (index, id, name, empty arguments) then its arguments.
+ */
+export function eventDeltas(e: AnswerEvent): Array<Record<string, unknown>> {
+  if (e.type === 'text') return [{content: e.text}]
+  if (e.type === 'reasoning') return [{reasoning_content: e.text}]
+  return [
+    {tool_calls: [{index: e.index, id: e.call.id, type: 'function', function: {name: e.call.name, arguments: ''}}]},
+    {tool_calls: [{index: e.index, function: {arguments: e.call.arguments}}]},
+  ]
+}
 
 export interface Usage {
   readonly prompt_tokens: number
@@ -59,7 +93,7 @@ export interface ResponseMeta {
   readonly model: string
 }
 
-export function chatCompletion(meta: ResponseMeta, o: GenerationOutcome, logprobs: boolean): unknown {
+export function chatCompletion(meta: ResponseMeta, o: GenerationOutcome, logprobs: boolean, answer?: ParsedAnswer): unknown {
   return {
     id: meta.id,
     object: 'chat.completion',
@@ -68,9 +102,9 @@ export function chatCompletion(meta: ResponseMeta, o: GenerationOutcome, logprob
     choices: [
       {
         index: 0,
-        message: {role: 'assistant', content: o.text, refusal: null},
+        message: answer ? answerMessage(answer) : {role: 'assistant', content: o.text, refusal: null},
         logprobs: logprobs ? chatLogprobs(o.tokens) : null,
-        finish_reason: o.finishReason,
+        finish_reason: chatFinishReason(o, answer),
       },
     ],
     usage: usageOf(o),
@@ -80,7 +114,7 @@ export function chatCompletion(meta: ResponseMeta, o: GenerationOutcome, logprob
 export function chatChunk(
   meta: ResponseMeta,
   delta: Record<string, unknown>,
-  extra: {logprobs?: unknown; finishReason?: OpenAiFinishReason | null; usage?: boolean},
+  extra: {logprobs?: unknown; finishReason?: ChatFinishReason | null; usage?: boolean},
 ): unknown {
   return {
     id: meta.id,

@@ -3,20 +3,25 @@
  * through the model's template, or a completion prompt), the token budget, sampling options and stop
  * strings. Every field is honoured or refused here by name.
  */
-import {type ChatTemplate, encodeChatPrompt, validateHistory} from '../chat/index.js'
+import {type ChatTemplate, validateHistory} from '../chat/index.js'
 import {fitPrompt} from '../generate/index.js'
 import type {Tokenizer} from '../tokenizer/index.js'
 import {resolveSamplingOptions} from '../sampling/index.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
+import type {AnswerOptions} from '../tools/index.js'
+import {buildChatPrompt} from './chat-prompt.js'
 import type {GenerationRequest} from './generation.js'
 import {CHAT_SCHEMA, COMPLETION_SCHEMA, validateBody} from './schemas.js'
 import {openAiResponseFormat} from './structured.js'
+import {openAiTools} from './tool-fields.js'
 
 export interface PreparedRequest extends GenerationRequest {
   readonly stream: boolean
   readonly includeUsage: boolean
   /** Report log-probabilities (and how many alternatives). */
   readonly logprobs: boolean
+  /** How to read the answer (thinking, tool calls); undefined: plain text. */
+  readonly answer?: AnswerOptions
 }
 
 export interface RequestEnv {
@@ -59,17 +64,27 @@ export function checkModel(env: RequestEnv, body: Body): void {
   }
 }
 
-/** The rendered chat prompt (what /apply-template returns). */
-export function renderChat(env: RequestEnv, messages: unknown, options: {addGenerationPrompt?: boolean} = {}): string {
-  // Without the generation prompt the history may end with the assistant's turn.
-  const endWith = options.addGenerationPrompt === false ? 'any' : 'user'
-  return env.template.render(validateHistory(messages, 'messages', {endWith}), options)
+/** The history options of the OpenAI routes: tools, prefills, system messages where the template can render them. */
+const OPENAI_HISTORY = {endWith: 'any', tools: true, systemAnywhere: true} as const
+
+const openAiAt = (i: number) => `messages[${i}]`
+
+/** The rendered chat prompt (what /apply-template returns), with tools when the body gives them. */
+export function renderChat(env: RequestEnv, body: Body, options: {addGenerationPrompt?: boolean} = {}): string {
+  let messages
+  try {
+    messages = validateHistory(body.messages, 'messages', OPENAI_HISTORY)
+  } catch (error) {
+    throw toApiError(error)
+  }
+  const tools = openAiTools(body)
+  return buildChatPrompt(env, {messages, tools, api: 'openai', at: openAiAt, ...options}).rendered
 }
 
 export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
   const body = validateBody(CHAT_SCHEMA, raw)
   checkModel(env, body)
-  const constraint = openAiResponseFormat(opt(body, 'response_format'))
+  const format = openAiResponseFormat(opt(body, 'response_format'))
   const maxTokens = opt<number>(body, 'max_tokens')
   const maxCompletion = opt<number>(body, 'max_completion_tokens')
   if (maxTokens !== undefined && maxCompletion !== undefined && maxTokens !== maxCompletion) {
@@ -78,14 +93,21 @@ export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
   const logprobs = opt<boolean>(body, 'logprobs') ?? false
   const topLogprobs = opt<number>(body, 'top_logprobs')
   if (topLogprobs !== undefined && topLogprobs > 0 && !logprobs) throw badParam('top_logprobs', 'top_logprobs needs logprobs: true')
-  let prompt: number[]
+  let messages
   try {
-    prompt = encodeChatPrompt(env.tokenizer, renderChat(env, body.messages))
+    messages = validateHistory(body.messages, 'messages', OPENAI_HISTORY)
   } catch (error) {
     throw toApiError(error)
   }
-  const prepared = finish(env, body, prompt, 'messages', maxCompletion ?? maxTokens, logprobs, topLogprobs ?? 0)
-  return constraint ? {...prepared, constraint} : prepared
+  const tools = openAiTools(body)
+  if (format && tools.choice.mode !== 'none') {
+    throw badParam('response_format', 'response_format with tools is not supported: give tool_choice "none", or leave response_format out')
+  }
+  const variables = opt<Record<string, unknown>>(body, 'chat_template_kwargs')
+  const chat = buildChatPrompt(env, {messages, tools, api: 'openai', at: openAiAt, ...(variables ? {variables} : {})})
+  const prepared = finish(env, body, chat.prompt, 'messages', maxCompletion ?? maxTokens, logprobs, topLogprobs ?? 0)
+  const constraint = format ?? chat.constraint
+  return {...prepared, ...(constraint ? {constraint} : {}), ...(chat.answer ? {answer: chat.answer} : {})}
 }
 
 /** OpenAI's default for /v1/completions max_tokens. */

@@ -8,12 +8,15 @@ import type {FastifyReply, FastifyRequest} from 'fastify'
 import {messagesRoute} from './anthropic.js'
 import {ApiError, toApiError} from './api-error.js'
 import {type GenerationDelta, runGeneration} from './generation.js'
+import {AnswerParser, parseAnswer} from '../tools/index.js'
 import {
   chatChunk,
   chatCompletion,
+  chatFinishReason,
   chatLogprobs,
   completionId,
   completionLogprobs,
+  eventDeltas,
   type ResponseMeta,
   textChunk,
   textCompletion,
@@ -102,7 +105,7 @@ async function modelById(s: ServerState, id: string) {
 async function applyTemplate(s: ServerState, raw: unknown) {
   const body = validateBody(APPLY_TEMPLATE_SCHEMA, raw)
   try {
-    return {prompt: renderChat(s.env, body.messages, {addGenerationPrompt: (body.add_generation_prompt as boolean | undefined) ?? true})}
+    return {prompt: renderChat(s.env, body, {addGenerationPrompt: (body.add_generation_prompt as boolean | undefined) ?? true})}
   } catch (error) {
     throw toApiError(error)
   }
@@ -130,7 +133,9 @@ async function generateRoute(s: ServerState, kind: 'chat' | 'text', req: Fastify
   try {
     if (!prepared.stream) {
       const outcome = await runGeneration(s.generation, prepared, life.signal)
-      return kind === 'chat' ? chatCompletion(meta, outcome, prepared.logprobs) : textCompletion(meta, outcome, prepared.logprobs)
+      return kind === 'chat'
+        ? chatCompletion(meta, outcome, prepared.logprobs, prepared.answer && parseAnswer(prepared.answer, outcome.text))
+        : textCompletion(meta, outcome, prepared.logprobs)
     }
     reply.hijack()
     await stream(s, kind, prepared, meta, life.signal, new SseWriter(reply.raw))
@@ -155,9 +160,18 @@ async function stream(
     opened = true
     if (kind === 'chat') sse.send(chatChunk(meta, {role: 'assistant', content: ''}, {usage}))
   }
+  const parser = kind === 'chat' && p.answer ? new AnswerParser(p.answer) : undefined
+  const sendEvents = (events: ReturnType<AnswerParser['push']>, logprobs: unknown) => {
+    const deltas = events.flatMap(eventDeltas)
+    // Log-probabilities go with the first chunk of the text they came with, or alone while text is held back.
+    if (deltas.length === 0 && logprobs !== null) deltas.push({})
+    deltas.forEach((delta, i) => sse.send(chatChunk(meta, delta, {logprobs: i === 0 ? logprobs : null, usage})))
+  }
   const onDelta = (d: GenerationDelta) => {
     open()
-    if (kind === 'chat') {
+    if (parser) {
+      sendEvents(parser.push(d.text), p.logprobs ? chatLogprobs(d.tokens) : null)
+    } else if (kind === 'chat') {
       sse.send(chatChunk(meta, {content: d.text}, {logprobs: p.logprobs ? chatLogprobs(d.tokens) : null, usage}))
     } else {
       sse.send(textChunk(meta, d.text, {logprobs: p.logprobs ? completionLogprobs(d.tokens) : null, usage}))
@@ -166,7 +180,8 @@ async function stream(
   try {
     const outcome = await runGeneration(s.generation, p, signal, onDelta)
     open()
-    if (kind === 'chat') sse.send(chatChunk(meta, {}, {finishReason: outcome.finishReason, usage}))
+    if (parser) sendEvents(parser.finish(), null)
+    if (kind === 'chat') sse.send(chatChunk(meta, {}, {finishReason: chatFinishReason(outcome, parser?.result()), usage}))
     else sse.send(textChunk(meta, '', {finishReason: outcome.finishReason, usage}))
     if (usage) sse.send(usageChunk(meta, kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', usageOf(outcome)))
     sse.done()

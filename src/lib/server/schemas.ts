@@ -51,6 +51,11 @@ export const CHAT_SCHEMA = {
     max_completion_tokens: nullable({type: 'integer', minimum: 1}),
     logprobs: nullable({type: 'boolean'}),
     top_logprobs: nullable({type: 'integer', minimum: 0, maximum: MAX_TOP_LOGPROBS}),
+    // Checked field by field in ./tool-fields.ts, naming each.
+    tools: {},
+    tool_choice: {},
+    parallel_tool_calls: {},
+    chat_template_kwargs: {type: ['object', 'null']},
     response_format: {
       type: 'object',
       required: ['type'],
@@ -65,7 +70,7 @@ export const CHAT_SCHEMA = {
 export const APPLY_TEMPLATE_SCHEMA = {
   type: 'object',
   required: ['messages'],
-  properties: {messages: {}, add_generation_prompt: {type: 'boolean'}},
+  properties: {messages: {}, add_generation_prompt: {type: 'boolean'}, tools: {}, tool_choice: {}, parallel_tool_calls: {}},
   additionalProperties: false,
 } as const
 
@@ -91,11 +96,8 @@ export const COMPLETION_SCHEMA = {
 
 /** OpenAI fields the runner knows and cannot honour: refused with the reason. */
 const UNSUPPORTED: Readonly<Record<string, string>> = {
-  tools: 'tool calling is not supported',
-  tool_choice: 'tool calling is not supported',
-  parallel_tool_calls: 'tool calling is not supported',
-  functions: 'function calling is not supported',
-  function_call: 'function calling is not supported',
+  functions: 'the deprecated functions field is not supported: use tools',
+  function_call: 'the deprecated function_call field is not supported: use tool_choice',
   audio: 'the runner is text-only',
   modalities: 'the runner is text-only',
   prediction: 'predicted outputs are not supported',

@@ -34,6 +34,11 @@ function schemaText(schema: unknown, param: string): string {
   return JSON.stringify(schema)
 }
 
+/** The constraint that makes tool calls valid (a refused parameter schema names its tool). */
+export function compileToolConstraint(source: ConstraintSource): Constraint {
+  return compileAt(source, 'tools')
+}
+
 /** OpenAI chat completions' response_format (already shape-checked by the route's JSON schema). */
 export function openAiResponseFormat(format: {type: string; json_schema?: Record<string, unknown>} | undefined): Constraint | undefined {
   if (!format || format.type === 'text') {

@@ -1,0 +1,134 @@
+/**
+ * A validated history (and a request's tools) to the prompt a chat route evaluates, for OpenAI's and
+ * Anthropic's routes alike: the model's template renders it (tools passed to templates that render
+ * them, the generic format otherwise); a history that ends with the assistant is a prefill the model
+ * continues (transformers' continue_final_message); a field the template drops without a trace (a
+ * participant name, a later system message) is refused by name rather than ignored. Also: how the
+ * answer is read back (thinking, calls) and the constraint that makes calls valid.
+ */
+import {type ChatMessage, encodeChatPrompt, RESERVED_TEMPLATE_VARIABLES} from '../chat/index.js'
+import type {Constraint} from '../grammar/index.js'
+import {type AnswerOptions, templateThinks, type ThinkStart, toolConstraint, toolPrompt} from '../tools/index.js'
+import {badParam, toApiError} from './api-error.js'
+import type {RequestEnv} from './requests.js'
+import {compileToolConstraint} from './structured.js'
+import type {RequestTools} from './tool-fields.js'
+
+export interface ChatPrompt {
+  readonly prompt: number[]
+  readonly rendered: string
+  /** How to read the answer; undefined: plain text. */
+  readonly answer: AnswerOptions | undefined
+  readonly constraint: Constraint | undefined
+}
+
+export interface ChatPromptInput {
+  readonly messages: readonly ChatMessage[]
+  readonly tools: RequestTools
+  readonly api: 'openai' | 'anthropic'
+  /** chat_template_kwargs. */
+  readonly variables?: Readonly<Record<string, unknown>>
+  /** How the request names its messages in refusals: `messages[3]` (OpenAI) or `messages.3` (Anthropic). */
+  readonly at: (i: number) => string
+  /** false: render the history as it is, without the assistant's header (llama-server's /apply-template option). */
+  readonly addGenerationPrompt?: boolean
+}
+
+/** Where a rendered prompt leaves the model with respect to thinking. */
+function thinkStart(source: string, rendered: string): ThinkStart {
+  if (!templateThinks(source)) return 'none'
+  if (/<think>\s*$/.test(rendered)) return 'inside'
+  if (/<\/think>\s*$/.test(rendered)) return 'none'
+  return 'optional'
+}
+
+export function buildChatPrompt(env: RequestEnv, input: ChatPromptInput): ChatPrompt {
+  for (const key of Object.keys(input.variables ?? {})) {
+    if ((RESERVED_TEMPLATE_VARIABLES as readonly string[]).includes(key))
+      throw badParam(`chat_template_kwargs.${key}`, `chat_template_kwargs.${key} is set by the server and cannot be given`)
+  }
+  const {tools, choice, parallel} = input.tools
+  const tp = toolPrompt(env.template, input.messages, tools, choice)
+  const render = (messages: readonly ChatMessage[], addGenerationPrompt: boolean) => {
+    try {
+      return env.template.render(messages, {
+        addGenerationPrompt,
+        ...(tp.tools ? {tools: tp.tools} : {}),
+        ...(input.variables ? {variables: input.variables} : {}),
+      })
+    } catch (error) {
+      throw toApiError(error)
+    }
+  }
+  const last = tp.messages.at(-1)!
+  const lastIndex = input.messages.length - 1
+  let rendered: string
+  if (input.addGenerationPrompt === false) rendered = render(tp.messages, false)
+  else if (input.messages[lastIndex]!.toolCalls) {
+    throw badParam(
+      `${input.at(lastIndex)}`,
+      `${input.at(lastIndex)} calls tools: send their results (role "tool") before asking for a reply`,
+    )
+  } else if (last.role === 'assistant' && last.content.trim().length > 0) {
+    rendered = continueFinal(render(tp.messages, false), last.content, input.at(lastIndex))
+  } else if (last.role === 'assistant') {
+    rendered = render(tp.messages.slice(0, -1), true)
+  } else rendered = render(tp.messages, true)
+  refuseDropped(input, (m) => env.template.render(m))
+  let prompt: number[]
+  try {
+    prompt = encodeChatPrompt(env.tokenizer, rendered)
+  } catch (error) {
+    throw toApiError(error)
+  }
+  const think = thinkStart(env.template.source, rendered)
+  const callable = choice.mode === 'none' ? [] : tools
+  const answer: AnswerOptions | undefined =
+    callable.length > 0 || think !== 'none'
+      ? {format: tp.format, toolNames: new Set(callable.map((t) => t.name)), think, api: input.api}
+      : undefined
+  const source = toolConstraint({format: tp.format, tools, choice, parallel, think})
+  return {prompt, rendered, answer, constraint: source ? compileToolConstraint(source) : undefined}
+}
+
+/** The rendered history cut right after the final assistant message's text, so the model continues it. */
+function continueFinal(rendered: string, content: string, at: string): string {
+  const text = content.trim()
+  const end = rendered.lastIndexOf(text)
+  if (end < 0) throw badParam(at, `${at}: the chat template does not render the assistant's text verbatim, so it cannot be continued`)
+  return rendered.slice(0, end + text.length)
+}
+
+/**
+ * Refuse what the template would drop: the first named message and the first system message after
+ * the start are rendered with and without (plainly: dropping is the template's habit, whatever the
+ * tools); the same text means the template ignores them.
+ */
+function refuseDropped(input: ChatPromptInput, render: (m: readonly ChatMessage[]) => string): void {
+  const messages = input.messages
+  const named = messages.findIndex((m) => m.name !== undefined && m.role !== 'tool')
+  const lateSystem = messages.findIndex((m, i) => m.role === 'system' && i > 0 && messages.slice(0, i).some((p) => p.role !== 'system'))
+  if (named < 0 && lateSystem < 0) return
+  const same = (variant: readonly ChatMessage[]) => {
+    try {
+      return render(variant) === render(messages)
+    } catch {
+      // A template that cannot render the variant renders the field somehow.
+      return false
+    }
+  }
+  if (named >= 0) {
+    const {name: _drop, ...without} = messages[named]!
+    if (same(messages.map((m, i) => (i === named ? without : m))))
+      throw badParam(
+        `${input.at(named)}.name`,
+        `${input.at(named)}.name: this model's chat template does not render participant names; leave name out`,
+      )
+  }
+  if (lateSystem >= 0 && same(messages.filter((_, i) => i !== lateSystem))) {
+    throw badParam(
+      `${input.at(lateSystem)}.role`,
+      `${input.at(lateSystem)} is a system message after the conversation started, which this model's chat template does not render; put it first`,
+    )
+  }
+}
