@@ -130,6 +130,8 @@ function validateMessage(m: unknown, at: string, options: HistoryOptions): ChatM
     throw new ChatHistoryError(`${at}.role`, `${at}.role "tool" is not supported here: tool results need a request with tools`)
   for (const key of Object.keys(record)) {
     if (key === 'role' || key === 'content' || ROLE_FIELDS[role].includes(key)) continue
+    // Clients send a reply back as they got it: `refusal: null`, `audio: null`, `annotations: []` say nothing.
+    if (carriesNothing(record[key])) continue
     const why = UNSUPPORTED_FIELDS[key]
     throw new ChatHistoryError(
       `${at}.${key}`,
@@ -157,6 +159,10 @@ function validateMessage(m: unknown, at: string, options: HistoryOptions): ChatM
     out.toolCallId = id
   }
   return out
+}
+
+function carriesNothing(v: unknown): boolean {
+  return v === null || v === undefined || (Array.isArray(v) && v.length === 0)
 }
 
 function optionalString(v: unknown, at: string): string | undefined {

@@ -35,6 +35,12 @@ function trailingSpace(text: string): number {
   return text.length - text.trimEnd().length
 }
 
+/** How much of the tail to hold: a partial marker, and the whitespace before it (trimmed if the marker comes). */
+function heldTail(text: string, marker: string | undefined): number {
+  const partial = marker === undefined ? 0 : partialSuffix(text, marker)
+  return partial + trailingSpace(text.slice(0, text.length - partial))
+}
+
 export class AnswerParser {
   private buf = ''
   private pos = 0
@@ -103,13 +109,13 @@ export class AnswerParser {
       case 'think': {
         const end = rest.indexOf(THINK.close)
         if (end >= 0) {
-          this.emitReasoning(this.reasoningText(rest.slice(0, end)))
+          this.emitReasoning(this.reasoningText(rest.slice(0, end)).trimEnd())
           const after = rest.slice(end + THINK.close.length)
           this.pos += end + THINK.close.length + (after.length - after.trimStart().length)
           this.phase = 'body-start'
           return
         }
-        const keep = final ? 0 : Math.max(partialSuffix(rest, THINK.close), trailingSpace(rest))
+        const keep = final ? 0 : heldTail(rest, THINK.close)
         this.emitReasoning(this.reasoningText(rest.slice(0, rest.length - keep), this.reasoning.length === 0))
         this.pos += rest.length - keep
         return
@@ -160,7 +166,7 @@ export class AnswerParser {
       this.phase = 'calls'
       return
     }
-    const keep = final ? trailingSpace(rest) : Math.max(callsHere ? partialSuffix(rest, f.marker) : 0, trailingSpace(rest))
+    const keep = final ? trailingSpace(rest) : heldTail(rest, callsHere ? f.marker : undefined)
     const out = rest.slice(0, rest.length - keep)
     this.emitText(this.content.length === 0 ? out.trimStart() : out)
     // Leading whitespace of the answer is dropped, not held; at the end, so is trailing whitespace.
