@@ -341,6 +341,24 @@ describe('tool calls on a template without tool support (the generic JSON format
     assert.equal(late.choices.length, 1)
   })
 
+  test("a reply sent back as the OpenAI Agents SDK sends it (the message's fields copied into its text part) is read; other part fields are refused", async () => {
+    const echoed = {type: 'text', text: 'Hello', role: 'assistant', refusal: null, tool_calls: []}
+    const history = (part: Record<string, unknown>) => [
+      {role: 'user', content: 'hi'},
+      {role: 'assistant', content: [part]},
+      {role: 'user', content: 'more'},
+    ]
+    const plain = await applyTemplate(t, {messages: history({type: 'text', text: 'Hello'})})
+    assert.equal(await applyTemplate(t, {messages: history(echoed)}), plain)
+    const r = await fetch(`${t.url}/apply-template`, {
+      method: 'POST',
+      headers: {'content-type': 'application/json'},
+      body: JSON.stringify({messages: history({type: 'text', text: 'x', colour: 'red'})}),
+    })
+    assert.equal(r.status, 400)
+    assert.equal(((await r.json()) as {error: {param: string}}).error.param, 'messages[1].content[0].colour')
+  })
+
   test('tools: null, tools: [] and tool_choice "none" mean no tools', async () => {
     for (const extra of [{tools: null}, {tools: []}, {tools: TOOLS, tool_choice: 'none'}]) {
       const r = await t.client.chat.completions.create({

@@ -148,7 +148,9 @@ function validateMessage(m: unknown, at: string, options: HistoryOptions): ChatM
   // An assistant turn that only calls tools has no content (OpenAI sends null).
   const contentOptional = role === 'assistant'
   out.content =
-    contentOptional && (record.content === null || record.content === undefined) ? '' : textContent(record.content, `${at}.content`)
+    contentOptional && (record.content === null || record.content === undefined)
+      ? ''
+      : textContent(record.content, `${at}.content`, role === 'assistant')
   if (role !== 'assistant' && out.content.length === 0) throw new ChatHistoryError(`${at}.content`, `${at}.content is empty`)
   const reasoning = optionalString(record.reasoning_content, `${at}.reasoning_content`)
   if (reasoning !== undefined) out.reasoning = reasoning
@@ -213,7 +215,13 @@ function argumentsText(v: unknown, at: string): string {
   return v
 }
 
-function textContent(content: unknown, at: string): string {
+/**
+ * Fields of a whole reply that the OpenAI Agents SDK copies into the text part when it sends the
+ * reply back (its providerData). They repeat the message's own fields, which are what count.
+ */
+const MESSAGE_ECHO = ['role', 'refusal', 'tool_calls', 'annotations', 'audio']
+
+function textContent(content: unknown, at: string, echoAllowed = false): string {
   if (content === undefined || content === null) throw new ChatHistoryError(at, `${at} is missing`)
   if (typeof content === 'string') return content
   if (!Array.isArray(content)) throw new ChatHistoryError(at, `${at} must be a string or an array of text parts`)
@@ -229,8 +237,8 @@ function textContent(content: unknown, at: string): string {
         )
       }
       for (const key of Object.keys(p)) {
-        if (key !== 'type' && key !== 'text')
-          throw new ChatHistoryError(`${at}[${j}].${key}`, `${at}[${j}].${key} is not a field of a text part`)
+        if (key === 'type' || key === 'text' || (echoAllowed && MESSAGE_ECHO.includes(key))) continue
+        throw new ChatHistoryError(`${at}[${j}].${key}`, `${at}[${j}].${key} is not a field of a text part`)
       }
       if (typeof p.text !== 'string') throw new ChatHistoryError(`${at}[${j}].text`, `${at}[${j}].text must be a string`)
       return p.text

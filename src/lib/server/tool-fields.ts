@@ -4,6 +4,10 @@
  * parameters, strict}}]`, `tool_choice` and `parallel_tool_calls`; Anthropic's `tools: [{name,
  * description, input_schema}]` and `tool_choice: {type, name, disable_parallel_tool_use}`.
  * `tools: null`, `tools: []` and `tool_choice: "none"` mean no tools, as OpenAI and llama-server take them.
+ *
+ * Parallel calls are off unless asked for (`parallel_tool_calls: true`, `disable_parallel_tool_use:
+ * false`), as llama-server has them: OpenAI's and Anthropic's defaults allow several, but a local
+ * model allowed another call tends to repeat the last one until its token budget runs out.
  */
 import {TOOL_NAME, type ToolChoice, type ToolSpec} from '../tools/index.js'
 import {badParam} from './api-error.js'
@@ -91,7 +95,7 @@ export function openAiTools(body: Obj): RequestTools {
   } else throw badParam('tool_choice', 'tool_choice must be "auto", "none", "required" or {type: "function", function: {name}}')
   if ((choice.mode === 'required' || choice.mode === 'auto') && tools.length === 0 && c !== undefined && c !== null)
     throw badParam('tool_choice', `tool_choice "${choice.mode}" needs tools`)
-  return {tools, choice, parallel: parallel !== false}
+  return {tools, choice, parallel: parallel === true}
 }
 
 /** Anthropic Messages' tools and tool_choice ({type: auto | any | tool | none, name, disable_parallel_tool_use}). */
@@ -120,12 +124,12 @@ export function anthropicTools(body: Obj): RequestTools {
   })
   checkNames(tools, 'tools')
   const c = body.tool_choice
-  if (c === undefined || c === null) return {tools, choice: {mode: tools.length > 0 ? 'auto' : 'none'}, parallel: true}
+  if (c === undefined || c === null) return {tools, choice: {mode: tools.length > 0 ? 'auto' : 'none'}, parallel: false}
   if (!isObject(c)) throw badParam('tool_choice', 'tool_choice must be {type: "auto" | "any" | "tool" | "none"}')
   onlyKeys(c, ['type', 'name', 'disable_parallel_tool_use'], 'tool_choice', 'a tool choice')
   if (c.disable_parallel_tool_use !== undefined && typeof c.disable_parallel_tool_use !== 'boolean')
     throw badParam('tool_choice.disable_parallel_tool_use', 'tool_choice.disable_parallel_tool_use must be a boolean')
-  const parallel = c.disable_parallel_tool_use !== true
+  const parallel = c.disable_parallel_tool_use === false
   const modes: Readonly<Record<string, ToolChoice['mode']>> = {auto: 'auto', any: 'required', none: 'none'}
   if (c.type === 'tool') return {tools, choice: named(tools, c.name, 'tool_choice.name'), parallel}
   const mode = typeof c.type === 'string' ? modes[c.type] : undefined

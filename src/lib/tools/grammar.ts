@@ -11,11 +11,11 @@ import {THINK, type ToolFormat} from './formats.js'
 import type {ToolChoice, ToolSpec} from './types.js'
 
 /**
- * Whitespace inside arguments: up to 2 characters between tokens (`{"a": 1, "b": 2}` needs 1),
- * rather than the schema front end's 20: a call is a machine's text, and a model that may pad it
- * spends its token budget on blank lines.
+ * Arguments are a machine's text: up to 2 whitespace characters between tokens (`{"a": 1, "b": 2}`
+ * needs 1) rather than the schema front end's 20, and escapes only where a character needs one (or
+ * is not ASCII), not `\u0061` for `a`: a model that may pad or escape spends its budget doing so.
  */
-const ARGUMENT_JSON = {maxWhitespace: 2} as const
+const ARGUMENT_JSON = {maxWhitespace: 2, escapes: 'needed'} as const
 
 export interface ToolGrammarOptions {
   readonly format: ToolFormat

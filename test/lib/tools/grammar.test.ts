@@ -136,6 +136,16 @@ describe('forced calls: the grammar accepts exactly the calls whose arguments th
     assert.equal(generic('hello'), false, 'the generic format answers in JSON')
   })
 
+  test('arguments escape only what needs it: JSON.stringify and Python ensure_ascii spellings pass, \\u0061 for a does not', () => {
+    const accepts = acceptor('hermes', {mode: 'required'})
+    const text = (city: string) => calls('hermes', [['get_weather', `{"city": "${city}"}`]])
+    for (const city of ['Zürich', 'Z\\u00fcrich', 'a\\"b', 'tab\\there', 'x\\u0007y']) {
+      assert.equal(JSON.parse(`"${city}"`).length > 0, true)
+      assert.equal(accepts(text(city)), true, city)
+    }
+    for (const city of ['P\\u0061ris', '\\/x', 'tab\there']) assert.equal(accepts(text(city)), false, city)
+  })
+
   test('a parameter schema the compiler refuses is refused naming the tool', () => {
     const bad = {...weather, parameters: {type: 'object', properties: {tags: {type: 'array', uniqueItems: true}}}}
     const source = toolConstraint({format: TOOL_FORMATS.hermes, tools: [bad], choice: {mode: 'required'}, parallel: true, think: 'none'})!

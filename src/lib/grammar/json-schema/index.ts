@@ -15,7 +15,7 @@ import type {Expr, Grammar} from '../ir.js'
 import {alt, lit, NOTHING, ref} from '../ir.js'
 import {compileArray} from './arrays.js'
 import type {Context} from './context.js'
-import {Lexicon} from './lexical.js'
+import {type EscapePolicy, Lexicon} from './lexical.js'
 import {type Conj, type Disj, isAnyConj, type Sub, subKey} from './model.js'
 import {Normalizer} from './normalize.js'
 import {boundedNumber, multipleOfInteger} from './numbers.js'
@@ -37,6 +37,8 @@ export interface JsonSchemaOptions {
    * jsonschema assume when `$schema` is absent.
    */
   draft?: 4 | 6 | 7 | 2019 | 2020
+  /** 'any' (default): every legal spelling of a character; 'needed': printable ASCII only as itself (./lexical.ts). */
+  escapes?: EscapePolicy
 }
 
 /** Draft 4-7 (`$ref` overrides siblings)? From `$schema`, else the option; undefined when unknown. */
@@ -57,7 +59,7 @@ class Compiler implements Context {
   private readonly subRules = new Map<string, string>()
 
   constructor(root: unknown, options: JsonSchemaOptions) {
-    this.lex = new Lexicon(options.whitespace === 'compact' ? 0 : (options.maxWhitespace ?? 20))
+    this.lex = new Lexicon(options.whitespace === 'compact' ? 0 : (options.maxWhitespace ?? 20), options.escapes)
     this.rules = this.lex.rules
     this.norm = new Normalizer(root, (v, c) => validConj(v, c, this.norm, true), legacyRef(root, options.draft))
   }

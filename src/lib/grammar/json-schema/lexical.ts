@@ -5,7 +5,7 @@
  * that every legal spelling of a character (raw, short escape, `\uXXXX` in either hex case, a
  * surrogate-pair escape) is accepted and nothing else is.
  */
-import {charSet, complement, intersect, isEmpty, type CharSet} from '../charset.js'
+import {charSet, complement, intersect, isEmpty, subtract, type CharSet} from '../charset.js'
 import {alt, chars, EMPTY, lit, NOTHING, oneOf, opt, ref, repeat, seq, star, type Expr} from '../ir.js'
 
 /** Characters JSON allows unescaped inside a string: all but `"`, `\` and the C0 controls. */
@@ -91,15 +91,30 @@ function surrogateEscapes(set: CharSet): Expr[] {
   return out
 }
 
+/**
+ * Which escapes a string may use: `any` (every legal spelling), or `needed`: a printable ASCII
+ * character only as itself, everything else as itself or escaped (so both JSON.stringify's and
+ * Python's ensure_ascii spellings pass, but not `\u0061` for `a`).
+ */
+export type EscapePolicy = 'any' | 'needed'
+
+/** Printable ASCII other than `"` and `\`: spelled only as themselves under the `needed` policy. */
+const PLAIN_ASCII: CharSet = charSet([
+  [0x20, 0x21],
+  [0x23, 0x5b],
+  [0x5d, 0x7e],
+])
+
 /** Every spelling, inside a JSON string, of one character out of `set` (decoded). */
-export function escapedChar(set: CharSet): Expr {
+export function escapedChar(set: CharSet, policy: EscapePolicy = 'any'): Expr {
   const parts: Expr[] = []
   const raw = intersect(set, RAW_STRING_CHARS)
   if (!isEmpty(raw)) parts.push(chars(raw))
-  const short = SHORT_ESCAPES.filter(([cp]) => isEmpty(intersect(set, [[cp, cp]])) === false).map(([, c]) => c)
+  const escapable = policy === 'any' ? set : subtract(set, PLAIN_ASCII)
+  const short = SHORT_ESCAPES.filter(([cp]) => isEmpty(intersect(escapable, [[cp, cp]])) === false).map(([, c]) => c)
   if (short.length > 0) parts.push(seq(lit('\\'), oneOf(short.join(''))))
-  for (const [lo, hi] of intersect(set, [[0, 0xffff]])) parts.push(seq(U, hexRange(lo, hi, 4)))
-  parts.push(...surrogateEscapes(set))
+  for (const [lo, hi] of intersect(escapable, [[0, 0xffff]])) parts.push(seq(U, hexRange(lo, hi, 4)))
+  parts.push(...surrogateEscapes(escapable))
   return parts.length === 0 ? NOTHING : alt(...parts)
 }
 
@@ -110,7 +125,10 @@ export function escapedChar(set: CharSet): Expr {
 export class Lexicon {
   readonly rules = new Map<string, Expr>()
   private readonly charRules = new Map<string, string>()
-  constructor(readonly maxWs: number) {}
+  constructor(
+    readonly maxWs: number,
+    readonly escapes: EscapePolicy = 'any',
+  ) {}
 
   private readonly single = new Map<number, Expr>()
 
@@ -132,7 +150,7 @@ export class Lexicon {
     if (!name) {
       name = `char#${this.charRules.size}`
       this.charRules.set(key, name)
-      this.rules.set(name, escapedChar(set))
+      this.rules.set(name, escapedChar(set, this.escapes))
     }
     return ref(name)
   }
