@@ -24,6 +24,7 @@ import {
   usageOf,
 } from './openai-format.js'
 import {type PreparedRequest, prepareChat, prepareCompletion, renderChat} from './requests.js'
+import {responsesRoute} from './responses.js'
 import {APPLY_TEMPLATE_SCHEMA, validateBody} from './schemas.js'
 import {SseWriter} from './sse.js'
 import type {ServerState} from './state.js'
@@ -54,6 +55,13 @@ export const ROUTES: readonly Route[] = [
     handler: (s, q, r) => generateRoute(s, 'text', q, r),
   },
   {method: 'POST', url: '/v1/messages', auth: true, summary: "Anthropic's Messages API, streaming or not", handler: messagesRoute},
+  {
+    method: 'POST',
+    url: '/v1/responses',
+    auth: true,
+    summary: "OpenAI's Responses API (stateless), streaming or not",
+    handler: responsesRoute,
+  },
   {
     method: 'GET',
     url: '/v1/models',

@@ -16,6 +16,8 @@ export class SseWriter {
     private readonly errorBody: (error: ApiError) => unknown = (e) => e.body(),
     /** The SSE event name errors go out under after the stream started (Anthropic names its events). */
     private readonly errorEvent?: string,
+    /** The error's body once the stream started, when it differs (the Responses API's `error` event). */
+    private readonly streamErrorBody: (error: ApiError) => unknown = errorBody,
   ) {}
 
   get headersSent(): boolean {
@@ -62,6 +64,6 @@ export class SseWriter {
       return
     }
     const event = this.errorEvent ? `event: ${this.errorEvent}\n` : ''
-    if (!this.res.writableEnded && !this.res.destroyed) this.res.end(`${event}data: ${JSON.stringify(this.errorBody(error))}\n\n`)
+    if (!this.res.writableEnded && !this.res.destroyed) this.res.end(`${event}data: ${JSON.stringify(this.streamErrorBody(error))}\n\n`)
   }
 }
