@@ -280,7 +280,7 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
     await refused(chat({temperature: 'hot'}), 400, 'temperature', 'invalid_type')
     await refused(chat({top_p: 0}), 400, 'top_p')
     await refused(chat({max_tokens: 0}), 400, 'max_tokens')
-    await refused(chat({n: 2}), 400, 'n', 'unsupported_value')
+    await refused(chat({n: 17}), 400, 'n', 'unsupported_value')
     await refused(chat({response_format: {type: 'json_yaml'}}), 400, 'response_format.type')
     await refused(chat({response_format: {type: 'json_schema'}}), 400, 'response_format.json_schema')
     await refused(chat({top_logprobs: 2}), 400, 'top_logprobs')

@@ -93,61 +93,77 @@ export interface ResponseMeta {
   readonly model: string
 }
 
-export function chatCompletion(meta: ResponseMeta, o: GenerationOutcome, logprobs: boolean, answer?: ParsedAnswer): unknown {
+/** One choice's generation and, for chat, its answer as the tools parser read it. */
+export interface ChoiceResult {
+  readonly outcome: GenerationOutcome
+  readonly answer?: ParsedAnswer | undefined
+}
+
+/** Usage over n choices: the prompt once (they share its KV), the completions summed. */
+export function usageOfChoices(results: readonly ChoiceResult[]): Usage {
+  const first = results[0]!.outcome
+  const completionTokens = results.reduce((sum, r) => sum + r.outcome.completionTokens, 0)
+  return usageOf({promptTokens: first.promptTokens, completionTokens, cachedTokens: first.cachedTokens})
+}
+
+export function chatCompletion(meta: ResponseMeta, results: readonly ChoiceResult[], logprobs: boolean): unknown {
   return {
     id: meta.id,
     object: 'chat.completion',
     created: meta.created,
     model: meta.model,
-    choices: [
-      {
-        index: 0,
-        message: answer ? answerMessage(answer) : {role: 'assistant', content: o.text, refusal: null},
-        logprobs: logprobs ? chatLogprobs(o.tokens) : null,
-        finish_reason: chatFinishReason(o, answer),
-      },
-    ],
-    usage: usageOf(o),
+    choices: results.map(({outcome: o, answer}, index) => ({
+      index,
+      message: answer ? answerMessage(answer) : {role: 'assistant', content: o.text, refusal: null},
+      logprobs: logprobs ? chatLogprobs(o.tokens) : null,
+      finish_reason: chatFinishReason(o, answer),
+    })),
+    usage: usageOfChoices(results),
   }
 }
 
-export function chatChunk(
-  meta: ResponseMeta,
-  delta: Record<string, unknown>,
-  extra: {logprobs?: unknown; finishReason?: ChatFinishReason | null; usage?: boolean},
-): unknown {
+interface ChunkExtra {
+  /** The choice (n > 1). */
+  readonly index?: number
+  readonly logprobs?: unknown
+  readonly finishReason?: ChatFinishReason | null
+  readonly usage?: boolean
+}
+
+export function chatChunk(meta: ResponseMeta, delta: Record<string, unknown>, extra: ChunkExtra): unknown {
   return {
     id: meta.id,
     object: 'chat.completion.chunk',
     created: meta.created,
     model: meta.model,
-    choices: [{index: 0, delta, logprobs: extra.logprobs ?? null, finish_reason: extra.finishReason ?? null}],
+    choices: [{index: extra.index ?? 0, delta, logprobs: extra.logprobs ?? null, finish_reason: extra.finishReason ?? null}],
     ...(extra.usage ? {usage: null} : {}),
   }
 }
 
-export function textCompletion(meta: ResponseMeta, o: GenerationOutcome, logprobs: boolean): unknown {
+export function textCompletion(meta: ResponseMeta, results: readonly ChoiceResult[], logprobs: boolean): unknown {
   return {
     id: meta.id,
     object: 'text_completion',
     created: meta.created,
     model: meta.model,
-    choices: [{index: 0, text: o.text, logprobs: logprobs ? completionLogprobs(o.tokens) : null, finish_reason: o.finishReason}],
-    usage: usageOf(o),
+    choices: results.map(({outcome: o}, index) => ({
+      index,
+      text: o.text,
+      logprobs: logprobs ? completionLogprobs(o.tokens) : null,
+      finish_reason: o.finishReason,
+    })),
+    usage: usageOfChoices(results),
   }
 }
 
-export function textChunk(
-  meta: ResponseMeta,
-  text: string,
-  extra: {logprobs?: unknown; finishReason?: OpenAiFinishReason | null; usage?: boolean},
-): unknown {
+export function textChunk(meta: ResponseMeta, text: string, extra: ChunkExtra): unknown {
   return {
     id: meta.id,
     object: 'text_completion',
     created: meta.created,
     model: meta.model,
-    choices: [{index: 0, text, logprobs: extra.logprobs ?? null, finish_reason: extra.finishReason ?? null}],
+    choices: [{index: extra.index ?? 0, text, logprobs: extra.logprobs ?? null, finish_reason: extra.finishReason ?? null}],
     ...(extra.usage ? {usage: null} : {}),
   }
 }

@@ -22,6 +22,8 @@ export interface PreparedRequest extends GenerationRequest {
   readonly logprobs: boolean
   /** How to read the answer (thinking, tool calls); undefined: plain text. */
   readonly answer?: AnswerOptions
+  /** Choices to generate (n), each with the seed moved on by its index. */
+  readonly n: number
 }
 
 export interface RequestEnv {
@@ -209,5 +211,6 @@ function finish(
     stream,
     includeUsage: streamOptions?.include_usage ?? false,
     logprobs,
+    n: opt<number>(body, 'n') ?? 1,
   }
 }

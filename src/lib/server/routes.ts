@@ -7,28 +7,12 @@ import type {FastifyReply, FastifyRequest} from 'fastify'
 
 import {messagesRoute} from './anthropic.js'
 import {ApiError, toApiError} from './api-error.js'
-import {type GenerationDelta, runGeneration} from './generation.js'
-import {AnswerParser, parseAnswer} from '../tools/index.js'
-import {
-  chatChunk,
-  chatCompletion,
-  chatFinishReason,
-  chatLogprobs,
-  completionId,
-  completionLogprobs,
-  eventDeltas,
-  type ResponseMeta,
-  textChunk,
-  textCompletion,
-  usageChunk,
-  usageOf,
-} from './openai-format.js'
-import {type PreparedRequest, prepareChat, prepareCompletion, renderChat} from './requests.js'
+import {completionsRoute} from './completions.js'
+import {PROMETHEUS_CONTENT_TYPE} from './metrics.js'
+import {renderChat} from './requests.js'
 import {responsesRoute} from './responses.js'
 import {APPLY_TEMPLATE_SCHEMA, validateBody} from './schemas.js'
-import {SseWriter} from './sse.js'
 import type {ServerState} from './state.js'
-import {PROMETHEUS_CONTENT_TYPE} from './metrics.js'
 
 export interface Route {
   readonly method: 'GET' | 'POST'
@@ -45,14 +29,14 @@ export const ROUTES: readonly Route[] = [
     url: '/v1/chat/completions',
     auth: true,
     summary: 'chat completion (OpenAI), streaming or not',
-    handler: (s, q, r) => generateRoute(s, 'chat', q, r),
+    handler: (s, q, r) => completionsRoute(s, 'chat', q, r),
   },
   {
     method: 'POST',
     url: '/v1/completions',
     auth: true,
     summary: 'text completion (OpenAI legacy), streaming or not',
-    handler: (s, q, r) => generateRoute(s, 'text', q, r),
+    handler: (s, q, r) => completionsRoute(s, 'text', q, r),
   },
   {method: 'POST', url: '/v1/messages', auth: true, summary: "Anthropic's Messages API, streaming or not", handler: messagesRoute},
   {
@@ -127,73 +111,4 @@ async function health(s: ServerState, reply: FastifyReply) {
     queue_depth: s.scheduler.queued,
   }
   return reply.code(s.closing ? 503 : 200).send(body)
-}
-
-/** Chat and text completions share everything but the request's prompt and the response's shape. */
-async function generateRoute(s: ServerState, kind: 'chat' | 'text', req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-  const prepared = kind === 'chat' ? prepareChat(s.env, req.body) : prepareCompletion(s.env, req.body)
-  const meta: ResponseMeta = {
-    id: completionId(kind === 'chat' ? 'chatcmpl' : 'cmpl'),
-    created: Math.floor(Date.now() / 1000),
-    model: s.env.modelId,
-  }
-  const life = s.track(req, reply)
-  try {
-    if (!prepared.stream) {
-      const outcome = await runGeneration(s.generation, prepared, life.signal)
-      return kind === 'chat'
-        ? chatCompletion(meta, outcome, prepared.logprobs, prepared.answer && parseAnswer(prepared.answer, outcome.text))
-        : textCompletion(meta, outcome, prepared.logprobs)
-    }
-    reply.hijack()
-    await stream(s, kind, prepared, meta, life.signal, new SseWriter(reply.raw))
-    return reply
-  } finally {
-    life.end()
-  }
-}
-
-async function stream(
-  s: ServerState,
-  kind: 'chat' | 'text',
-  p: PreparedRequest,
-  meta: ResponseMeta,
-  signal: AbortSignal,
-  sse: SseWriter,
-): Promise<void> {
-  const usage = p.includeUsage
-  let opened = false
-  const open = () => {
-    if (opened) return
-    opened = true
-    if (kind === 'chat') sse.send(chatChunk(meta, {role: 'assistant', content: ''}, {usage}))
-  }
-  const parser = kind === 'chat' && p.answer ? new AnswerParser(p.answer) : undefined
-  const sendEvents = (events: ReturnType<AnswerParser['push']>, logprobs: unknown) => {
-    const deltas = events.flatMap(eventDeltas)
-    // Log-probabilities go with the first chunk of the text they came with, or alone while text is held back.
-    if (deltas.length === 0 && logprobs !== null) deltas.push({})
-    deltas.forEach((delta, i) => sse.send(chatChunk(meta, delta, {logprobs: i === 0 ? logprobs : null, usage})))
-  }
-  const onDelta = (d: GenerationDelta) => {
-    open()
-    if (parser) {
-      sendEvents(parser.push(d.text), p.logprobs ? chatLogprobs(d.tokens) : null)
-    } else if (kind === 'chat') {
-      sse.send(chatChunk(meta, {content: d.text}, {logprobs: p.logprobs ? chatLogprobs(d.tokens) : null, usage}))
-    } else {
-      sse.send(textChunk(meta, d.text, {logprobs: p.logprobs ? completionLogprobs(d.tokens) : null, usage}))
-    }
-  }
-  try {
-    const outcome = await runGeneration(s.generation, p, signal, onDelta)
-    open()
-    if (parser) sendEvents(parser.finish(), null)
-    if (kind === 'chat') sse.send(chatChunk(meta, {}, {finishReason: chatFinishReason(outcome, parser?.result()), usage}))
-    else sse.send(textChunk(meta, '', {finishReason: outcome.finishReason, usage}))
-    if (usage) sse.send(usageChunk(meta, kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', usageOf(outcome)))
-    sse.done()
-  } catch (error) {
-    sse.fail(toApiError(error))
-  }
 }

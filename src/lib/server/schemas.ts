@@ -9,6 +9,9 @@ import {Ajv, type ErrorObject, type ValidateFunction} from 'ajv'
 import {MAX_TOP_LOGPROBS} from '../sampling/index.js'
 import {ApiError} from './api-error.js'
 
+/** The most choices one request may ask for (they run one after another on the prompt's KV). */
+export const MAX_CHOICES = 16
+
 const nullable = (schema: Record<string, unknown>) => ({...schema, type: [schema.type as string, 'null']})
 
 /** Fields both endpoints share. */
@@ -30,7 +33,7 @@ const common = {
     propertyNames: {pattern: '^(0|[1-9][0-9]{0,9})$'},
     additionalProperties: {type: 'number', minimum: -100, maximum: 100},
   },
-  n: nullable({type: 'integer', minimum: 1, maximum: 1}),
+  n: nullable({type: 'integer', minimum: 1, maximum: MAX_CHOICES}),
   stream: nullable({type: 'boolean'}),
   stream_options: {
     type: ['object', 'null'],
@@ -110,7 +113,7 @@ const UNSUPPORTED: Readonly<Record<string, string>> = {
 
 /** Why a value of a field is refused, for fields whose schema allows fewer values than OpenAI's. */
 const NARROWED: Readonly<Record<string, string>> = {
-  n: 'only n = 1 is supported (one choice per request)',
+  n: `n is at most ${MAX_CHOICES} (choices run one after another on a slot)`,
   best_of: 'only best_of = 1 is supported',
   echo: 'echo is not supported',
   suffix: 'suffix (insertion) is not supported',
