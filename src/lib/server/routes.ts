@@ -7,6 +7,7 @@ import type {FastifyReply, FastifyRequest} from 'fastify'
 
 import {messagesRoute} from './anthropic.js'
 import {ApiError, toApiError} from './api-error.js'
+import {embeddingsRoute} from './embeddings.js'
 import {type GenerationDelta, runGeneration} from './generation.js'
 import {
   chatChunk,
@@ -51,6 +52,13 @@ export const ROUTES: readonly Route[] = [
     handler: (s, q, r) => generateRoute(s, 'text', q, r),
   },
   {method: 'POST', url: '/v1/messages', auth: true, summary: "Anthropic's Messages API, streaming or not", handler: messagesRoute},
+  {
+    method: 'POST',
+    url: '/v1/embeddings',
+    auth: true,
+    summary: 'embeddings (OpenAI): one pooled, unit-length vector per input',
+    handler: embeddingsRoute,
+  },
   {
     method: 'GET',
     url: '/v1/models',
