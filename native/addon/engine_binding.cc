@@ -393,6 +393,7 @@ Napi::Int32Array FlagsFrom(const Napi::Value &v) {
 }
 
 // decode(context, tokens: Int32Array, pos, logitsMode, logitsOut?: Float32Array, flags?: Int32Array) -> Promise<void>
+// logitsMode 3 (EMBD) writes n * n_embd floats: each token's output-normed hidden state.
 Napi::Value Decode(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   std::vector<int32_t> tokens = TokensFrom(info[1], "tokens");
@@ -405,7 +406,11 @@ Napi::Value Decode(const Napi::CallbackInfo &info) {
   Napi::Int32Array flags = info.Length() > 5 ? FlagsFrom(info[5]) : Napi::Int32Array();
   ContextRef c = Acquire(info[0]);
   const size_t n_vocab = static_cast<size_t>(runner_model_n_vocab(c->model->model));
-  const size_t need = mode == RUNNER_LOGITS_ALL ? n_vocab * tokens.size() : mode == RUNNER_LOGITS_LAST ? n_vocab : 0;
+  const size_t n_embd = static_cast<size_t>(runner_model_n_embd(c->model->model));
+  const size_t need = mode == RUNNER_LOGITS_ALL    ? n_vocab * tokens.size()
+                      : mode == RUNNER_LOGITS_EMBD ? n_embd * tokens.size()
+                      : mode == RUNNER_LOGITS_LAST ? n_vocab
+                                                   : 0;
   if (!logits.IsEmpty() && logits.ElementLength() < need) {
     c->busy = false;
     ThrowInvalid(env, Kind::kRangeError, "logits holds " + std::to_string(logits.ElementLength()) + " floats, " + std::to_string(need) + " needed");

@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 11
+#define RUNNER_ABI_VERSION 12
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -295,22 +295,32 @@ int32_t runner_context_n_past(const runner_context *ctx);
 /* Forget every position >= n_keep; n_keep outside [0, n_past] is refused, the message naming both. */
 runner_status runner_kv_truncate(runner_context *ctx, int32_t n_keep, char *err, int32_t err_len);
 
-typedef enum runner_logits_mode { RUNNER_LOGITS_NONE = 0, RUNNER_LOGITS_LAST = 1, RUNNER_LOGITS_ALL = 2 } runner_logits_mode;
+/* What a decode writes out. EMBD is llama.cpp's "embeddings" (no pooling): the hidden state of
+ * every token after the output norm, before the LM head, which is not run. */
+typedef enum runner_logits_mode {
+    RUNNER_LOGITS_NONE = 0,
+    RUNNER_LOGITS_LAST = 1,
+    RUNNER_LOGITS_ALL = 2,
+    RUNNER_LOGITS_EMBD = 3
+} runner_logits_mode;
 
 /*
  * Evaluate tokens[0..n) at positions [pos, pos + n), pos <= n_past (positions >= pos are
- * overwritten). logits receives n_vocab floats (LAST) or n * n_vocab (ALL). The result for a
- * position does not depend on n, on n_batch, on the thread count or on how a prompt was split over
- * calls: the determinism contract. `abort_flag` (may be NULL) is checked between layers.
+ * overwritten). logits receives n_vocab floats (LAST), n * n_vocab (ALL) or n * n_embd (EMBD: row i
+ * is token i's output-normed hidden state; the KV cache is written as by any other mode). The result
+ * for a position does not depend on n, on n_batch, on the thread count or on how a prompt was split
+ * over calls: the determinism contract. `abort_flag` (may be NULL) is checked between layers.
  */
 runner_status runner_decode(runner_context *ctx, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
                             float *logits, const volatile int32_t *abort_flag, char *err, int32_t err_len);
 
 /* The logits row of the last token the last decode evaluated with logits (n_vocab floats; after an
- * ALL decode, the row of its last token), or NULL (none yet, or after a truncate). Valid until the
+ * ALL decode, the row of its last token), or NULL (none yet, after a truncate or an EMBD decode). Valid until the
  * next decode or generate on the context. */
 const float *runner_context_logits(const runner_context *ctx);
 int32_t runner_model_n_vocab(const runner_model *model);
+/* Width of an EMBD row (the residual stream). */
+int32_t runner_model_n_embd(const runner_model *model);
 
 /* ---- sampling --------------------------------------------------------------------- */
 

@@ -358,7 +358,7 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
     const huge = await postRaw(t.url, '/v1/completions', JSON.stringify({model: MODEL, prompt: 'x'.repeat(5 << 20)}))
     assert.equal(huge.status, 413)
     assert.equal(huge.body.error.code, 'request_too_large')
-    const noRoute = await fetch(`${t.url}/v1/embeddings`, {method: 'POST', body: '{}'})
+    const noRoute = await fetch(`${t.url}/v1/audio/speech`, {method: 'POST', body: '{}'})
     assert.equal(noRoute.status, 404)
     assert.equal(((await noRoute.json()) as {error: {type: string}}).error.type, 'invalid_request_error')
     // curl's default form content type is read as JSON too.

@@ -166,7 +166,7 @@ runner_status runner_decode(runner_context *ctx, const int32_t *tokens, int32_t 
     if ((int64_t)pos + n > ctx->params.n_ctx)
         return runner_fail(err, err_len, RUNNER_ERR_CONTEXT_FULL,
                            "%d tokens at position %d do not fit in the context of %d positions", n, pos, ctx->params.n_ctx);
-    if (logits_mode < RUNNER_LOGITS_NONE || logits_mode > RUNNER_LOGITS_ALL)
+    if (logits_mode < RUNNER_LOGITS_NONE || logits_mode > RUNNER_LOGITS_EMBD)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "decode: logits mode %d", logits_mode);
     for (int32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
@@ -177,19 +177,21 @@ runner_status runner_decode(runner_context *ctx, const int32_t *tokens, int32_t 
     for (int32_t done = 0; done < n;) {
         const int32_t chunk = n - done < ctx->params.n_batch ? n - done : ctx->params.n_batch;
         const int last_chunk = done + chunk == n;
-        int32_t mode = logits_mode == RUNNER_LOGITS_ALL ? RUNNER_LOGITS_ALL
-                       : (logits_mode == RUNNER_LOGITS_LAST && last_chunk) ? RUNNER_LOGITS_LAST
-                                                                            : RUNNER_LOGITS_NONE;
+        int32_t mode = logits_mode == RUNNER_LOGITS_ALL || logits_mode == RUNNER_LOGITS_EMBD ? logits_mode
+                       : (logits_mode == RUNNER_LOGITS_LAST && last_chunk)                 ? RUNNER_LOGITS_LAST
+                                                                                            : RUNNER_LOGITS_NONE;
         runner_status st = runner_forward(ctx, tokens + done, chunk, pos + done, mode, abort_flag, err, err_len);
         if (st != RUNNER_OK) return st;
         ctx->kv.n_past = pos + done + chunk;
-        if (logits && mode == RUNNER_LOGITS_ALL)
+        if (logits && mode == RUNNER_LOGITS_EMBD)
+            memcpy(logits + (size_t)done * c->n_embd, ctx->s.xn, (size_t)chunk * c->n_embd * sizeof(float));
+        else if (logits && mode == RUNNER_LOGITS_ALL)
             memcpy(logits + (size_t)done * c->n_vocab, ctx->s.logits, (size_t)chunk * c->n_vocab * sizeof(float));
         else if (logits && mode == RUNNER_LOGITS_LAST)
             memcpy(logits, ctx->s.logits, (size_t)c->n_vocab * sizeof(float));
         /* The scratch holds this chunk's rows: ALL, one per token (the last is the call's last
          * token's); LAST, row 0. */
-        if (last_chunk && mode != RUNNER_LOGITS_NONE)
+        if (last_chunk && (mode == RUNNER_LOGITS_ALL || mode == RUNNER_LOGITS_LAST))
             ctx->last_logits = ctx->s.logits + (mode == RUNNER_LOGITS_ALL ? (size_t)(chunk - 1) * c->n_vocab : 0);
         done += chunk;
     }

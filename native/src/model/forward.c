@@ -114,6 +114,17 @@ static void post_norm_add(runner_context *ctx, runner_step *st, const runner_wei
     runner_pool_for(ctx->pool, st->n_tok, runner_token_chunk(ctx, st->n_tok), post_norm_add_task, &a);
 }
 
+/* EMBD: each token's residual row, RMS-normed by output_norm into xn (row t at t * n_embd). */
+static void output_norm_task(void *arg, int64_t t0, int64_t t1, int ith) {
+    (void)ith;
+    runner_step *st = arg;
+    runner_context *ctx = st->ctx;
+    const runner_model_config *c = &ctx->model->cfg;
+    const float *w = (const float *)ctx->model->output_norm.data;
+    for (int64_t t = t0; t < t1; t++)
+        runner_rmsnorm_row(ctx->s.x + (size_t)t * c->n_embd, w, ctx->s.xn + (size_t)t * c->n_embd, c->n_embd, c->norm_eps);
+}
+
 static int aborted(const volatile int32_t *flag) {
     return flag && *flag;
 }
@@ -206,6 +217,11 @@ runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t
         }
     }
     if (logits_mode == RUNNER_LOGITS_NONE) return RUNNER_OK;
+    if (logits_mode == RUNNER_LOGITS_EMBD) {
+        /* The rows the head would read (the same runner_rmsnorm_row as its fused norm), without the head. */
+        runner_pool_for(ctx->pool, n, runner_token_chunk(ctx, n), output_norm_task, &st);
+        return RUNNER_OK;
+    }
     /* The head runs only on the tokens whose logits are wanted (LAST: the final one, into row 0). */
     const int32_t first = logits_mode == RUNNER_LOGITS_LAST ? n - 1 : 0;
     runner_matmul_group head = {.ctx = ctx, .n_tok = n - first, .in = s->xn, .n_in = n_embd,

@@ -155,3 +155,7 @@ runner_status runner_model_load(const runner_model_config *config, const char *c
 int32_t runner_model_n_vocab(const runner_model *m) {
     return m->cfg.n_vocab;
 }
+
+int32_t runner_model_n_embd(const runner_model *m) {
+    return m->cfg.n_embd;
+}

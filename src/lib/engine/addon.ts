@@ -19,7 +19,7 @@ import {cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 11
+export const ADDON_ABI_VERSION = 12
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -215,7 +215,11 @@ export interface NativeAddon {
     params: {nCtx: number; nBatch: number; threads: number; kvType: number},
   ): Promise<NativeContextHandle>
   contextFree(ctx: NativeContextHandle): void
-  /** flags: Int32Array [abort, stop], checked by the engine between layers and tokens. */
+  /**
+   * logitsMode (runner_logits_mode): 0 none, 1 last (n_vocab floats), 2 all (n × n_vocab), 3 embd
+   * (n × n_embd: each token's hidden state after the output norm; the LM head is not run).
+   * flags: Int32Array [abort, stop], checked by the engine between layers and tokens.
+   */
   decode(
     ctx: NativeContextHandle,
     tokens: Int32Array,

@@ -18,6 +18,8 @@ export interface ContextOptions {
 
 export type LogitsMode = 'none' | 'last' | 'all'
 const LOGITS_MODE: Record<LogitsMode, number> = {none: 0, last: 1, all: 2}
+/** runner_logits_mode RUNNER_LOGITS_EMBD: output-normed hidden states instead of logits. */
+const EMBD_MODE = 3
 
 export interface GenerateOptions {
   readonly maxTokens: number
@@ -122,6 +124,25 @@ export class Context {
     const flags = abortFlags(options.signal)
     try {
       await loadAddon().decode(this.native, ids, options.pos ?? this.nPast, LOGITS_MODE[mode], out, flags.array)
+    } catch (error) {
+      throw engineError(error)
+    } finally {
+      flags.release()
+    }
+    return out
+  }
+
+  /**
+   * Evaluate tokens at [pos, pos + n) (default pos: nPast) and return each token's hidden state
+   * after the output norm (n × n_embd floats, row i for token i): what llama.cpp calls embeddings,
+   * before any pooling. The LM head is not run; the KV cache is written exactly as decode writes it.
+   */
+  async hiddenStates(tokens: ArrayLike<number>, options: {pos?: number; signal?: AbortSignal} = {}): Promise<Float32Array> {
+    const ids = Int32Array.from(tokens)
+    const out = new Float32Array(this.model.config.nEmbd * ids.length)
+    const flags = abortFlags(options.signal)
+    try {
+      await loadAddon().decode(this.native, ids, options.pos ?? this.nPast, EMBD_MODE, out, flags.array)
     } catch (error) {
       throw engineError(error)
     } finally {

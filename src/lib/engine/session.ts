@@ -50,6 +50,25 @@ export class Session {
   }
 
   /**
+   * Every token's hidden state after the output norm (Context.hiddenStates) for `tokens` evaluated
+   * from position 0, as a fresh sequence: nothing is reused, since each token's state is wanted and
+   * the cache keeps KV rows, not states. The KV rows written are the ones any decode of these tokens
+   * writes, so afterwards the cache truthfully holds `tokens` and a later prompt may reuse them.
+   */
+  async hiddenStates(tokens: readonly number[], signal?: AbortSignal): Promise<Float32Array> {
+    this.held = []
+    try {
+      const states = await this.context.hiddenStates(tokens, {pos: 0, ...(signal ? {signal} : {})})
+      this.held = [...tokens]
+      return states
+    } catch (error) {
+      // What was evaluated before the failure (an abort between chunks) is still valid.
+      this.held = tokens.slice(0, Math.min(this.context.nPast, tokens.length))
+      throw error
+    }
+  }
+
+  /**
    * Generate after `prompt` (the whole sequence from position 0), reusing every cached prompt token
    * but the last (whose logits the first draw needs); the reused prefix reaches the penalties as
    * `history`, so the result is bitwise what a fresh context would give. `maxReuse` caps the reuse.

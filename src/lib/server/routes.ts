@@ -8,6 +8,7 @@ import type {FastifyReply, FastifyRequest} from 'fastify'
 import {messagesRoute} from './anthropic.js'
 import {ApiError, toApiError} from './api-error.js'
 import {completionsRoute} from './completions.js'
+import {embeddingsRoute} from './embeddings.js'
 import {PROMETHEUS_CONTENT_TYPE} from './metrics.js'
 import {renderChat} from './requests.js'
 import {responsesRoute} from './responses.js'
@@ -45,6 +46,13 @@ export const ROUTES: readonly Route[] = [
     auth: true,
     summary: "OpenAI's Responses API (stateless), streaming or not",
     handler: responsesRoute,
+  },
+  {
+    method: 'POST',
+    url: '/v1/embeddings',
+    auth: true,
+    summary: 'embeddings (OpenAI): one pooled, unit-length vector per input',
+    handler: embeddingsRoute,
   },
   {
     method: 'GET',

@@ -15,6 +15,7 @@ import {ExitCode, RunnerError} from '../errors.js'
 import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
 import {defaultThreads} from '../util/index.js'
 import {ApiError, toApiError} from './api-error.js'
+import {embeddingCapabilities} from './embeddings.js'
 import {Metrics} from './metrics.js'
 import {COMPLETION_DEFAULT_MAX_TOKENS, type RequestEnv} from './requests.js'
 import {ROUTES} from './routes.js'
@@ -138,6 +139,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         n_vocab: model.config.nVocab,
       },
       chat_template: {origin: template.origin, source: template.source},
+      embeddings: embeddingCapabilities(model),
       slots: {
         parallel: o.parallel,
         n_ctx_per_slot: nCtx,
