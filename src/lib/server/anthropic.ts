@@ -14,18 +14,20 @@ import {anthropicHistory} from './anthropic-messages.js'
 import {AnthropicBlocks} from './anthropic-stream.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
 import {buildChatPrompt} from './chat-prompt.js'
-import {type GenerationOutcome, runGeneration} from './generation.js'
+import {type GenerationDelta, type GenerationOutcome, runGeneration} from './generation.js'
 import {checkModel, type RequestEnv} from './requests.js'
 import {validateBody} from './schemas.js'
 import {SseWriter} from './sse.js'
 import {anthropicOutputConfig} from './structured.js'
 import type {ServerState} from './state.js'
+import {anthropicThinking, runBudgeted} from './thinking.js'
 import {anthropicTools} from './tool-fields.js'
 
 const textBlock = {
   type: 'object',
   required: ['type', 'text'],
-  properties: {type: {const: 'text'}, text: {type: 'string'}},
+  // cache_control is accepted: the prefix cache reuses what it marks (usage.cache_read_input_tokens).
+  properties: {type: {const: 'text'}, text: {type: 'string'}, cache_control: {type: ['object', 'null']}},
   additionalProperties: false,
 }
 
@@ -47,14 +49,14 @@ export const MESSAGES_SCHEMA = {
     metadata: {type: 'object', properties: {user_id: {type: ['string', 'null']}}, additionalProperties: false},
     // Structured outputs: checked field by field in ./structured.ts.
     output_config: {type: 'object'},
-    // Checked field by field in ./tool-fields.ts.
+    // Checked field by field in ./tool-fields.ts and ./thinking.ts.
     tools: {},
     tool_choice: {},
+    thinking: {},
   },
 } as const
 
 const UNSUPPORTED: Readonly<Record<string, string>> = {
-  thinking: 'extended thinking is not supported',
   container: 'containers are not supported',
   mcp_servers: 'MCP servers are not supported',
   service_tier: 'there is one service tier',
@@ -111,9 +113,17 @@ function prepare(env: RequestEnv, raw: unknown) {
       'output_config.format',
       'output_config.format with tools is not supported: give tool_choice {type: "none"}, or leave format out',
     )
-  const chat = buildChatPrompt(env, {messages: history.messages, tools, api: 'anthropic', at: (i) => history.origin[i] ?? 'messages'})
-  const prompt = chat.prompt
   const maxTokens = body.max_tokens as number
+  const thinking = anthropicThinking(env, body.thinking, maxTokens)
+  const chat = buildChatPrompt(env, {
+    messages: history.messages,
+    tools,
+    api: 'anthropic',
+    at: (i) => history.origin[i] ?? 'messages',
+    ...(thinking ? {variables: thinking.variables} : {}),
+    phased: thinking?.budget !== undefined,
+  })
+  const prompt = chat.prompt
   const fit = fitPrompt(prompt.length, env.nCtx, maxTokens)
   if (!fit.fits) {
     throw new ApiError(
@@ -133,9 +143,16 @@ function prepare(env: RequestEnv, raw: unknown) {
   } catch (error) {
     throw toApiError(error, {temperature: 'temperature', topP: 'top_p', topK: 'top_k'})
   }
-  const constraint = format ?? chat.constraint
+  // With a thinking budget the answer runs in two phases (./thinking.ts): thinking (held to the
+  // think block when the answer is constrained), then the answer under the request's constraint.
+  const budget = thinking?.budget
+  const afterThinking = budget === undefined ? undefined : (format ?? chat.phases?.after)
+  const constraint = budget === undefined ? (format ?? chat.constraint) : afterThinking && chat.phases?.thinking
   return {
     prompt,
+    rendered: chat.rendered,
+    budget,
+    afterThinking,
     maxTokens,
     sampling,
     stop: (body.stop_sequences as string[] | undefined) ?? [],
@@ -145,6 +162,17 @@ function prepare(env: RequestEnv, raw: unknown) {
   }
 }
 
+/** A generation, in two phases when thinking has a budget. */
+function run(
+  s: ServerState,
+  p: ReturnType<typeof prepare>,
+  signal: AbortSignal,
+  onDelta?: (d: GenerationDelta) => void,
+): Promise<GenerationOutcome> {
+  if (p.budget === undefined) return runGeneration(s.generation, p, signal, onDelta)
+  return runBudgeted(s.generation, s.env, {...p, budget: p.budget}, signal, onDelta)
+}
+
 export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const p = prepare(s.env, req.body)
   const id = `msg_${randomBytes(12).toString('hex')}`
@@ -152,7 +180,7 @@ export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: 
   const life = s.track(req, reply)
   try {
     if (!p.stream) {
-      const o = await runGeneration(s.generation, p, life.signal)
+      const o = await run(s, p, life.signal)
       const answer = p.answer ? parseAnswer(p.answer, o.text) : undefined
       return {
         id,
@@ -186,7 +214,7 @@ export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: 
       opened = true
     }
     try {
-      const o = await runGeneration(s.generation, p, life.signal, (d) => {
+      const o = await run(s, p, life.signal, (d) => {
         open()
         if (parser) send(parser.push(d.text))
         else if (d.text) blocks.send({type: 'text', text: d.text})

@@ -8,7 +8,7 @@
  */
 import {type ChatMessage, encodeChatPrompt, RESERVED_TEMPLATE_VARIABLES} from '../chat/index.js'
 import type {Constraint} from '../grammar/index.js'
-import {type AnswerOptions, templateThinks, type ThinkStart, toolConstraint, toolPrompt} from '../tools/index.js'
+import {type AnswerOptions, templateThinks, thinkingConstraint, type ThinkStart, toolConstraint, toolPrompt} from '../tools/index.js'
 import {badParam, toApiError} from './api-error.js'
 import type {RequestEnv} from './requests.js'
 import {compileToolConstraint} from './structured.js'
@@ -20,6 +20,8 @@ export interface ChatPrompt {
   /** How to read the answer; undefined: plain text. */
   readonly answer: AnswerOptions | undefined
   readonly constraint: Constraint | undefined
+  /** With thinking budgeted: the constraint of the first phase (thinking alone) and of the answer after it. */
+  readonly phases?: {readonly thinking: Constraint | undefined; readonly after: Constraint | undefined}
 }
 
 export interface ChatPromptInput {
@@ -32,6 +34,8 @@ export interface ChatPromptInput {
   readonly at: (i: number) => string
   /** false: render the history as it is, without the assistant's header (llama-server's /apply-template option). */
   readonly addGenerationPrompt?: boolean
+  /** The answer runs in two phases (a thinking budget): build both phases' constraints. */
+  readonly phased?: boolean
 }
 
 /** Where a rendered prompt leaves the model with respect to thinking. */
@@ -87,8 +91,11 @@ export function buildChatPrompt(env: RequestEnv, input: ChatPromptInput): ChatPr
     callable.length > 0 || think !== 'none'
       ? {format: tp.format, toolNames: new Set(callable.map((t) => t.name)), think, api: input.api}
       : undefined
-  const source = toolConstraint({format: tp.format, tools, choice, parallel, think})
-  return {prompt, rendered, answer, constraint: source ? compileToolConstraint(source) : undefined}
+  const compile = (source: ReturnType<typeof toolConstraint>) => (source ? compileToolConstraint(source) : undefined)
+  const constraint = compile(toolConstraint({format: tp.format, tools, choice, parallel, think}))
+  if (!input.phased) return {prompt, rendered, answer, constraint}
+  const after = compile(toolConstraint({format: tp.format, tools, choice, parallel, think: 'none'}))
+  return {prompt, rendered, answer, constraint, phases: {thinking: compile(thinkingConstraint(think)), after}}
 }
 
 /** The rendered history cut right after the final assistant message's text, so the model continues it. */

@@ -67,3 +67,10 @@ export function toolConstraint(o: ToolGrammarOptions): (ConstraintSource & {kind
   else pieces = [{oneOf: [calls, [{literal: '{"response": '}, {schema: {type: 'string'}}, {literal: '}'}]]}]
   return {kind: 'tool-calls', text: JSON.stringify({pieces})}
 }
+
+/** Thinking alone, forced (the first phase of a thinking budget when the answer is constrained). */
+export function thinkingConstraint(think: ThinkStart): (ConstraintSource & {kind: 'tool-calls'}) | undefined {
+  if (think === 'none') return undefined
+  const block: Piece[] = [{textWithout: THINK.close}, {literal: THINK.close}]
+  return {kind: 'tool-calls', text: JSON.stringify({pieces: think === 'inside' ? block : [{literal: THINK.open}, ...block]})}
+}
