@@ -36,13 +36,13 @@ export class AnthropicBlocks {
 
   send(e: AnswerEvent): void {
     if (e.type === 'text') {
-      if (this.open !== 'text') this.start({type: 'text', text: ''})
+      if (this.open !== 'text') this.start({type: 'text', text: '', citations: null})
       this.delta({type: 'text_delta', text: e.text})
     } else if (e.type === 'reasoning') {
       if (this.open !== 'thinking') this.start({type: 'thinking', thinking: '', signature: ''})
       this.delta({type: 'thinking_delta', thinking: e.text})
     } else {
-      this.start({type: 'tool_use', id: e.call.id, name: e.call.name, input: {}})
+      this.start({type: 'tool_use', id: e.call.id, name: e.call.name, input: {}, caller: {type: 'direct'}})
       this.delta({type: 'input_json_delta', partial_json: e.call.arguments})
       this.stop()
     }
@@ -50,7 +50,7 @@ export class AnthropicBlocks {
 
   /** Close the last block (or send the one empty text block of an empty answer). */
   end(): void {
-    if (this.index < 0) this.start({type: 'text', text: ''})
+    if (this.index < 0) this.start({type: 'text', text: '', citations: null})
     this.stop()
   }
 }

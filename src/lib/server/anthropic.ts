@@ -79,22 +79,38 @@ function stopReason(o: GenerationOutcome, answer: ParsedAnswer | undefined): Sto
 
 /** An answer's content blocks: thinking, text, then each call as a tool_use block. */
 function contentBlocks(text: string, answer: ParsedAnswer | undefined): unknown[] {
-  if (!answer) return [{type: 'text', text}]
+  if (!answer) return [{type: 'text', text, citations: null}]
   return [
     ...(answer.reasoning ? [{type: 'thinking', thinking: answer.reasoning, signature: ''}] : []),
-    ...(answer.content || answer.calls.length === 0 ? [{type: 'text', text: answer.content}] : []),
-    ...answer.calls.map((c) => ({type: 'tool_use', id: c.id, name: c.name, input: JSON.parse(c.arguments) as unknown})),
+    ...(answer.content || answer.calls.length === 0 ? [{type: 'text', text: answer.content, citations: null}] : []),
+    ...answer.calls.map((c) => ({
+      type: 'tool_use',
+      id: c.id,
+      name: c.name,
+      input: JSON.parse(c.arguments) as unknown,
+      caller: {type: 'direct'},
+    })),
   ]
 }
 
+/** Usage as the SDK's Usage type has it: the fields that mean nothing on a local server are null. */
 function usage(o: Pick<GenerationOutcome, 'promptTokens' | 'completionTokens' | 'cachedTokens'>) {
   return {
     input_tokens: o.promptTokens,
     output_tokens: o.completionTokens,
     cache_read_input_tokens: o.cachedTokens,
     cache_creation_input_tokens: 0,
+    cache_creation: null,
+    output_tokens_details: null,
+    server_tool_use: null,
+    service_tier: null,
+    inference_geo: null,
+    speed: null,
   }
 }
+
+/** Message fields of Anthropic's that a local server has no value for (the SDK's types require them, as null). */
+const MESSAGE_NULLS = {container: null, diagnostics: null, stop_details: null} as const
 
 function prepare(env: RequestEnv, raw: unknown) {
   const body = validateBody(MESSAGES_SCHEMA, raw, UNSUPPORTED)
@@ -187,6 +203,7 @@ export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: 
         type: 'message',
         role: 'assistant',
         model,
+        ...MESSAGE_NULLS,
         content: contentBlocks(o.text, answer),
         stop_reason: stopReason(o, answer),
         stop_sequence: o.stopString ?? null,
@@ -206,7 +223,8 @@ export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: 
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      usage: {input_tokens: p.prompt.length, output_tokens: 0},
+      ...MESSAGE_NULLS,
+      usage: usage({promptTokens: p.prompt.length, completionTokens: 0, cachedTokens: 0}),
     }
     let opened = false
     const open = () => {

@@ -121,6 +121,8 @@ function responseObject(p: PreparedResponse, id: string, created: number, model:
     ...(o === undefined ? {} : {completed_at: Math.floor(Date.now() / 1000)}),
     model,
     output,
+    // The SDK computes output_text itself; its type requires it, so the server sends it too.
+    output_text: outputText(output),
     error: null,
     incomplete_details: incomplete ? {reason: 'max_output_tokens'} : null,
     instructions: b.instructions ?? null,
@@ -149,6 +151,15 @@ function responseObject(p: PreparedResponse, id: string, created: number, model:
             total_tokens: o.promptTokens + o.completionTokens,
           },
   }
+}
+
+function outputText(output: readonly unknown[]): string {
+  return output
+    .flatMap((item) => {
+      const i = item as {type?: string; content?: Array<{type?: string; text?: string}>}
+      return i.type === 'message' ? (i.content ?? []).filter((c) => c.type === 'output_text').map((c) => c.text ?? '') : []
+    })
+    .join('')
 }
 
 export async function responsesRoute(s: ServerState, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
