@@ -20,6 +20,7 @@ import {
   usageChunk,
   usageOf,
 } from './openai-format.js'
+import {OLLAMA_ROUTES} from './ollama.js'
 import {type PreparedRequest, prepareChat, prepareCompletion, renderChat} from './requests.js'
 import {APPLY_TEMPLATE_SCHEMA, validateBody} from './schemas.js'
 import {SseWriter} from './sse.js'
@@ -87,6 +88,7 @@ export const ROUTES: readonly Route[] = [
     summary: 'Prometheus metrics',
     handler: async (s, _q, r) => r.type(PROMETHEUS_CONTENT_TYPE).send(s.metrics.render()),
   },
+  ...OLLAMA_ROUTES,
 ]
 
 function modelObject(s: ServerState) {
