@@ -31,7 +31,7 @@ const EMBEDDINGS_SCHEMA = {
   },
 } as const
 
-interface Inputs {
+export interface Inputs {
   readonly items: ReadonlyArray<string | readonly number[]>
   /** How a refusal names item i: `input` for a lone string or token list, else `input[i]`. */
   readonly param: (i: number) => string
@@ -107,25 +107,8 @@ export async function embeddingsRoute(s: ServerState, req: FastifyRequest, reply
     )
   }
   const base64 = body.encoding_format === 'base64'
-  const inputs = inputsOf(body.input)
-  const tokens = tokenize(s, inputs)
-  try {
-    modelPooling(model.gguf, model.config.architecture)
-  } catch (error) {
-    throw new ApiError(400, (error as Error).message, 'model', 'model_not_supported')
-  }
-  const life = s.track(req, reply)
-  try {
-    const lease = await s.scheduler.acquire([], life.signal)
-    let result: EmbedResult
-    try {
-      result = await embedTokens(lease.slot.session, tokens, {signal: life.signal})
-    } catch (error) {
-      throw life.signal.aborted ? life.signal.reason : toApiError(error)
-    } finally {
-      // embedTokens settles only once the engine has returned: the context is free again.
-      lease.release()
-    }
+  const result = await embedOnSlot(s, req, reply, inputsOf(body.input))
+  {
     const total = result.tokenCounts.reduce((a, b) => a + b, 0)
     return {
       object: 'list',
@@ -136,6 +119,32 @@ export async function embeddingsRoute(s: ServerState, req: FastifyRequest, reply
       })),
       model: s.env.modelId,
       usage: {prompt_tokens: total, total_tokens: total},
+    }
+  }
+}
+
+/**
+ * Embed inputs on a slot (the least recently used one, released once the engine has returned);
+ * shared by /v1/embeddings and Ollama's /api/embed. Refusals name the input as `inputs.param` says.
+ */
+export async function embedOnSlot(s: ServerState, req: FastifyRequest, reply: FastifyReply, inputs: Inputs): Promise<EmbedResult> {
+  const model = servedModel(s)
+  const tokens = tokenize(s, inputs)
+  try {
+    modelPooling(model.gguf, model.config.architecture)
+  } catch (error) {
+    throw new ApiError(400, (error as Error).message, 'model', 'model_not_supported')
+  }
+  const life = s.track(req, reply)
+  try {
+    const lease = await s.scheduler.acquire([], life.signal)
+    try {
+      return await embedTokens(lease.slot.session, tokens, {signal: life.signal})
+    } catch (error) {
+      throw life.signal.aborted ? life.signal.reason : toApiError(error)
+    } finally {
+      // embedTokens settles only once the engine has returned: the context is free again.
+      lease.release()
     }
   } finally {
     life.end()

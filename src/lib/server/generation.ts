@@ -4,7 +4,13 @@
  * caller as they become final. The slot is released only once the engine has settled, whatever
  * happened (error, abort, client gone), so no request can leak one.
  */
-import {type FinishReason, generate, type GenerationOutcome as LoopOutcome, type TokenReport} from '../generate/index.js'
+import {
+  type FinishReason,
+  generate,
+  type GenerationOutcome as LoopOutcome,
+  type GenerationTimings,
+  type TokenReport,
+} from '../generate/index.js'
 import type {Constraint} from '../grammar/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {ApiError} from './api-error.js'
@@ -43,6 +49,8 @@ export interface GenerationOutcome {
   readonly tokens: readonly TokenReport[]
   /** Generated token ids that make up the answer (the engine may have made one more before it saw a stop). */
   readonly tokenIds: readonly number[]
+  /** Time in the prompt and in decoding (Ollama reports both). */
+  readonly timings: GenerationTimings
 }
 
 /** OpenAI's two reasons; the server never stops a generation itself, so "stopped" cannot occur but maps like an end. */
@@ -111,5 +119,6 @@ function answer(o: LoopOutcome, ended: Exclude<FinishReason, 'aborted'>): Genera
     cachedTokens: o.usage.cachedTokens,
     tokens: o.tokens,
     tokenIds: o.tokenIds,
+    timings: o.timings,
   }
 }

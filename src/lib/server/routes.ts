@@ -9,6 +9,8 @@ import {messagesRoute} from './anthropic.js'
 import {ApiError, toApiError} from './api-error.js'
 import {completionsRoute} from './completions.js'
 import {embeddingsRoute} from './embeddings.js'
+import {OLLAMA_ROUTES} from './ollama.js'
+import {OLLAMA_EMBED_ROUTES} from './ollama-embed.js'
 import {PROMETHEUS_CONTENT_TYPE} from './metrics.js'
 import {renderChat} from './requests.js'
 import {responsesRoute} from './responses.js'
@@ -90,6 +92,8 @@ export const ROUTES: readonly Route[] = [
     summary: 'Prometheus metrics',
     handler: async (s, _q, r) => r.type(PROMETHEUS_CONTENT_TYPE).send(s.metrics.render()),
   },
+  ...OLLAMA_ROUTES,
+  ...OLLAMA_EMBED_ROUTES,
 ]
 
 function modelObject(s: ServerState) {

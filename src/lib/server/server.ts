@@ -1,7 +1,7 @@
 /**
- * The HTTP server: fastify with the route table, OpenAI-shaped errors for everything (bad JSON,
- * oversize bodies, unknown routes, refused fields), slots built from one loaded model, and a
- * graceful close. `runner serve` is a thin wrapper around startServer.
+ * The HTTP server: fastify with the route table, errors in each API family's shape for everything
+ * (bad JSON, oversize bodies, unknown routes, refused fields; ./error-shape.ts), slots built from one
+ * loaded model, and a graceful close. `runner serve` is a thin wrapper around startServer.
  */
 import {timingSafeEqual} from 'node:crypto'
 import {availableParallelism} from 'node:os'
@@ -16,6 +16,7 @@ import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
 import {defaultThreads} from '../util/index.js'
 import {ApiError, toApiError} from './api-error.js'
 import {embeddingCapabilities} from './embeddings.js'
+import {errorBodyFor} from './error-shape.js'
 import {Metrics} from './metrics.js'
 import {COMPLETION_DEFAULT_MAX_TOKENS, type RequestEnv} from './requests.js'
 import {ROUTES} from './routes.js'
@@ -219,7 +220,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       },
       routes: ROUTES.map((r) => ({method: r.method, path: r.url, summary: r.summary})),
     }
-    const state = new ServerState(env, {scheduler, metrics}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000)
+    const state = new ServerState(env, {scheduler, metrics}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000, model.gguf)
     const app = buildApp(state, o.bodyLimitBytes, o.apiKey)
     try {
       await app.listen({host: o.host, port: o.port})
@@ -268,8 +269,7 @@ function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefi
     // Errors Fastify raises before routing (an undecodable URL) in the API's error shape too.
     frameworkErrors: (error, req, reply: FastifyReply) => {
       const api = new ApiError(400, `the request URL cannot be decoded: ${error.message}`, null, 'invalid_request')
-      const body = req.url.split('?')[0] === '/v1/messages' ? api.anthropicBody() : api.body()
-      void reply.code(400).send(body)
+      void reply.code(400).send(errorBodyFor(req.url, req.headers, api))
     },
   })
   // Any content type is read as JSON (curl -d sends form encoding by default).
@@ -295,8 +295,8 @@ function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefi
   })
   for (const r of ROUTES) app.route({method: r.method, url: r.url, handler: (req, reply) => r.handler(state, req, reply)})
 
-  /** Anthropic's route answers errors in Anthropic's shape; every other route in OpenAI's. */
-  const errorBody = (req: FastifyRequest, e: ApiError) => (req.routeOptions.url === '/v1/messages' ? e.anthropicBody() : e.body())
+  /** Each API family's errors in its own shape: Anthropic's, Ollama's or OpenAI's (./error-shape.ts). */
+  const errorBody = (req: FastifyRequest, e: ApiError) => errorBodyFor(req.url, req.headers, e)
   app.setNotFoundHandler((req, reply) => {
     const err = new ApiError(
       404,
@@ -304,7 +304,7 @@ function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefi
       null,
       'unknown_url',
     )
-    void reply.code(404).send(err.body())
+    void reply.code(404).send(errorBody(req, err))
   })
   app.setErrorHandler((error: FastifyError, req, reply) => {
     const api = fromFastify(error)
@@ -313,7 +313,7 @@ function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefi
   return app
 }
 
-/** Fastify's own refusals (body parsing, size) in OpenAI's shape; everything else through toApiError. */
+/** Fastify's own refusals (body parsing, size) as ApiErrors; everything else through toApiError. */
 function fromFastify(error: FastifyError): ApiError {
   if (error instanceof ApiError) return error
   switch (error.code) {

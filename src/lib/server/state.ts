@@ -6,6 +6,8 @@
  */
 import type {FastifyReply, FastifyRequest} from 'fastify'
 
+import type {GgufModelFiles} from '../gguf/index.js'
+
 import {ApiError} from './api-error.js'
 import type {GenerationContext} from './generation.js'
 import type {Metrics} from './metrics.js'
@@ -36,6 +38,8 @@ export class ServerState {
     readonly capabilities: Record<string, unknown>,
     /** Per-request limit in milliseconds, counted from arrival (queue and prefill included). */
     private readonly timeoutMs: number,
+    /** The served file's parsed header (Ollama's /api/show, /api/tags and /api/ps describe the model from it). */
+    readonly gguf?: GgufModelFiles,
   ) {}
 
   get inFlightCount(): number {

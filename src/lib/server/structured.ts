@@ -105,3 +105,16 @@ export function anthropicOutputConfig(
   }
   return compileAt({kind: 'json-schema', text: schemaText(f.schema, 'output_config.format.schema')}, 'output_config.format.schema')
 }
+
+/**
+ * Ollama's `format` (/api/chat, /api/generate): `"json"` is JSON mode with an object at the root
+ * (Ollama's grammar for "json", like OpenAI's json_object); a JSON Schema object is enforced exactly;
+ * `""` and null mean no format, as in Ollama.
+ */
+export function ollamaFormat(format: unknown): Constraint | undefined {
+  if (format === undefined || format === null || format === '') return undefined
+  if (format === 'json') return compileAt({kind: 'json-object'}, 'format')
+  if (typeof format === 'string') throw badParam('format', `format ${JSON.stringify(format)} must be "json" or a JSON Schema object`)
+  if (typeof format !== 'object' || Array.isArray(format)) throw badParam('format', 'format must be "json" or a JSON Schema object')
+  return compileAt({kind: 'json-schema', text: schemaText(format, 'format')}, 'format')
+}
