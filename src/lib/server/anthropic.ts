@@ -46,7 +46,7 @@ export const MESSAGES_SCHEMA = {
   },
 } as const
 
-const UNSUPPORTED: Readonly<Record<string, string>> = {
+export const UNSUPPORTED: Readonly<Record<string, string>> = {
   tools: 'tool use is not supported',
   tool_choice: 'tool use is not supported',
   thinking: 'extended thinking is not supported',
@@ -78,9 +78,11 @@ function usage(o: Pick<GenerationOutcome, 'promptTokens' | 'completionTokens' | 
   }
 }
 
-function prepare(env: RequestEnv, raw: unknown) {
-  const body = validateBody(MESSAGES_SCHEMA, raw, UNSUPPORTED)
-  checkModel(env, body)
+/**
+ * The prompt tokens a validated Messages body renders to (the `system` field first, then the
+ * turns, through the model's template): what /v1/messages evaluates and /v1/messages/count_tokens counts.
+ */
+export function anthropicPrompt(env: RequestEnv, body: Record<string, unknown>): number[] {
   if (Array.isArray(body.messages)) {
     body.messages.forEach((m: unknown, i) => {
       const role = (m as {role?: unknown} | null)?.role
@@ -100,12 +102,17 @@ function prepare(env: RequestEnv, raw: unknown) {
         ? body.system
         : (body.system as Array<{text: string}>).map((b) => b.text).join('')
   const messages = system ? [{role: 'system' as const, content: system}, ...history] : history
-  let prompt: number[]
   try {
-    prompt = encodeChatPrompt(env.tokenizer, env.template.render(messages))
+    return encodeChatPrompt(env.tokenizer, env.template.render(messages))
   } catch (error) {
     throw toApiError(error)
   }
+}
+
+function prepare(env: RequestEnv, raw: unknown) {
+  const body = validateBody(MESSAGES_SCHEMA, raw, UNSUPPORTED)
+  checkModel(env, body)
+  const prompt = anthropicPrompt(env, body)
   const maxTokens = body.max_tokens as number
   const fit = fitPrompt(prompt.length, env.nCtx, maxTokens)
   if (!fit.fits) {

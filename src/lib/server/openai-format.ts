@@ -57,6 +57,8 @@ export interface ResponseMeta {
   readonly id: string
   readonly created: number
   readonly model: string
+  /** The build (./build-info.ts), on every completion and chunk as OpenAI and llama-server send it. */
+  readonly systemFingerprint: string
 }
 
 export function chatCompletion(meta: ResponseMeta, o: GenerationOutcome, logprobs: boolean): unknown {
@@ -65,6 +67,7 @@ export function chatCompletion(meta: ResponseMeta, o: GenerationOutcome, logprob
     object: 'chat.completion',
     created: meta.created,
     model: meta.model,
+    system_fingerprint: meta.systemFingerprint,
     choices: [
       {
         index: 0,
@@ -87,6 +90,7 @@ export function chatChunk(
     object: 'chat.completion.chunk',
     created: meta.created,
     model: meta.model,
+    system_fingerprint: meta.systemFingerprint,
     choices: [{index: 0, delta, logprobs: extra.logprobs ?? null, finish_reason: extra.finishReason ?? null}],
     ...(extra.usage ? {usage: null} : {}),
   }
@@ -98,6 +102,7 @@ export function textCompletion(meta: ResponseMeta, o: GenerationOutcome, logprob
     object: 'text_completion',
     created: meta.created,
     model: meta.model,
+    system_fingerprint: meta.systemFingerprint,
     choices: [{index: 0, text: o.text, logprobs: logprobs ? completionLogprobs(o.tokens) : null, finish_reason: o.finishReason}],
     usage: usageOf(o),
   }
@@ -113,6 +118,7 @@ export function textChunk(
     object: 'text_completion',
     created: meta.created,
     model: meta.model,
+    system_fingerprint: meta.systemFingerprint,
     choices: [{index: 0, text, logprobs: extra.logprobs ?? null, finish_reason: extra.finishReason ?? null}],
     ...(extra.usage ? {usage: null} : {}),
   }
@@ -120,5 +126,5 @@ export function textChunk(
 
 /** The last chunk of a stream with include_usage: no choices, the usage. */
 export function usageChunk(meta: ResponseMeta, object: 'chat.completion.chunk' | 'text_completion', usage: Usage): unknown {
-  return {id: meta.id, object, created: meta.created, model: meta.model, choices: [], usage}
+  return {id: meta.id, object, created: meta.created, model: meta.model, system_fingerprint: meta.systemFingerprint, choices: [], usage}
 }

@@ -9,6 +9,7 @@ import type {Tokenizer} from '../tokenizer/index.js'
 import {resolveSamplingOptions} from '../sampling/index.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
 import type {GenerationRequest} from './generation.js'
+import {type ModelIds, requireModel} from './model-ids.js'
 import {CHAT_SCHEMA, COMPLETION_SCHEMA, validateBody} from './schemas.js'
 import {openAiResponseFormat} from './structured.js'
 
@@ -20,7 +21,12 @@ export interface PreparedRequest extends GenerationRequest {
 }
 
 export interface RequestEnv {
+  /** The served id (modelIds.served): what responses name. */
   readonly modelId: string
+  /** Every id `model` may name (./model-ids.ts). */
+  readonly modelIds: ModelIds
+  /** The build, as chat and text completions carry it (./build-info.ts). */
+  readonly systemFingerprint: string
   readonly tokenizer: Tokenizer
   readonly template: ChatTemplate
   /** Positions of one slot's KV cache. */
@@ -48,15 +54,7 @@ function opt<T>(body: Body, key: string): T | undefined {
 }
 
 export function checkModel(env: RequestEnv, body: Body): void {
-  const model = body.model as string
-  if (model !== env.modelId) {
-    throw new ApiError(
-      404,
-      `The model \`${model}\` does not exist; this server serves \`${env.modelId}\` (GET /v1/models)`,
-      'model',
-      'model_not_found',
-    )
-  }
+  requireModel(env.modelIds, body.model as string)
 }
 
 /** The rendered chat prompt (what /apply-template returns). */

@@ -6,7 +6,8 @@
 import type {FastifyReply, FastifyRequest} from 'fastify'
 
 import {messagesRoute} from './anthropic.js'
-import {ApiError, toApiError} from './api-error.js'
+import {countTokensRoute} from './anthropic-count.js'
+import {toApiError} from './api-error.js'
 import {type GenerationDelta, runGeneration} from './generation.js'
 import {
   chatChunk,
@@ -20,10 +21,12 @@ import {
   usageChunk,
   usageOf,
 } from './openai-format.js'
+import {listModels, retrieveModel} from './models-route.js'
 import {type PreparedRequest, prepareChat, prepareCompletion, renderChat} from './requests.js'
 import {APPLY_TEMPLATE_SCHEMA, validateBody} from './schemas.js'
 import {SseWriter} from './sse.js'
 import type {ServerState} from './state.js'
+import {detokenize, tokenize} from './tokenize-routes.js'
 import {PROMETHEUS_CONTENT_TYPE} from './metrics.js'
 
 export interface Route {
@@ -55,15 +58,22 @@ export const ROUTES: readonly Route[] = [
     method: 'GET',
     url: '/v1/models',
     auth: true,
-    summary: 'the served model',
-    handler: async (s) => ({object: 'list', data: [modelObject(s)]}),
+    summary: "the served model (Anthropic's shape with an anthropic-version header)",
+    handler: listModels,
   },
   {
     method: 'GET',
     url: '/v1/models/:model',
     auth: true,
     summary: 'one model by id',
-    handler: async (s, q) => modelById(s, (q.params as {model: string}).model),
+    handler: retrieveModel,
+  },
+  {
+    method: 'POST',
+    url: '/v1/messages/count_tokens',
+    auth: true,
+    summary: "the prompt tokens of a Messages request (Anthropic's count_tokens)",
+    handler: countTokensRoute,
   },
   {
     method: 'GET',
@@ -79,6 +89,20 @@ export const ROUTES: readonly Route[] = [
     summary: 'the prompt a chat history renders to (llama-server compatible)',
     handler: async (s, q) => applyTemplate(s, q.body),
   },
+  {
+    method: 'POST',
+    url: '/tokenize',
+    auth: true,
+    summary: 'text to token ids, optionally with pieces (llama-server compatible)',
+    handler: async (s, q) => tokenize(s, q.body),
+  },
+  {
+    method: 'POST',
+    url: '/detokenize',
+    auth: true,
+    summary: 'token ids to text (llama-server compatible)',
+    handler: async (s, q) => detokenize(s, q.body),
+  },
   {method: 'GET', url: '/health', auth: false, summary: 'liveness and slot use', handler: async (s, _q, r) => health(s, r)},
   {
     method: 'GET',
@@ -88,16 +112,6 @@ export const ROUTES: readonly Route[] = [
     handler: async (s, _q, r) => r.type(PROMETHEUS_CONTENT_TYPE).send(s.metrics.render()),
   },
 ]
-
-function modelObject(s: ServerState) {
-  return {id: s.env.modelId, object: 'model', created: s.createdAt, owned_by: 'runner'}
-}
-
-async function modelById(s: ServerState, id: string) {
-  if (id !== s.env.modelId)
-    throw new ApiError(404, `The model \`${id}\` does not exist; this server serves \`${s.env.modelId}\``, 'model', 'model_not_found')
-  return modelObject(s)
-}
 
 async function applyTemplate(s: ServerState, raw: unknown) {
   const body = validateBody(APPLY_TEMPLATE_SCHEMA, raw)
@@ -125,6 +139,7 @@ async function generateRoute(s: ServerState, kind: 'chat' | 'text', req: Fastify
     id: completionId(kind === 'chat' ? 'chatcmpl' : 'cmpl'),
     created: Math.floor(Date.now() / 1000),
     model: s.env.modelId,
+    systemFingerprint: s.env.systemFingerprint,
   }
   const life = s.track(req, reply)
   try {
