@@ -114,6 +114,43 @@ describe('runner serve (the process)', {skip: hasShared() ? false : NO_SHARED_RE
     }
   })
 
+  test('--alias (repeated), --accept-any-model and --cors (repeated) reach the server', async () => {
+    const s = await serve([
+      '--ctx',
+      '64',
+      '--alias',
+      'gpt-4o-mini',
+      '--alias',
+      'local',
+      '--accept-any-model',
+      '--cors',
+      'http://localhost:5173',
+      '--cors',
+      'https://app.example',
+    ])
+    try {
+      const client = new OpenAI({baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0})
+      const list = await client.models.list()
+      assert.deepEqual(
+        list.data.map((m) => [m.id, (m as unknown as {aliases: string[]}).aliases]),
+        [['gpt-4o-mini', ['local', 'stories260K']]],
+      )
+      const r = await client.chat.completions.create({model: 'gpt-4o', messages: [{role: 'user', content: 'Hi'}], max_tokens: 2})
+      assert.equal(r.model, 'gpt-4o-mini')
+      for (const origin of ['http://localhost:5173', 'https://app.example']) {
+        const pre = await fetch(`${s.url}/v1/chat/completions`, {
+          method: 'OPTIONS',
+          headers: {origin, 'access-control-request-method': 'POST'},
+        })
+        assert.equal(pre.headers.get('access-control-allow-origin'), origin)
+      }
+      s.child.kill('SIGTERM')
+      assert.equal(await s.exited, 0)
+    } finally {
+      s.child.kill('SIGKILL')
+    }
+  })
+
   test('bad flags exit 2 naming the flag', async () => {
     const child = spawn(process.execPath, ['bin/run.js', 'serve', '-m', STORIES, '--timeout', 'soon'], {cwd: REPO_ROOT})
     let err = ''
@@ -121,5 +158,15 @@ describe('runner serve (the process)', {skip: hasShared() ? false : NO_SHARED_RE
     const code = await new Promise((resolve) => child.on('exit', resolve))
     assert.equal(code, 2)
     assert.match(err, /--timeout "soon"/)
+    for (const [flags, pattern] of [
+      [['--cors', 'localhost:5173'], /--cors "localhost:5173" must be an origin/],
+      [['--alias', ''], /--alias must not be empty/],
+    ] as const) {
+      const c = spawn(process.execPath, ['bin/run.js', 'serve', '-m', STORIES, ...flags], {cwd: REPO_ROOT})
+      let e = ''
+      c.stderr.on('data', (d: Buffer) => (e += d.toString()))
+      assert.equal(await new Promise((resolve) => c.on('exit', resolve)), 2, e)
+      assert.match(e, pattern)
+    }
   })
 })

@@ -517,7 +517,7 @@ describe("Ollama's API with the ollama npm client", {skip: SKIP}, () => {
     await notFound(anthropic.beta.files.list(), /^there is no route GET \/v1\/files/)
     await notFound(anthropic.models.retrieve('claude-sonnet-4-5'), /claude-sonnet-4-5/)
     // An Anthropic path answers in Anthropic's shape without the header too.
-    const bare = await fetch(`${t.url}/v1/messages/count_tokens`, {method: 'POST', headers: {'x-api-key': KEY}, body: '{}'})
+    const bare = await fetch(`${t.url}/v1/messages/no-such-route`, {method: 'POST', headers: {'x-api-key': KEY}, body: '{}'})
     assert.equal(bare.status, 404)
     assert.equal(((await bare.json()) as {type: string; error: {type: string}}).error.type, 'not_found_error')
   })

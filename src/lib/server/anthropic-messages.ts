@@ -14,7 +14,7 @@ const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null &
 /** Fields each block type may carry. */
 const BLOCK_FIELDS: Readonly<Record<string, readonly string[]>> = {
   text: ['type', 'text', 'cache_control', 'citations'],
-  tool_use: ['type', 'id', 'name', 'input', 'cache_control'],
+  tool_use: ['type', 'id', 'name', 'input', 'cache_control', 'caller'],
   tool_result: ['type', 'tool_use_id', 'content', 'is_error', 'cache_control'],
   thinking: ['type', 'thinking', 'signature'],
 }

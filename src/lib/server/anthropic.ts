@@ -56,7 +56,7 @@ export const MESSAGES_SCHEMA = {
   },
 } as const
 
-const UNSUPPORTED: Readonly<Record<string, string>> = {
+export const UNSUPPORTED: Readonly<Record<string, string>> = {
   container: 'containers are not supported',
   mcp_servers: 'MCP servers are not supported',
   service_tier: 'there is one service tier',
@@ -112,9 +112,12 @@ function usage(o: Pick<GenerationOutcome, 'promptTokens' | 'completionTokens' | 
 /** Message fields of Anthropic's that a local server has no value for (the SDK's types require them, as null). */
 const MESSAGE_NULLS = {container: null, diagnostics: null, stop_details: null} as const
 
-function prepare(env: RequestEnv, raw: unknown) {
-  const body = validateBody(MESSAGES_SCHEMA, raw, UNSUPPORTED)
-  checkModel(env, body)
+/**
+ * A validated Messages body as the chat prompt it renders to (the `system` field first, then the
+ * turns, with tools and thinking's template switch): what /v1/messages evaluates and
+ * /v1/messages/count_tokens counts. `maxTokens` bounds a thinking budget (count_tokens has none).
+ */
+export function anthropicChat(env: RequestEnv, body: Record<string, unknown>, maxTokens = Number.POSITIVE_INFINITY) {
   const system =
     body.system === undefined
       ? undefined
@@ -129,7 +132,6 @@ function prepare(env: RequestEnv, raw: unknown) {
       'output_config.format',
       'output_config.format with tools is not supported: give tool_choice {type: "none"}, or leave format out',
     )
-  const maxTokens = body.max_tokens as number
   const thinking = anthropicThinking(env, body.thinking, maxTokens)
   const chat = buildChatPrompt(env, {
     messages: history.messages,
@@ -139,6 +141,19 @@ function prepare(env: RequestEnv, raw: unknown) {
     ...(thinking ? {variables: thinking.variables} : {}),
     phased: thinking?.budget !== undefined,
   })
+  return {chat, format, thinking}
+}
+
+/** The prompt tokens of a Messages body (count_tokens). */
+export function anthropicPrompt(env: RequestEnv, body: Record<string, unknown>): number[] {
+  return anthropicChat(env, body).chat.prompt
+}
+
+function prepare(env: RequestEnv, raw: unknown) {
+  const body = validateBody(MESSAGES_SCHEMA, raw, UNSUPPORTED)
+  checkModel(env, body)
+  const maxTokens = body.max_tokens as number
+  const {chat, format, thinking} = anthropicChat(env, body, maxTokens)
   const prompt = chat.prompt
   const fit = fitPrompt(prompt.length, env.nCtx, maxTokens)
   if (!fit.fits) {

@@ -42,6 +42,7 @@ export async function completionsRoute(s: ServerState, kind: Kind, req: FastifyR
     id: completionId(kind === 'chat' ? 'chatcmpl' : 'cmpl'),
     created: Math.floor(Date.now() / 1000),
     model: s.env.modelId,
+    systemFingerprint: s.env.systemFingerprint,
   }
   const life = s.track(req, reply)
   try {

@@ -91,6 +91,8 @@ export interface ResponseMeta {
   readonly id: string
   readonly created: number
   readonly model: string
+  /** The build (./build-info.ts), on every completion and chunk as OpenAI and llama-server send it. */
+  readonly systemFingerprint: string
 }
 
 /** One choice's generation and, for chat, its answer as the tools parser read it. */
@@ -112,6 +114,7 @@ export function chatCompletion(meta: ResponseMeta, results: readonly ChoiceResul
     object: 'chat.completion',
     created: meta.created,
     model: meta.model,
+    system_fingerprint: meta.systemFingerprint,
     choices: results.map(({outcome: o, answer}, index) => ({
       index,
       message: answer ? answerMessage(answer) : {role: 'assistant', content: o.text, refusal: null},
@@ -136,6 +139,7 @@ export function chatChunk(meta: ResponseMeta, delta: Record<string, unknown>, ex
     object: 'chat.completion.chunk',
     created: meta.created,
     model: meta.model,
+    system_fingerprint: meta.systemFingerprint,
     choices: [{index: extra.index ?? 0, delta, logprobs: extra.logprobs ?? null, finish_reason: extra.finishReason ?? null}],
     ...(extra.usage ? {usage: null} : {}),
   }
@@ -147,6 +151,7 @@ export function textCompletion(meta: ResponseMeta, results: readonly ChoiceResul
     object: 'text_completion',
     created: meta.created,
     model: meta.model,
+    system_fingerprint: meta.systemFingerprint,
     choices: results.map(({outcome: o}, index) => ({
       index,
       text: o.text,
@@ -163,6 +168,7 @@ export function textChunk(meta: ResponseMeta, text: string, extra: ChunkExtra): 
     object: 'text_completion',
     created: meta.created,
     model: meta.model,
+    system_fingerprint: meta.systemFingerprint,
     choices: [{index: extra.index ?? 0, text, logprobs: extra.logprobs ?? null, finish_reason: extra.finishReason ?? null}],
     ...(extra.usage ? {usage: null} : {}),
   }
@@ -170,5 +176,5 @@ export function textChunk(meta: ResponseMeta, text: string, extra: ChunkExtra): 
 
 /** The last chunk of a stream with include_usage: no choices, the usage. */
 export function usageChunk(meta: ResponseMeta, object: 'chat.completion.chunk' | 'text_completion', usage: Usage): unknown {
-  return {id: meta.id, object, created: meta.created, model: meta.model, choices: [], usage}
+  return {id: meta.id, object, created: meta.created, model: meta.model, system_fingerprint: meta.systemFingerprint, choices: [], usage}
 }

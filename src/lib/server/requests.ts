@@ -11,6 +11,7 @@ import {ApiError, badParam, toApiError} from './api-error.js'
 import type {AnswerOptions} from '../tools/index.js'
 import {buildChatPrompt} from './chat-prompt.js'
 import type {GenerationRequest} from './generation.js'
+import {type ModelIds, requireModel} from './model-ids.js'
 import {CHAT_SCHEMA, COMPLETION_SCHEMA, validateBody} from './schemas.js'
 import {openAiResponseFormat} from './structured.js'
 import {openAiTools} from './tool-fields.js'
@@ -27,7 +28,12 @@ export interface PreparedRequest extends GenerationRequest {
 }
 
 export interface RequestEnv {
+  /** The served id (modelIds.served): what responses name. */
   readonly modelId: string
+  /** Every id `model` may name (./model-ids.ts). */
+  readonly modelIds: ModelIds
+  /** The build, as chat and text completions carry it (./build-info.ts). */
+  readonly systemFingerprint: string
   readonly tokenizer: Tokenizer
   readonly template: ChatTemplate
   /** Positions of one slot's KV cache. */
@@ -55,15 +61,7 @@ function opt<T>(body: Body, key: string): T | undefined {
 }
 
 export function checkModel(env: RequestEnv, body: Body): void {
-  const model = body.model as string
-  if (model !== env.modelId) {
-    throw new ApiError(
-      404,
-      `The model \`${model}\` does not exist; this server serves \`${env.modelId}\` (GET /v1/models)`,
-      'model',
-      'model_not_found',
-    )
-  }
+  requireModel(env.modelIds, body.model as string)
 }
 
 /** The history options of the OpenAI routes: tools, prefills, system messages where the template can render them. */

@@ -6,11 +6,14 @@
 import type {FastifyReply, FastifyRequest} from 'fastify'
 
 import {messagesRoute} from './anthropic.js'
-import {ApiError, toApiError} from './api-error.js'
+import {countTokensRoute} from './anthropic-count.js'
+import {toApiError} from './api-error.js'
 import {completionsRoute} from './completions.js'
 import {embeddingsRoute} from './embeddings.js'
 import {OLLAMA_ROUTES} from './ollama.js'
 import {OLLAMA_EMBED_ROUTES} from './ollama-embed.js'
+import {listModels, retrieveModel} from './models-route.js'
+import {detokenize, tokenize} from './tokenize-routes.js'
 import {PROMETHEUS_CONTENT_TYPE} from './metrics.js'
 import {renderChat} from './requests.js'
 import {responsesRoute} from './responses.js'
@@ -60,15 +63,22 @@ export const ROUTES: readonly Route[] = [
     method: 'GET',
     url: '/v1/models',
     auth: true,
-    summary: 'the served model',
-    handler: async (s) => ({object: 'list', data: [modelObject(s)]}),
+    summary: "the served model (Anthropic's shape with an anthropic-version header)",
+    handler: listModels,
   },
   {
     method: 'GET',
     url: '/v1/models/:model',
     auth: true,
     summary: 'one model by id',
-    handler: async (s, q) => modelById(s, (q.params as {model: string}).model),
+    handler: retrieveModel,
+  },
+  {
+    method: 'POST',
+    url: '/v1/messages/count_tokens',
+    auth: true,
+    summary: "the prompt tokens of a Messages request (Anthropic's count_tokens)",
+    handler: countTokensRoute,
   },
   {
     method: 'GET',
@@ -84,6 +94,20 @@ export const ROUTES: readonly Route[] = [
     summary: 'the prompt a chat history renders to (llama-server compatible)',
     handler: async (s, q) => applyTemplate(s, q.body),
   },
+  {
+    method: 'POST',
+    url: '/tokenize',
+    auth: true,
+    summary: 'text to token ids, optionally with pieces (llama-server compatible)',
+    handler: async (s, q) => tokenize(s, q.body),
+  },
+  {
+    method: 'POST',
+    url: '/detokenize',
+    auth: true,
+    summary: 'token ids to text (llama-server compatible)',
+    handler: async (s, q) => detokenize(s, q.body),
+  },
   {method: 'GET', url: '/health', auth: false, summary: 'liveness and slot use', handler: async (s, _q, r) => health(s, r)},
   {
     method: 'GET',
@@ -95,16 +119,6 @@ export const ROUTES: readonly Route[] = [
   ...OLLAMA_ROUTES,
   ...OLLAMA_EMBED_ROUTES,
 ]
-
-function modelObject(s: ServerState) {
-  return {id: s.env.modelId, object: 'model', created: s.createdAt, owned_by: 'runner'}
-}
-
-async function modelById(s: ServerState, id: string) {
-  if (id !== s.env.modelId)
-    throw new ApiError(404, `The model \`${id}\` does not exist; this server serves \`${s.env.modelId}\``, 'model', 'model_not_found')
-  return modelObject(s)
-}
 
 async function applyTemplate(s: ServerState, raw: unknown) {
   const body = validateBody(APPLY_TEMPLATE_SCHEMA, raw)

@@ -48,7 +48,21 @@ export const serveFlags = {
     description: 'chat template: "chatml" or a Jinja template file (default: the model\'s own, else ChatML)',
     helpValue: 'chatml|FILE',
   }),
-  alias: Flags.string({description: 'model id clients send as "model" (default: the file name without .gguf)', helpValue: 'NAME'}),
+  alias: Flags.string({
+    description:
+      'a model id clients may send as "model", besides the file name without .gguf (repeatable; the first is the id responses name)',
+    helpValue: 'NAME',
+    multiple: true,
+  }),
+  'accept-any-model': Flags.boolean({
+    description:
+      'accept any "model" id, as llama-server does (responses still name the served id); default: only the file name and --alias',
+  }),
+  cors: Flags.string({
+    description: 'let browser pages from ORIGIN call the API (CORS; repeatable; "*" for any origin); default: none',
+    helpValue: 'ORIGIN',
+    multiple: true,
+  }),
   timeout: Flags.string({
     description: 'seconds a request may take from arrival, queue and prompt included (then 408)',
     default: String(SERVE_DEFAULTS.timeoutSeconds),
@@ -77,7 +91,9 @@ type ServeFlagValues = {
   readonly 'kv-type': string
   readonly 'api-key'?: string
   readonly 'chat-template'?: string
-  readonly alias?: string
+  readonly alias?: string[]
+  readonly 'accept-any-model': boolean
+  readonly cors?: string[]
   readonly timeout: string
   readonly queue: number
   readonly 'body-limit': number
@@ -100,7 +116,9 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     apiKey: flags['api-key'],
     chatTemplate: readTemplateFlag(flags['chat-template']),
     prefixCache: !flags['no-prefix-cache'],
-    alias: flags.alias,
+    aliases: flags.alias,
+    acceptAnyModel: flags['accept-any-model'],
+    corsOrigins: flags.cors,
   }
 }
 

@@ -17,7 +17,10 @@ import {defaultThreads} from '../util/index.js'
 import {ApiError, toApiError} from './api-error.js'
 import {embeddingCapabilities} from './embeddings.js'
 import {errorBodyFor} from './error-shape.js'
+import {buildInfo} from './build-info.js'
+import {installCors, parseCorsOrigins} from './cors.js'
 import {Metrics} from './metrics.js'
+import {modelIds as ids, otherIds} from './model-ids.js'
 import {COMPLETION_DEFAULT_MAX_TOKENS, type RequestEnv} from './requests.js'
 import {ROUTES} from './routes.js'
 import {Scheduler} from './scheduler.js'
@@ -42,8 +45,12 @@ export interface ServeOptions {
   /** "chatml" or the text of a Jinja chat template; wins over the model's. */
   readonly chatTemplate?: string
   readonly prefixCache?: boolean
-  /** The model id clients name (default: the file name without .gguf). */
-  readonly alias?: string
+  /** Model ids clients may name besides the file name without .gguf; the first is the served id (./model-ids.ts). */
+  readonly aliases?: readonly string[]
+  /** Accept any `model` id, as llama-server does (default: only the file name and the aliases). */
+  readonly acceptAnyModel?: boolean
+  /** Origins allowed by CORS ("*": any); none by default (./cors.ts). */
+  readonly corsOrigins?: readonly string[]
 }
 
 export const SERVE_DEFAULTS = {
@@ -79,7 +86,7 @@ export const MAX_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000)
 
 export async function startServer(options: ServeOptions, log: (line: string) => void = () => {}): Promise<RunningServer> {
   const o = {...SERVE_DEFAULTS, ...definedOnly(options), modelPath: options.modelPath} as Required<
-    Omit<ServeOptions, 'nCtx' | 'threadsPerSlot' | 'apiKey' | 'chatTemplate' | 'alias'>
+    Omit<ServeOptions, 'nCtx' | 'threadsPerSlot' | 'apiKey' | 'chatTemplate' | 'aliases' | 'acceptAnyModel' | 'corsOrigins'>
   > &
     ServeOptions
   const check = (name: string, v: number, min: number, max: number) => {
@@ -98,6 +105,10 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       ExitCode.usage,
     )
   }
+  for (const a of o.aliases ?? [])
+    if (a.length === 0) throw new RunnerError('SERVE_BAD_OPTION', '--alias must not be empty', ExitCode.usage)
+  const corsOrigins = parseCorsOrigins(o.corsOrigins ?? [])
+  const build = await buildInfo()
 
   const model = await Model.load(o.modelPath)
   const contexts: Context[] = []
@@ -106,8 +117,9 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     const nCtx = o.nCtx ?? defaultContextSize(model.config.nCtxTrain)
     const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
     for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
-    const modelId = o.alias ?? basename(o.modelPath).replace(/\.gguf$/i, '')
-    const env: RequestEnv = {modelId, tokenizer: model.tokenizer, template, nCtx}
+    const modelIds = ids(basename(o.modelPath).replace(/\.gguf$/i, ''), o.aliases, o.acceptAnyModel)
+    const modelId = modelIds.served
+    const env: RequestEnv = {modelId, modelIds, systemFingerprint: build.systemFingerprint, tokenizer: model.tokenizer, template, nCtx}
     const scheduler = new Scheduler(
       contexts.map((c) => new Session(c)),
       {queueLimit: o.queueLimit, prefixCache: o.prefixCache},
@@ -134,6 +146,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     const capabilities = {
       model: {
         id: modelId,
+        aliases: otherIds(modelIds),
+        accept_any_model: modelIds.acceptAny,
         file: o.modelPath,
         architecture: model.config.architecture,
         n_ctx_train: model.config.nCtxTrain,
@@ -171,6 +185,13 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         max_top_logprobs: MAX_TOP_LOGPROBS,
       },
       auth: {api_key_required: o.apiKey !== undefined},
+      cors: {origins: corsOrigins},
+      build: {
+        runner: build.runner,
+        addon_sha256: build.addonSha256,
+        package_sha256: build.packageSha256,
+        system_fingerprint: build.systemFingerprint,
+      },
       defaults: {
         temperature: SAMPLING_DEFAULTS.temperature,
         top_k: SAMPLING_DEFAULTS.topK,
@@ -221,7 +242,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       routes: ROUTES.map((r) => ({method: r.method, path: r.url, summary: r.summary})),
     }
     const state = new ServerState(env, {scheduler, metrics}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000, model.gguf)
-    const app = buildApp(state, o.bodyLimitBytes, o.apiKey)
+    const app = buildApp(state, o.bodyLimitBytes, o.apiKey, corsOrigins)
     try {
       await app.listen({host: o.host, port: o.port})
     } catch (error) {
@@ -261,7 +282,7 @@ function definedOnly<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>
 }
 
-function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefined): FastifyInstance {
+function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefined, corsOrigins: readonly string[]): FastifyInstance {
   const app = Fastify({
     bodyLimit,
     logger: false,
@@ -278,6 +299,8 @@ function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefi
   app.addContentTypeParser('application/json', {parseAs: 'string'}, json)
   app.addContentTypeParser('*', {parseAs: 'string'}, json)
 
+  // First: preflights are answered before the API key is asked for.
+  installCors(app, corsOrigins)
   const publicRoutes = new Set(ROUTES.filter((r) => !r.auth).map((r) => r.url))
   const key = apiKey === undefined ? undefined : Buffer.from(apiKey)
   app.addHook('onRequest', async (req, reply) => {

@@ -28,13 +28,19 @@ type Obj = Record<string, unknown>
 /** The template variable Qwen 3's (and SmolLM 3's) templates switch thinking with. */
 const SWITCH = 'enable_thinking'
 
+/** What the template allows: thinking at all, and switching it off. */
+export function thinkingSupport(env: RequestEnv): {readonly enabled: boolean; readonly disabled: boolean; readonly switchable: boolean} {
+  const thinks = templateThinks(env.template.source)
+  const switchable = thinks && renders(env, true) !== renders(env, false)
+  return {enabled: thinks, disabled: !thinks || switchable, switchable}
+}
+
 export function anthropicThinking(env: RequestEnv, thinking: unknown, maxTokens: number): ThinkingRequest | undefined {
   if (thinking === undefined || thinking === null) return undefined
   const t = thinking as Obj
   if (typeof t !== 'object' || Array.isArray(t))
     throw badParam('thinking', 'thinking must be {type: "enabled", budget_tokens} or {type: "disabled"}')
-  const thinks = templateThinks(env.template.source)
-  const switchable = thinks && renders(env, true) !== renders(env, false)
+  const {enabled: thinks, switchable} = thinkingSupport(env)
   if (t.type === 'disabled') {
     if (Object.keys(t).length > 1) throw badParam('thinking', 'thinking {type: "disabled"} takes no other field')
     if (thinks && !switchable)
