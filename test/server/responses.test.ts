@@ -170,6 +170,33 @@ describe('POST /v1/responses with the openai SDK', () => {
     await refused({tools: [{type: 'web_search'}]}, 'tools[0].type')
     await refused({input: [{type: 'function_call_output', call_id: 'nope', output: 'x'}]}, 'input[0].call_id')
     await refused({text: {format: {type: 'json_schema', name: 'x', schema: {type: 'object'}, description: 'd'}}}, 'text.format.description')
+    // Field names as this route spells them, and input items by their own index.
+    const unique = {type: 'object', properties: {tags: {type: 'array', uniqueItems: true}}}
+    await refused({tools: [{type: 'function', name: 'f', parameters: unique}], tool_choice: 'required'}, 'tools[0].parameters')
+    await refused({tools: [{type: 'function', name: 'f g'}]}, 'tools[0].name')
+    await refused({tools: [{type: 'function', name: 'f'}], tool_choice: {type: 'function', name: 'g'}}, 'tool_choice.name')
+    await refused(
+      {
+        instructions: 'x',
+        input: [
+          {role: 'user', content: 'a'},
+          {type: 'function_call_output', call_id: 'c', output: 'x'},
+        ],
+      },
+      'input[1].call_id',
+    )
+    await refused(
+      {
+        input: [
+          {type: 'reasoning', foo: 1},
+          {role: 'user', content: 'x'},
+        ],
+      },
+      'input[0].foo',
+    )
+    await refused({input: [{role: 'constructor', content: 'x'}]}, 'input[0].role')
+    await refused({input: [{role: 'user', content: ''}]}, 'input[0].content')
+    await refused({stream_options: {include_obfuscation: false, extra: 1}}, 'stream_options')
   })
 })
 

@@ -99,6 +99,8 @@ describe("responses carry every field the SDKs' types require", () => {
       'response.output_text.done': 'ResponseTextDoneEvent',
       'response.function_call_arguments.delta': 'ResponseFunctionCallArgumentsDeltaEvent',
       'response.function_call_arguments.done': 'ResponseFunctionCallArgumentsDoneEvent',
+      'response.reasoning_text.delta': 'ResponseReasoningTextDeltaEvent',
+      'response.reasoning_text.done': 'ResponseReasoningTextDoneEvent',
     }
     const items: Readonly<Record<string, string>> = {
       message: 'ResponseOutputMessage',

@@ -11,6 +11,7 @@ import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
 
 import Anthropic from '@anthropic-ai/sdk'
+import OpenAI from 'openai'
 
 import {makeLenmlModel} from '../helpers/lenml-model.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../helpers/shared.js'
@@ -65,6 +66,35 @@ describe('Anthropic thinking on a thinking template (Qwen 3)', () => {
       m.content.map((b) => b.type),
     )
     assert.equal(final.content[0]!.type === 'thinking' ? final.content[0]!.thinking : '', thinking)
+  })
+
+  test('the Responses API streams the thinking as a reasoning item the openai SDK accumulates', async (c) => {
+    if (!t) return c.skip(`@lenml/${MODEL} is not installed`)
+    const openai = new OpenAI({baseURL: `${t.url}/v1`, apiKey: 'unused', maxRetries: 0})
+    const body = {
+      model: MODEL,
+      input: 'What time is it?',
+      tools: [
+        {
+          type: 'function' as const,
+          name: 'get_time',
+          parameters: {type: 'object', properties: {}, additionalProperties: false},
+          strict: true,
+        },
+      ],
+      tool_choice: 'required' as const,
+      max_output_tokens: 12,
+      temperature: 0,
+    }
+    const whole = await openai.responses.create(body)
+    assert.equal(whole.output[0]?.type, 'reasoning', JSON.stringify(whole.output))
+    const final = await openai.responses.stream(body).finalResponse()
+    assert.deepEqual(
+      final.output.map((o) => o.type),
+      whole.output.map((o) => o.type),
+    )
+    const text = (r: typeof whole) => (r.output[0]?.type === 'reasoning' ? (r.output[0].content ?? []).map((x) => x.text).join('') : '')
+    assert.equal(text(final), text(whole))
   })
 
   test('disabled: the template renders its empty think block, so the forced call comes first', async (c) => {

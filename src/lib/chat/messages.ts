@@ -1,3 +1,4 @@
+import {own} from '../util/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 
 /** The roles a chat history may hold ("tool" only where the caller offers tools: the servers). */
@@ -122,9 +123,9 @@ function validateMessage(m: unknown, at: string, options: HistoryOptions): ChatM
   const rawRole = record.role
   if (rawRole === undefined) throw new ChatHistoryError(`${at}.role`, `${at}.role is missing`)
   if (typeof rawRole !== 'string') throw new ChatHistoryError(`${at}.role`, `${at}.role must be a string`)
-  if (UNSUPPORTED_ROLES[rawRole])
-    throw new ChatHistoryError(`${at}.role`, `${at}.role "${rawRole}" is not supported: ${UNSUPPORTED_ROLES[rawRole]}`)
-  const role = ROLE_ALIASES[rawRole]
+  const unsupported = own(UNSUPPORTED_ROLES, rawRole)
+  if (unsupported) throw new ChatHistoryError(`${at}.role`, `${at}.role "${rawRole}" is not supported: ${unsupported}`)
+  const role = own(ROLE_ALIASES, rawRole)
   if (!role) throw new ChatHistoryError(`${at}.role`, `${at}.role "${rawRole}" is not one of system, developer, user, assistant, tool`)
   if (role === 'tool' && !options.tools)
     throw new ChatHistoryError(`${at}.role`, `${at}.role "tool" is not supported here: tool results need a request with tools`)
@@ -132,7 +133,7 @@ function validateMessage(m: unknown, at: string, options: HistoryOptions): ChatM
     if (key === 'role' || key === 'content' || ROLE_FIELDS[role].includes(key)) continue
     // Clients send a reply back as they got it: `refusal: null`, `audio: null`, `annotations: []` say nothing.
     if (carriesNothing(record[key])) continue
-    const why = UNSUPPORTED_FIELDS[key]
+    const why = own(UNSUPPORTED_FIELDS, key)
     throw new ChatHistoryError(
       `${at}.${key}`,
       why ? `${at}.${key} is not supported: ${why}` : `${at}.${key} is not a field of a "${rawRole}" message`,
@@ -212,7 +213,20 @@ function argumentsText(v: unknown, at: string): string {
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
     throw new ChatHistoryError(at, `${at} must be a JSON object (the function's named arguments)`)
+  checkArgumentDepth(parsed, at)
   return v
+}
+
+/** How deep a call's arguments may nest: far past any real function's, short of what templates (and JSON.stringify) can recurse through. */
+export const MAX_ARGUMENT_DEPTH = 64
+
+/** Refuse arguments nested deeper than MAX_ARGUMENT_DEPTH (measured without recursion). */
+export function checkArgumentDepth(value: unknown, at: string): void {
+  let level: unknown[] = [value]
+  for (let depth = 0; level.length > 0; depth++) {
+    if (depth > MAX_ARGUMENT_DEPTH) throw new ChatHistoryError(at, `${at} nests deeper than ${MAX_ARGUMENT_DEPTH} levels`)
+    level = level.flatMap((v) => (typeof v === 'object' && v !== null ? Object.values(v) : []))
+  }
 }
 
 /**

@@ -5,8 +5,9 @@
  * `cache_control` is accepted on every block: the prefix cache already reuses what it marks.
  * Each refusal names the block as Anthropic does: `messages.2.content.1.tool_use_id`.
  */
-import type {ChatMessage, ChatToolCall} from '../chat/index.js'
-import {badParam} from './api-error.js'
+import {own} from '../util/index.js'
+import {type ChatMessage, type ChatToolCall, checkArgumentDepth} from '../chat/index.js'
+import {badParam, toApiError} from './api-error.js'
 
 type Obj = Record<string, unknown>
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v)
@@ -33,13 +34,15 @@ function blocksOf(content: unknown, at: string): Obj[] {
   return content.map((b: unknown, j) => {
     const here = `${at}.${j}`
     if (!isObject(b) || typeof b.type !== 'string') throw badParam(here, `${here} must be a content block with a "type"`)
-    const why = UNSUPPORTED_BLOCKS[b.type]
+    const why = own(UNSUPPORTED_BLOCKS, b.type)
     if (why) throw badParam(`${here}.type`, `${here}.type "${b.type}" is not supported: ${why}`)
-    const fields = BLOCK_FIELDS[b.type]
+    const fields = own(BLOCK_FIELDS, b.type)
     if (!fields) throw badParam(`${here}.type`, `${here}.type ${JSON.stringify(b.type)} is not a content block type`)
     for (const key of Object.keys(b))
       if (!fields.includes(key)) throw badParam(`${here}.${key}`, `${here}.${key} is not a field of a ${b.type} block`)
     if (b.citations !== undefined && b.citations !== null) throw badParam(`${here}.citations`, `${here}.citations are not supported`)
+    if (b.cache_control !== undefined && b.cache_control !== null && !isObject(b.cache_control))
+      throw badParam(`${here}.cache_control`, `${here}.cache_control must be an object ({"type": "ephemeral"})`)
     return b
   })
 }
@@ -105,6 +108,7 @@ export function anthropicHistory(input: unknown, system: string | undefined): An
         else if (b.type === 'tool_use') {
           const id = text(b, 'id', here)
           if (!isObject(b.input)) throw badParam(`${here}.input`, `${here}.input must be an object`)
+          checked(() => checkArgumentDepth(b.input, `${here}.input`))
           toolCalls.push({id, name: text(b, 'name', here), arguments: JSON.stringify(b.input)})
           calls.add(id)
         } else throw badParam(`${here}.type`, `${here}: a ${String(b.type)} block belongs in a user message`)
@@ -130,4 +134,13 @@ export function anthropicHistory(input: unknown, system: string | undefined): An
     else if (!blocks.some((b) => b.type === 'tool_result')) throw badParam(`${at}.content`, `${at}.content is empty`)
   })
   return {messages: out, origin}
+}
+
+/** A history check's refusal as this API's error. */
+function checked(run: () => void): void {
+  try {
+    run()
+  } catch (error) {
+    throw toApiError(error)
+  }
 }

@@ -9,7 +9,7 @@ import {randomBytes} from 'node:crypto'
 
 import {fitPrompt} from '../generate/index.js'
 import {resolveSamplingOptions} from '../sampling/index.js'
-import {type AnswerEvent, AnswerParser, type ParsedAnswer, parseAnswer} from '../tools/index.js'
+import {type AnswerEvent, AnswerParser, type ParsedAnswer} from '../tools/index.js'
 import {anthropicHistory} from './anthropic-messages.js'
 import {AnthropicBlocks} from './anthropic-stream.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
@@ -75,22 +75,6 @@ const STOP_REASON: Readonly<Record<GenerationOutcome['ended'], StopReason>> = {
 function stopReason(o: GenerationOutcome, answer: ParsedAnswer | undefined): StopReason {
   const reason = STOP_REASON[o.ended]
   return reason === 'end_turn' && answer && answer.calls.length > 0 ? 'tool_use' : reason
-}
-
-/** An answer's content blocks: thinking, text, then each call as a tool_use block. */
-function contentBlocks(text: string, answer: ParsedAnswer | undefined): unknown[] {
-  if (!answer) return [{type: 'text', text, citations: null}]
-  return [
-    ...(answer.reasoning ? [{type: 'thinking', thinking: answer.reasoning, signature: ''}] : []),
-    ...(answer.content || answer.calls.length === 0 ? [{type: 'text', text: answer.content, citations: null}] : []),
-    ...answer.calls.map((c) => ({
-      type: 'tool_use',
-      id: c.id,
-      name: c.name,
-      input: JSON.parse(c.arguments) as unknown,
-      caller: {type: 'direct'},
-    })),
-  ]
 }
 
 /** Usage as the SDK's Usage type has it: the fields that mean nothing on a local server are null. */
@@ -212,14 +196,17 @@ export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: 
   try {
     if (!p.stream) {
       const o = await run(s, p, life.signal)
-      const answer = p.answer ? parseAnswer(p.answer, o.text) : undefined
+      const blocks = new AnthropicBlocks()
+      const parser = p.answer ? new AnswerParser(p.answer) : undefined
+      for (const e of parser ? [...parser.push(o.text), ...parser.finish()] : [{type: 'text' as const, text: o.text}]) blocks.send(e)
+      const answer = parser?.result()
       return {
         id,
         type: 'message',
         role: 'assistant',
         model,
         ...MESSAGE_NULLS,
-        content: contentBlocks(o.text, answer),
+        content: blocks.end(),
         stop_reason: stopReason(o, answer),
         stop_sequence: o.stopString ?? null,
         usage: usage(o),

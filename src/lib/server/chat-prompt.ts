@@ -9,7 +9,7 @@
 import {type ChatMessage, encodeChatPrompt, RESERVED_TEMPLATE_VARIABLES} from '../chat/index.js'
 import type {Constraint} from '../grammar/index.js'
 import {type AnswerOptions, templateThinks, thinkingConstraint, type ThinkStart, toolConstraint, toolPrompt} from '../tools/index.js'
-import {badParam, toApiError} from './api-error.js'
+import {ApiError, badParam, toApiError} from './api-error.js'
 import type {RequestEnv} from './requests.js'
 import {compileToolConstraint} from './structured.js'
 import type {RequestTools} from './tool-fields.js'
@@ -36,6 +36,8 @@ export interface ChatPromptInput {
   readonly addGenerationPrompt?: boolean
   /** The answer runs in two phases (a thinking budget): build both phases' constraints. */
   readonly phased?: boolean
+  /** The field a template's refusal names (default `messages`; the Responses API's `input`). */
+  readonly historyParam?: string
 }
 
 /** Where a rendered prompt leaves the model with respect to thinking. */
@@ -61,7 +63,8 @@ export function buildChatPrompt(env: RequestEnv, input: ChatPromptInput): ChatPr
         ...(input.variables ? {variables: input.variables} : {}),
       })
     } catch (error) {
-      throw toApiError(error)
+      const e = toApiError(error)
+      throw input.historyParam && e.param === 'messages' ? new ApiError(e.status, e.message, input.historyParam, e.code) : e
     }
   }
   const last = tp.messages.at(-1)!
@@ -74,7 +77,7 @@ export function buildChatPrompt(env: RequestEnv, input: ChatPromptInput): ChatPr
       `${input.at(lastIndex)} calls tools: send their results (role "tool") before asking for a reply`,
     )
   } else if (last.role === 'assistant' && last.content.trim().length > 0) {
-    rendered = continueFinal(render(tp.messages, false), last.content, input.at(lastIndex))
+    rendered = continueFinal((m) => render(m, false), tp.messages, input.at(lastIndex))
   } else if (last.role === 'assistant') {
     rendered = render(tp.messages.slice(0, -1), true)
   } else rendered = render(tp.messages, true)
@@ -91,19 +94,31 @@ export function buildChatPrompt(env: RequestEnv, input: ChatPromptInput): ChatPr
     callable.length > 0 || think !== 'none'
       ? {format: tp.format, toolNames: new Set(callable.map((t) => t.name)), think, api: input.api}
       : undefined
-  const compile = (source: ReturnType<typeof toolConstraint>) => (source ? compileToolConstraint(source) : undefined)
+  // The functions the grammar holds (a named choice: that one), each schema checked alone so a refusal names its field.
+  const inGrammar = choice.mode === 'named' ? tools.filter((t) => t.name === choice.name) : tools
+  const compile = (source: ReturnType<typeof toolConstraint>) => (source ? compileToolConstraint(source, inGrammar) : undefined)
   const constraint = compile(toolConstraint({format: tp.format, tools, choice, parallel, think}))
   if (!input.phased) return {prompt, rendered, answer, constraint}
   const after = compile(toolConstraint({format: tp.format, tools, choice, parallel, think: 'none'}))
   return {prompt, rendered, answer, constraint, phases: {thinking: compile(thinkingConstraint(think)), after}}
 }
 
-/** The rendered history cut right after the final assistant message's text, so the model continues it. */
-function continueFinal(rendered: string, content: string, at: string): string {
-  const text = content.trim()
-  const end = rendered.lastIndexOf(text)
-  if (end < 0) throw badParam(at, `${at}: the chat template does not render the assistant's text verbatim, so it cannot be continued`)
-  return rendered.slice(0, end + text.length)
+/** Stands in for the prefill's text while the history renders: nothing a template would change or a user would write. */
+const PREFILL_MARK = '\u{F8FF}prefill\u{F8FF}'
+
+/**
+ * The rendered history cut where the final assistant message's text begins, then that text as
+ * given: the model continues it (transformers' continue_final_message, located exactly: the
+ * history is rendered with a mark in its place, so the text cannot be found in the wrong spot, and
+ * the template's end-of-turn after it never gets in).
+ */
+function continueFinal(render: (m: readonly ChatMessage[]) => string, messages: readonly ChatMessage[], at: string): string {
+  const last = messages.at(-1)!
+  const marked = render([...messages.slice(0, -1), {...last, content: PREFILL_MARK}])
+  const end = marked.indexOf(PREFILL_MARK)
+  if (end < 0 || marked.indexOf(PREFILL_MARK, end + 1) >= 0)
+    throw badParam(at, `${at}: the chat template does not render the assistant's text verbatim, so it cannot be continued`)
+  return marked.slice(0, end) + last.content
 }
 
 /**

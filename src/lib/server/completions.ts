@@ -33,7 +33,8 @@ type Kind = 'chat' | 'text'
 
 /** The request for choice i: the same prompt, the seed moved on by i. */
 function choiceRequest(p: PreparedRequest, i: number): PreparedRequest {
-  return i === 0 ? p : {...p, sampling: {...p.sampling, seed: p.sampling.seed + BigInt(i)}}
+  // Seeds are 64-bit: seed + i wraps as the sampler's unsigned seed would.
+  return i === 0 ? p : {...p, sampling: {...p.sampling, seed: BigInt.asUintN(64, p.sampling.seed + BigInt(i))}}
 }
 
 export async function completionsRoute(s: ServerState, kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {

@@ -9,6 +9,7 @@
  * (its `tool_name`, when given, must name that call's function). There is no tool_choice: the model
  * decides, and a call it writes is read back into `message.tool_calls`.
  */
+import {own} from '../util/index.js'
 import {type ChatToolCall, encodeChatPrompt, validateHistory} from '../chat/index.js'
 import type {AnswerOptions} from '../tools/index.js'
 import {fitPrompt} from '../generate/index.js'
@@ -200,7 +201,7 @@ function refuseOptions(raw: Body): void {
   if (!isRecord(options)) return
   for (const [key, value] of Object.entries(options)) {
     const param = `options.${key}`
-    const why = REFUSED_OPTIONS[key]
+    const why = own(REFUSED_OPTIONS, key)
     if (why !== undefined) throw new ApiError(400, `${param} is not supported: ${why}`, param, 'unsupported_parameter')
     if (!(key in OPTIONS_SCHEMA.properties)) {
       throw new ApiError(
@@ -210,7 +211,7 @@ function refuseOptions(raw: Body): void {
         'unknown_parameter',
       )
     }
-    const neutral = NEUTRAL_OPTIONS[key]
+    const neutral = own(NEUTRAL_OPTIONS, key)
     if (neutral && value !== null && value !== neutral.value)
       throw new ApiError(400, `${param} = ${JSON.stringify(value)} is not supported: ${neutral.why}`, param, 'unsupported_value')
   }

@@ -5,9 +5,10 @@
  * structured-output constraint. The server is stateless: `previous_response_id`, `store: true` and
  * `conversation` are refused by name, as is everything else it cannot honour.
  */
-import type {ChatMessage, ChatToolCall} from '../chat/index.js'
+import {own} from '../util/index.js'
+import {type ChatMessage, type ChatToolCall, checkArgumentDepth} from '../chat/index.js'
 import type {Constraint} from '../grammar/index.js'
-import {ApiError, badParam} from './api-error.js'
+import {ApiError, badParam, toApiError} from './api-error.js'
 import {openAiResponseFormat} from './structured.js'
 import {openAiTools, type RequestTools} from './tool-fields.js'
 
@@ -33,7 +34,10 @@ const NEUTRAL: Readonly<Record<string, (v: unknown) => boolean>> = {
   include: (v) => Array.isArray(v) && v.length === 0,
   reasoning: (v) => isObject(v) && Object.values(v).every((x) => x === null || x === undefined),
   top_logprobs: (v) => v === 0,
-  stream_options: (v) => isObject(v) && (v.include_obfuscation === undefined || v.include_obfuscation === false),
+  stream_options: (v) =>
+    isObject(v) &&
+    Object.keys(v).every((k) => k === 'include_obfuscation') &&
+    (v.include_obfuscation === undefined || v.include_obfuscation === false),
 }
 
 const NEUTRAL_WHY: Readonly<Record<string, string>> = {
@@ -50,9 +54,9 @@ const NEUTRAL_WHY: Readonly<Record<string, string>> = {
 export function checkResponsesFields(body: Obj): void {
   for (const [key, value] of Object.entries(body)) {
     if (value === null || value === undefined) continue
-    const why = RESPONSES_UNSUPPORTED[key]
+    const why = own(RESPONSES_UNSUPPORTED, key)
     if (why) throw badParam(key, `${key} is not supported: ${why}`, 'unsupported_parameter')
-    const neutral = NEUTRAL[key]
+    const neutral = own(NEUTRAL, key)
     if (neutral && !neutral(value))
       throw badParam(key, `${key} = ${JSON.stringify(value)} is not supported: ${NEUTRAL_WHY[key]}`, 'unsupported_parameter')
   }
@@ -86,25 +90,37 @@ const MESSAGE_ROLES: Readonly<Record<string, ChatMessage['role']>> = {
 }
 
 /** Input items to a chat history; consecutive function calls join the assistant turn before them. */
-export function responsesHistory(instructions: unknown, input: unknown): ChatMessage[] {
+export interface ResponsesHistory {
+  readonly messages: ChatMessage[]
+  /** Where each message came from, for refusals: `input[3]`, `instructions`. */
+  readonly origin: string[]
+}
+
+export function responsesHistory(instructions: unknown, input: unknown): ResponsesHistory {
   const out: ChatMessage[] = []
+  const origin: string[] = []
+  const push = (m: ChatMessage, from: string) => {
+    out.push(m)
+    origin.push(from)
+  }
   if (instructions !== undefined && instructions !== null) {
     if (typeof instructions !== 'string') throw badParam('instructions', 'instructions must be a string')
-    out.push({role: 'system', content: instructions})
+    push({role: 'system', content: instructions}, 'instructions')
   }
   if (typeof input === 'string') {
-    out.push({role: 'user', content: input})
-    return out
+    if (input.length === 0) throw badParam('input', 'input is empty')
+    push({role: 'user', content: input}, 'input')
+    return {messages: out, origin}
   }
   if (!Array.isArray(input) || input.length === 0) throw badParam('input', 'input must be a string or a non-empty array of items')
   const calls = new Set<string>()
   let pendingReasoning = ''
   /** The assistant turn function calls attach to: the last message when it is the assistant's, else a new one. */
-  const assistantTurn = (): ChatMessage => {
+  const assistantTurn = (at: string): ChatMessage => {
     const last = out.at(-1)
     if (last?.role === 'assistant') return last
     const turn: ChatMessage = {role: 'assistant', content: ''}
-    out.push(turn)
+    push(turn, at)
     return turn
   }
   input.forEach((item: unknown, i) => {
@@ -112,28 +128,40 @@ export function responsesHistory(instructions: unknown, input: unknown): ChatMes
     if (!isObject(item)) throw badParam(at, `${at} must be an item object`)
     const type = item.type ?? 'message'
     if (type === 'message') {
-      const role = typeof item.role === 'string' ? MESSAGE_ROLES[item.role] : undefined
+      const role = typeof item.role === 'string' ? own(MESSAGE_ROLES, item.role) : undefined
       if (!role) throw badParam(`${at}.role`, `${at}.role must be "user", "assistant", "system" or "developer"`)
       for (const key of Object.keys(item)) {
         if (!['type', 'role', 'content', 'id', 'status'].includes(key))
           throw badParam(`${at}.${key}`, `${at}.${key} is not a field of a message item`)
       }
       const content = contentText(item.content, `${at}.content`)
-      out.push({role, content, ...(role === 'assistant' && pendingReasoning ? {reasoning: pendingReasoning} : {})})
+      if (role !== 'assistant' && content.length === 0) throw badParam(`${at}.content`, `${at}.content is empty`)
+      push({role, content, ...(role === 'assistant' && pendingReasoning ? {reasoning: pendingReasoning} : {})}, at)
       pendingReasoning = ''
     } else if (type === 'function_call') {
       for (const key of Object.keys(item)) {
         if (!['type', 'call_id', 'name', 'arguments', 'id', 'status'].includes(key))
           throw badParam(`${at}.${key}`, `${at}.${key} is not a field of a function_call item`)
       }
-      if (typeof item.call_id !== 'string' || typeof item.name !== 'string' || typeof item.arguments !== 'string')
-        throw badParam(at, `${at} needs call_id, name and arguments (strings)`)
-      try {
-        if (!isObject(JSON.parse(item.arguments))) throw new Error('not an object')
-      } catch {
-        throw badParam(`${at}.arguments`, `${at}.arguments must be the JSON text of an object`)
+      for (const key of ['call_id', 'name', 'arguments'] as const) {
+        const v = item[key]
+        if (typeof v !== 'string' || (key !== 'arguments' && v.length === 0))
+          throw badParam(`${at}.${key}`, `${at}.${key} must be a non-empty string`)
       }
-      const turn = assistantTurn()
+      if (typeof item.call_id !== 'string' || typeof item.name !== 'string' || typeof item.arguments !== 'string') return
+      let args: unknown
+      try {
+        args = JSON.parse(item.arguments)
+      } catch {
+        args = undefined
+      }
+      if (!isObject(args)) throw badParam(`${at}.arguments`, `${at}.arguments must be the JSON text of an object`)
+      try {
+        checkArgumentDepth(args, `${at}.arguments`)
+      } catch (error) {
+        throw toApiError(error)
+      }
+      const turn = assistantTurn(at)
       const call: ChatToolCall = {id: item.call_id, name: item.name, arguments: item.arguments}
       out[out.length - 1] = {
         ...turn,
@@ -149,18 +177,42 @@ export function responsesHistory(instructions: unknown, input: unknown): ChatMes
       }
       if (typeof item.call_id !== 'string' || !calls.has(item.call_id))
         throw badParam(`${at}.call_id`, `${at}.call_id ${JSON.stringify(item.call_id)} answers no function_call item before it`)
-      out.push({role: 'tool', content: contentText(item.output, `${at}.output`), toolCallId: item.call_id})
+      push({role: 'tool', content: contentText(item.output, `${at}.output`), toolCallId: item.call_id}, at)
     } else if (type === 'reasoning') {
       // A reasoning item from an earlier response: its text is the next assistant turn's thinking.
-      const parts = Array.isArray(item.content) ? item.content : Array.isArray(item.summary) ? item.summary : []
-      pendingReasoning += parts.map((p: unknown) => (isObject(p) && typeof p.text === 'string' ? p.text : '')).join('')
+      pendingReasoning += reasoningText(item, at)
     } else
       throw badParam(
         `${at}.type`,
         `${at}.type ${JSON.stringify(type)} is not supported (message, function_call, function_call_output, reasoning)`,
       )
   })
-  return out
+  return {messages: out, origin}
+}
+
+/** A reasoning item's text: its `content` (reasoning_text parts), else its `summary` (summary_text parts). */
+function reasoningText(item: Obj, at: string): string {
+  for (const key of Object.keys(item)) {
+    if (!['type', 'id', 'summary', 'content', 'encrypted_content', 'status'].includes(key))
+      throw badParam(`${at}.${key}`, `${at}.${key} is not a field of a reasoning item`)
+  }
+  if (item.encrypted_content !== undefined && item.encrypted_content !== null)
+    throw badParam(`${at}.encrypted_content`, `${at}.encrypted_content is not supported: a local model's reasoning is not encrypted`)
+  const read = (key: 'content' | 'summary', type: string): string | undefined => {
+    const parts = item[key]
+    if (parts === undefined || parts === null) return undefined
+    if (!Array.isArray(parts)) throw badParam(`${at}.${key}`, `${at}.${key} must be an array of ${type} parts`)
+    return parts
+      .map((p: unknown, j) => {
+        if (!isObject(p) || p.type !== type || typeof p.text !== 'string')
+          throw badParam(`${at}.${key}[${j}]`, `${at}.${key}[${j}] must be {"type": "${type}", "text": ...}`)
+        return p.text
+      })
+      .join('')
+  }
+  const content = read('content', 'reasoning_text')
+  const summary = read('summary', 'summary_text')
+  return content !== undefined && content.length > 0 ? content : (summary ?? '')
 }
 
 /** Flat function tools (`{type: "function", name, parameters, strict}`) in chat completions' nested shape, so one parser checks both. */
@@ -178,8 +230,20 @@ export function responsesTools(body: Obj): RequestTools {
     return {type: 'function', function: fn}
   })
   const choice = body.tool_choice
+  if (isObject(choice)) {
+    for (const key of Object.keys(choice))
+      if (key !== 'type' && key !== 'name')
+        throw badParam(`tool_choice.${key}`, `tool_choice.${key} is not a field of a tool choice (type, name)`)
+  }
   const nestedChoice = isObject(choice) && choice.type === 'function' ? {type: 'function', function: {name: choice.name}} : choice
-  return openAiTools({tools: nested, tool_choice: nestedChoice, parallel_tool_calls: body.parallel_tool_calls})
+  // Checked as chat completions' nested shape; refusals (now and at compile time) say this route's flat field names.
+  const flat = (text: string) =>
+    text.replace(/tools\[(\d+)\]\.function/g, 'tools[$1]').replaceAll('tool_choice.function.name', 'tool_choice.name')
+  const checked = renamedFields(
+    () => openAiTools({tools: nested, tool_choice: nestedChoice, parallel_tool_calls: body.parallel_tool_calls}),
+    flat,
+  )
+  return {...checked, tools: checked.tools.map((t) => ({...t, at: flat(t.at), parametersAt: flat(t.parametersAt)}))}
 }
 
 /** text.format to a constraint (json_object, json_schema with name/schema/strict), as response_format is read. */
@@ -208,8 +272,13 @@ export function responsesFormat(text: unknown): Constraint | undefined {
 
 /** response_format's refusals in this route's terms: its json_schema fields sit directly in text.format. */
 function renamed<T>(run: () => T): T {
-  const rename = (text: string) =>
-    text.replaceAll('response_format.json_schema', 'text.format').replaceAll('response_format', 'text.format')
+  return renamedFields(run, (text) =>
+    text.replaceAll('response_format.json_schema', 'text.format').replaceAll('response_format', 'text.format'),
+  )
+}
+
+/** Refusals of a check written for another shape, with their field names rewritten for this route. */
+function renamedFields<T>(run: () => T, rename: (text: string) => string): T {
   try {
     return run()
   } catch (error) {

@@ -52,8 +52,10 @@ export class ResponseBuilder {
       this.send('response.output_text.done', {...base, content_index: 0, text: o.text, logprobs: []})
       this.send('response.content_part.done', {...base, content_index: 0, part})
     } else if (o.item.type === 'reasoning') {
-      o.item.content = [{type: 'reasoning_text', text: o.text}]
+      const part = {type: 'reasoning_text', text: o.text}
+      o.item.content = [part]
       this.send('response.reasoning_text.done', {...base, content_index: 0, text: o.text})
+      this.send('response.content_part.done', {...base, content_index: 0, part})
     }
     o.item.status = 'completed'
     this.send('response.output_item.done', {output_index: o.index, item: o.item})
@@ -81,14 +83,9 @@ export class ResponseBuilder {
         kind === 'message'
           ? this.start({type: 'message', id: newId('msg'), role: 'assistant', content: [], status: 'in_progress'})
           : this.start({type: 'reasoning', id: newId('rs'), summary: [], content: [], status: 'in_progress'})
-      if (kind === 'message') {
-        this.send('response.content_part.added', {
-          item_id: o.item.id,
-          output_index: o.index,
-          content_index: 0,
-          part: {type: 'output_text', text: '', annotations: [], logprobs: []},
-        })
-      }
+      // The part the deltas go into (the SDK's accumulator needs it announced).
+      const part = kind === 'message' ? {type: 'output_text', text: '', annotations: [], logprobs: []} : {type: 'reasoning_text', text: ''}
+      this.send('response.content_part.added', {item_id: o.item.id, output_index: o.index, content_index: 0, part})
     }
     o.text += e.text
     const delta = {item_id: o.item.id, output_index: o.index, content_index: 0, delta: e.text}

@@ -71,12 +71,18 @@ function prepare(env: RequestEnv, raw: unknown): PreparedResponse {
   const body = validateBody(RESPONSES_SCHEMA, raw, {})
   checkModel(env, body)
   checkResponsesFields(body)
-  const messages = responsesHistory(body.instructions, body.input)
+  const history = responsesHistory(body.instructions, body.input)
   const tools = responsesTools(body)
   const format = responsesFormat(body.text)
   if (format && tools.choice.mode !== 'none')
     throw badParam('text.format', 'text.format with tools is not supported: give tool_choice "none", or leave the format out')
-  const chat = buildChatPrompt(env, {messages, tools, api: 'openai', at: (i) => `input[${i}]`})
+  const chat = buildChatPrompt(env, {
+    messages: history.messages,
+    tools,
+    api: 'openai',
+    at: (i) => history.origin[i] ?? 'input',
+    historyParam: 'input',
+  })
   const maxTokens = (body.max_output_tokens as number | null | undefined) ?? undefined
   const fit = fitPrompt(chat.prompt.length, env.nCtx, Math.max(1, maxTokens ?? 0))
   if (fit.promptAlone || (maxTokens !== undefined && !fit.fits)) {

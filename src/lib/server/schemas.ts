@@ -4,6 +4,7 @@
  * Unknown fields are refused ("Unrecognized request argument", OpenAI's own wording), and fields
  * OpenAI defines that the runner cannot honour are refused with the reason, never ignored.
  */
+import {own} from '../util/index.js'
 import {Ajv, type ErrorObject, type ValidateFunction} from 'ajv'
 
 import {MAX_TOP_LOGPROBS} from '../sampling/index.js'
@@ -133,7 +134,7 @@ export function validateBody(
     throw new ApiError(400, 'the request body must be a JSON object', null, 'invalid_type')
   }
   for (const key of Object.keys(body)) {
-    const why = unsupported[key]
+    const why = own(unsupported, key)
     if (why !== undefined) throw new ApiError(400, `${key} is not supported: ${why}`, key, 'unsupported_parameter')
   }
   let validate = compiled.get(schema)

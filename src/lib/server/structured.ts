@@ -34,8 +34,15 @@ function schemaText(schema: unknown, param: string): string {
   return JSON.stringify(schema)
 }
 
-/** The constraint that makes tool calls valid (a refused parameter schema names its tool). */
-export function compileToolConstraint(source: ConstraintSource): Constraint {
+/**
+ * The constraint that makes tool calls valid. Each function's schema is compiled alone first (kept
+ * in the same cache), so a refusal names the very field: `tools[1].function.parameters`.
+ */
+export function compileToolConstraint(
+  source: ConstraintSource,
+  tools: ReadonlyArray<{parameters: unknown; parametersAt: string}>,
+): Constraint {
+  for (const t of tools) compileAt({kind: 'json-schema', text: JSON.stringify(t.parameters)}, t.parametersAt)
   return compileAt(source, 'tools')
 }
 

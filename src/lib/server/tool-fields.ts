@@ -9,6 +9,7 @@
  * false`), as llama-server has them: OpenAI's and Anthropic's defaults allow several, but a local
  * model allowed another call tends to repeat the last one until its token budget runs out.
  */
+import {own} from '../util/index.js'
 import {TOOL_NAME, type ToolChoice, type ToolSpec} from '../tools/index.js'
 import {badParam} from './api-error.js'
 
@@ -37,14 +38,21 @@ function schemaOf(v: unknown, at: string): Record<string, unknown> {
   return v
 }
 
-function checkNames(tools: readonly ToolSpec[], param: string): void {
+/** Names valid and unique; a refusal names the tool's `name` field (`tools[0].function.name`, `tools.0.name`). */
+function checkNames(tools: readonly ToolSpec[]): void {
   const seen = new Set<string>()
-  tools.forEach((t, i) => {
-    if (!TOOL_NAME.test(t.name))
-      throw badParam(`${param}[${i}]`, `${t.at}'s name ${JSON.stringify(t.name)} must be 1 to 64 of a-z, A-Z, 0-9, _ and -`)
-    if (seen.has(t.name)) throw badParam(`${param}[${i}]`, `${t.at}'s name "${t.name}" is used by an earlier tool`)
+  tools.forEach((t) => {
+    const at = `${t.at}.name`
+    if (!TOOL_NAME.test(t.name)) throw badParam(at, `${t.at}'s name ${JSON.stringify(t.name)} must be 1 to 64 of a-z, A-Z, 0-9, _ and -`)
+    if (seen.has(t.name)) throw badParam(at, `${t.at}'s name "${t.name}" is used by an earlier tool`)
     seen.add(t.name)
   })
+}
+
+/** `strict` is a boolean or absent. */
+function strictOf(v: unknown, at: string): boolean {
+  if (v !== undefined && v !== null && typeof v !== 'boolean') throw badParam(at, `${at} must be a boolean`)
+  return v === true
 }
 
 function named(tools: readonly ToolSpec[], name: unknown, at: string): ToolChoice {
@@ -74,11 +82,12 @@ export function openAiTools(body: Obj): RequestTools {
       name: typeof fn.name === 'string' ? fn.name : '',
       ...(typeof fn.description === 'string' ? {description: fn.description} : {}),
       parameters: schemaOf(fn.parameters, `${at}.function.parameters`),
+      parametersAt: `${at}.function.parameters`,
       strict: fn.strict === true,
       at: `${at}.function`,
     }
   })
-  checkNames(tools, 'tools')
+  checkNames(tools)
   const parallel = body.parallel_tool_calls
   if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean')
     throw badParam('parallel_tool_calls', 'parallel_tool_calls must be a boolean')
@@ -114,15 +123,18 @@ export function anthropicTools(body: Obj): RequestTools {
     if (t.description !== undefined && typeof t.description !== 'string')
       throw badParam(`${at}.description`, `${at}.description must be a string`)
     if (t.input_schema === undefined) throw badParam(`${at}.input_schema`, `${at}.input_schema is required`)
+    if (t.cache_control !== undefined && t.cache_control !== null && !isObject(t.cache_control))
+      throw badParam(`${at}.cache_control`, `${at}.cache_control must be an object ({"type": "ephemeral"})`)
     return {
       name: typeof t.name === 'string' ? t.name : '',
       ...(typeof t.description === 'string' ? {description: t.description} : {}),
       parameters: schemaOf(t.input_schema, `${at}.input_schema`),
-      strict: t.strict === true,
+      parametersAt: `${at}.input_schema`,
+      strict: strictOf(t.strict, `${at}.strict`),
       at,
     }
   })
-  checkNames(tools, 'tools')
+  checkNames(tools)
   const c = body.tool_choice
   if (c === undefined || c === null) return {tools, choice: {mode: tools.length > 0 ? 'auto' : 'none'}, parallel: false}
   if (!isObject(c)) throw badParam('tool_choice', 'tool_choice must be {type: "auto" | "any" | "tool" | "none"}')
@@ -132,7 +144,7 @@ export function anthropicTools(body: Obj): RequestTools {
   const parallel = c.disable_parallel_tool_use === false
   const modes: Readonly<Record<string, ToolChoice['mode']>> = {auto: 'auto', any: 'required', none: 'none'}
   if (c.type === 'tool') return {tools, choice: named(tools, c.name, 'tool_choice.name'), parallel}
-  const mode = typeof c.type === 'string' ? modes[c.type] : undefined
+  const mode = typeof c.type === 'string' ? own(modes, c.type) : undefined
   if (mode === undefined) throw badParam('tool_choice.type', 'tool_choice.type must be "auto", "any", "tool" or "none"')
   if (c.name !== undefined) throw badParam('tool_choice.name', `tool_choice.name goes with type "tool", not "${String(c.type)}"`)
   if (mode !== 'none' && tools.length === 0) throw badParam('tool_choice', `tool_choice "${String(c.type)}" needs tools`)

@@ -7,6 +7,7 @@
  * model wrote is dropped, and nothing is passed off as a call that is not one.
  */
 import {type ToolFormat, THINK} from './formats.js'
+import {arrayElements, objectMembers, type Span} from './json-spans.js'
 import type {AnswerEvent, ParsedAnswer, ToolCallOut} from './types.js'
 
 /** Where the answer starts with respect to thinking. */
@@ -21,6 +22,8 @@ export interface AnswerOptions {
 }
 
 type Phase = 'think-start' | 'think' | 'body-start' | 'text' | 'calls'
+
+const HERMES_CLOSE = '</tool_call>'
 
 /** Spellings that begin a call region, besides the marker: control tokens some families write. */
 const CALL_PREFIXES: readonly string[] = ['[TOOL_CALLS]', '<|python_tag|>']
@@ -49,6 +52,8 @@ export class AnswerParser {
   private readonly calls: ToolCallOut[] = []
   private content = ''
   private reasoning = ''
+  /** The whitespace held back before a call marker (given back if the region is not calls). */
+  private spaceBeforeCalls = ''
 
   constructor(private readonly o: AnswerOptions) {
     this.phase = o.think === 'inside' ? 'think' : o.think === 'optional' ? 'think-start' : 'body-start'
@@ -161,7 +166,9 @@ export class AnswerParser {
     const callsHere = this.o.toolNames.size > 0 && f.layout === 'text-then-calls'
     const at = callsHere ? rest.indexOf(f.marker) : -1
     if (at >= 0) {
-      this.emitText(this.content.length === 0 ? rest.slice(0, at).trim() : rest.slice(0, at).trimEnd())
+      const before = rest.slice(0, at)
+      this.emitText(this.content.length === 0 ? before.trim() : before.trimEnd())
+      this.spaceBeforeCalls = before.slice(before.trimEnd().length)
       this.pos += at
       this.phase = 'calls'
       return
@@ -177,15 +184,11 @@ export class AnswerParser {
   private callsStep(rest: string, final: boolean): void {
     const f = this.o.format
     if (f.layout === 'text-then-calls' && !final) {
-      const close = '</tool_call>'
-      const end = rest.indexOf(close)
-      if (rest.startsWith(f.marker) && end >= 0) {
-        const call = this.callOf(rest.slice(f.marker.length, end))
-        if (call) {
-          this.addCall(call)
-          const after = rest.slice(end + close.length)
-          this.pos += end + close.length + (after.length - after.trimStart().length)
-        }
+      const block = this.hermesBlock(rest, false)
+      if (block) {
+        this.addCall(block.call)
+        const after = rest.slice(block.end)
+        this.pos += block.end + (after.length - after.trimStart().length)
       }
       return
     }
@@ -195,7 +198,8 @@ export class AnswerParser {
     if (region.length === 0) return
     const calls = this.parseRegion(region)
     if (calls) calls.forEach((c) => this.addCall(c))
-    else this.emitText(this.content.length === 0 ? region : `${this.content.endsWith('\n') ? '' : '\n'}${region}`)
+    // Not calls after all: the text as the model wrote it, with the whitespace before it.
+    else this.emitText(this.content.length === 0 ? region : this.spaceBeforeCalls + region)
   }
 
   private addCall(call: {name: string; arguments: string}): void {
@@ -204,43 +208,83 @@ export class AnswerParser {
     this.calls.push(out)
   }
 
+  /**
+   * The Hermes block at the start of `text`: the first `</tool_call>` after which the body is a call
+   * (an argument string may itself contain `</tool_call>`); at the end, an unclosed block too.
+   */
+  private hermesBlock(text: string, final: boolean): {call: {name: string; arguments: string}; end: number} | undefined {
+    const {marker} = this.o.format
+    if (!text.startsWith(marker)) return undefined
+    for (let end = text.indexOf(HERMES_CLOSE, marker.length); end >= 0; end = text.indexOf(HERMES_CLOSE, end + 1)) {
+      const call = this.callIn(text.slice(marker.length, end))
+      if (call) return {call, end: end + HERMES_CLOSE.length}
+    }
+    const call = final ? this.callIn(text.slice(marker.length)) : undefined
+    return call ? {call, end: text.length} : undefined
+  }
+
   /** The calls a whole region holds, or undefined when it is not calls of offered tools. */
   private parseRegion(region: string): Array<{name: string; arguments: string}> | undefined {
     const f = this.o.format
     if (f.layout === 'text-then-calls') {
-      const blocks = [...region.matchAll(/<tool_call>([\s\S]*?)(?:<\/tool_call>|$)/g)]
-      const outside = region.replace(/<tool_call>[\s\S]*?(?:<\/tool_call>|$)/g, '').trim()
-      if (blocks.length === 0 || outside.length > 0) return undefined
-      return every(blocks.map((b) => this.callOf(b[1]!)))
+      const calls: Array<{name: string; arguments: string}> = []
+      let rest = region
+      while (rest.length > 0) {
+        const block = this.hermesBlock(rest, true)
+        if (!block) return undefined
+        calls.push(block.call)
+        rest = rest.slice(block.end).trimStart()
+      }
+      return calls
     }
     let body = region
     for (const p of CALL_PREFIXES) if (body.startsWith(p)) body = body.slice(p.length).trim()
-    const value = parseJson(body)
+    if (!isJson(body)) return undefined
     if (f.layout === 'json') {
-      const o = value as Record<string, unknown> | undefined
-      if (o && typeof o.response === 'string' && Object.keys(o).length === 1) {
-        this.emitText(o.response)
+      const members = objectMembers(body, 0)
+      const member = (key: string) => members?.find((m) => m.key === key)
+      const response = member('response')
+      if (members?.length === 1 && response) {
+        const text: unknown = JSON.parse(body.slice(response.start, response.end))
+        if (typeof text !== 'string') return undefined
+        this.emitText(text)
         return []
       }
-      const list = Array.isArray(o?.tool_calls) ? o.tool_calls : o?.tool_call !== undefined ? [o.tool_call] : undefined
-      return list ? every(list.map((c) => this.callFromValue(c))) : undefined
+      const list = member('tool_calls')
+      const one = member('tool_call')
+      if (members?.length !== 1 || !(list ?? one)) return undefined
+      const spans = list ? arrayElements(body, list.start) : [one!]
+      return spans ? every(spans.map((sp) => this.callAt(body, sp))) : undefined
     }
-    const list = Array.isArray(value) ? value : [value]
-    return every(list.map((c) => this.callFromValue(c)))
+    const spans = body.startsWith('[') ? arrayElements(body, 0) : [{start: 0, end: body.length}]
+    return spans ? every(spans.map((sp) => this.callAt(body, sp))) : undefined
   }
 
-  private callOf(json: string): {name: string; arguments: string} | undefined {
-    return this.callFromValue(parseJson(json.trim()))
+  /** A call written as the whole of `json`. */
+  private callIn(json: string): {name: string; arguments: string} | undefined {
+    const text = json.trim()
+    return isJson(text) ? this.callAt(text, {start: 0, end: text.length}) : undefined
   }
 
-  private callFromValue(v: unknown): {name: string; arguments: string} | undefined {
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined
-    const o = v as Record<string, unknown>
-    if (typeof o.name !== 'string' || !this.o.toolNames.has(o.name)) return undefined
-    const key = this.o.format.argumentKeys.find((k) => k in o)
-    const args = key === undefined ? {} : o[key]
+  /**
+   * The call the object at `span` of (valid JSON) `text` is: an offered function's name, and its
+   * arguments (an object) as the model wrote them.
+   */
+  private callAt(text: string, span: Span): {name: string; arguments: string} | undefined {
+    const members = objectMembers(text, span.start)
+    if (!members) return undefined
+    const value = (key: string) => {
+      const m = members.find((x) => x.key === key)
+      return m && text.slice(m.start, m.end)
+    }
+    const nameText = value('name')
+    const name: unknown = nameText === undefined ? undefined : JSON.parse(nameText)
+    if (typeof name !== 'string' || !this.o.toolNames.has(name)) return undefined
+    const key = this.o.format.argumentKeys.find((k) => value(k) !== undefined)
+    const raw = key === undefined ? '{}' : value(key)!
+    const args: unknown = JSON.parse(raw)
     if (typeof args !== 'object' || args === null || Array.isArray(args)) return undefined
-    return {name: o.name, arguments: JSON.stringify(args)}
+    return {name, arguments: raw}
   }
 }
 
@@ -252,11 +296,12 @@ export function parseAnswer(options: AnswerOptions, text: string): ParsedAnswer 
   return parser.result()
 }
 
-function parseJson(text: string): unknown {
+function isJson(text: string): boolean {
   try {
-    return JSON.parse(text)
+    JSON.parse(text)
+    return true
   } catch {
-    return undefined
+    return false
   }
 }
 

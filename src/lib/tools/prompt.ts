@@ -53,8 +53,10 @@ function genericHistory(messages: readonly ChatMessage[]): ChatMessage[] {
   const out: ChatMessage[] = []
   for (const m of messages) {
     if (m.role === 'assistant' && m.toolCalls) {
-      const calls = m.toolCalls.map((c) => ({name: c.name, arguments: JSON.parse(c.arguments) as unknown}))
-      out.push({role: 'assistant', content: JSON.stringify({tool_calls: calls})})
+      // The arguments as they were written; text beside the calls is kept as the format's "response".
+      const calls = m.toolCalls.map((c) => `{"name": ${JSON.stringify(c.name)}, "arguments": ${c.arguments}}`).join(', ')
+      const text = m.content ? `"response": ${JSON.stringify(m.content)}, ` : ''
+      out.push({role: 'assistant', content: `{${text}"tool_calls": [${calls}]}`})
     } else if (m.role === 'tool') {
       const text = JSON.stringify({tool_response: {tool_call_id: m.toolCallId, content: m.content}})
       const last = out.at(-1)

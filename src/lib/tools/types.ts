@@ -8,8 +8,10 @@ export interface ToolSpec {
   readonly parameters: Record<string, unknown>
   /** OpenAI's strict / Anthropic's strict: arguments always valid against the schema, even when the model may also answer in text. */
   readonly strict: boolean
-  /** Where the request gave it, for refusals: `tools[2]`. */
+  /** Where the request gave it, for refusals: `tools[2].function`, `tools.2`. */
   readonly at: string
+  /** Where its parameter schema was given: `tools[2].function.parameters`, `tools.2.input_schema`. */
+  readonly parametersAt: string
 }
 
 /**

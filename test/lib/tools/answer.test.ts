@@ -120,11 +120,36 @@ describe('answers read back per call syntax', () => {
         reasoning: c.reasoning ?? '',
         calls: c.calls.map(([name, args], index) => ({index, name, arguments: JSON.stringify(args)})),
       }
-      assert.deepEqual(whole(o, c.text), expected)
-      for (const size of [1, 2, 3, 7]) assert.deepEqual(streamed(o, c.text, size), expected, `fed ${size} characters at a time`)
-      for (const call of expected.calls) assert.deepEqual(JSON.parse(call.arguments), c.calls[call.index]![1])
+      const got = whole(o, c.text)
+      // Arguments come back as the model wrote them: the same values, the very text.
+      const normal = (r: ReturnType<typeof whole>) => ({
+        ...r,
+        calls: r.calls.map((x) => ({...x, arguments: JSON.stringify(JSON.parse(x.arguments))})),
+      })
+      assert.deepEqual(normal(got), expected)
+      for (const call of got.calls) assert.ok(c.text.includes(call.arguments), `${call.arguments} is a piece of the answer`)
+      for (const size of [1, 2, 3, 7]) assert.deepEqual(streamed(o, c.text, size), got, `fed ${size} characters at a time`)
     })
   }
+
+  test('arguments pass through as written: numbers JSON.parse would change, the closing marker inside a string', () => {
+    const o = options('hermes', 'none', ['f'])
+    for (const args of ['{"n": 1e999, "i": 12345678901234567890}', '{"s": "</tool_call>"}', '{"s": "a</tool_call>b"}']) {
+      const text = `<tool_call>\n{"name": "f", "arguments": ${args}}\n</tool_call>`
+      for (const size of [1, 5, text.length]) {
+        const r = streamed(o, text, size)
+        assert.deepEqual(r.calls, [{index: 0, name: 'f', arguments: args}], `${args}, fed ${size} at a time`)
+        assert.equal(r.content, '')
+      }
+    }
+  })
+
+  test('a region that turns out not to be calls is the text as written, its spacing kept', () => {
+    const o = options('hermes')
+    const text = 'Look: <tool_call> is how calls start.'
+    assert.equal(whole(o, text).content, text)
+    assert.equal(streamed(o, text, 1).content, text)
+  })
 
   test('without callable tools (tool_choice none) a call-shaped answer is text', () => {
     const o = {...options('hermes'), toolNames: new Set<string>()}
