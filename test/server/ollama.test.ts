@@ -409,7 +409,7 @@ describe("Ollama's API with the ollama npm client", {skip: SKIP}, () => {
     await refused(chat({keep_alive: '0s'}), 400, /^keep_alive 0/)
     await refused(chat({keep_alive: 'soon'}), 400, /^keep_alive = "soon"/)
     await refused(chat({think: true}), 400, /^think = true is not supported/)
-    await refused(chat({tools: [{type: 'function', function: {name: 'f g'}}]}), 400, /^tools\[0\]\.function's name "f g" must be/)
+    await refused(chat({tools: [{type: 'function', function: {name: 'f g'}}]}), 400, /tools\[0\]\.function's name "f g" must be/)
     await refused(
       chat({messages: [{role: 'user', content: 'x', images: ['aGk=']}]}),
       400,

@@ -292,7 +292,7 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
     await refused(chat({stop: ['a', '']}), 400, 'stop[1]')
     await refused(chat({stream_options: {include_usage: true}}), 400, 'stream_options')
     await refused(chat({functions: [{name: 'f'}]}), 400, 'functions', 'unsupported_parameter')
-    await refused(chat({tools: [{type: 'function', function: {name: 'f g'}}]}), 400, 'tools[0]')
+    await refused(chat({tools: [{type: 'function', function: {name: 'f g'}}]}), 400, 'tools[0].function.name')
     await refused(chat({tools: [{type: 'code_interpreter'}]}), 400, 'tools[0].type')
     await refused(
       chat({tools: [{type: 'function', function: {name: 'f'}}], tool_choice: {type: 'function', function: {name: 'g'}}}),

@@ -13,7 +13,7 @@ import {after, before, describe, test} from 'node:test'
 import {createOpenAI} from '@ai-sdk/openai'
 import {ChatOpenAI} from '@langchain/openai'
 import {Agent, OpenAIResponsesModel, run, tool as agentTool} from '@openai/agents'
-import {generateText, tool} from 'ai'
+import {generateText, Output, tool} from 'ai'
 import {Ajv} from 'ajv'
 import OpenAI from 'openai'
 import {zodTextFormat} from 'openai/helpers/zod'
@@ -234,6 +234,30 @@ describe('clients whose default path is the Responses API', () => {
     })
     const handed = await run(triage, 'Write a line.')
     assert.equal(handed.lastAgent?.name, 'Writer')
+  })
+
+  test('structured output on the Responses path: an Agents SDK outputType, the AI SDK Output.object over openai(model)', async (c) => {
+    if (skip) return c.skip(skip)
+    const schema = z.object({city: z.string().max(10), sunny: z.boolean()})
+    const client = new OpenAI({baseURL: `${t!.url}/v1`, apiKey: 'unused', maxRetries: 0})
+    const agent = new Agent({
+      name: 'Reporter',
+      model: new OpenAIResponsesModel(client, MODEL),
+      outputType: schema,
+      modelSettings: {temperature: 0, maxTokens: 96},
+    })
+    const result = await run(agent, 'Weather as JSON')
+    assert.ok(schema.safeParse(result.finalOutput).success, JSON.stringify(result.finalOutput))
+    const openai = createOpenAI({baseURL: `${t!.url}/v1`, apiKey: 'unused'})
+    const viaAiSdk = await generateText({
+      model: openai(MODEL),
+      prompt: 'Weather as JSON',
+      temperature: 0,
+      maxOutputTokens: 96,
+      output: Output.object({schema}),
+      maxRetries: 0,
+    })
+    assert.ok(schema.safeParse(viaAiSdk.output).success, JSON.stringify(viaAiSdk.output))
   })
 
   test('Vercel AI SDK openai(model): a forced tool call over /v1/responses', async (c) => {
