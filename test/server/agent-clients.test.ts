@@ -6,10 +6,7 @@
 // their tool-call accumulators). The model is a random-weight Qwen 2.5 with its real template:
 // calls are forced, so noise must still produce a call the framework accepts.
 import assert from 'node:assert/strict'
-import {mkdtempSync, rmSync} from 'node:fs'
-import {tmpdir} from 'node:os'
-import {join} from 'node:path'
-import {after, before, describe, test} from 'node:test'
+import {describe, test} from 'node:test'
 
 import {createOpenAI} from '@ai-sdk/openai'
 import {createOpenAICompatible} from '@ai-sdk/openai-compatible'
@@ -20,33 +17,17 @@ import {generateText, Output, stepCountIs, streamText, tool} from 'ai'
 import OpenAI from 'openai'
 import {z} from 'zod'
 
-import {makeLenmlModel} from '../helpers/lenml-model.js'
-import {startTestServer, type TestServer} from './helpers.js'
+import {lenmlServer} from './lenml-server.js'
 
 const MODEL = 'tokenizer-qwen2_5'
 const weatherInput = z.object({city: z.string().min(1).max(12), unit: z.enum(['celsius', 'fahrenheit'])})
 
-let dir: string
-let t: TestServer | undefined
-let skip: string | false = false
-
-before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'runner-agents-'))
-  const model = await makeLenmlModel(dir, MODEL)
-  if (!model) {
-    skip = `@lenml/${MODEL} is not installed`
-    return
-  }
-  t = await startTestServer({modelPath: model, nCtx: 2048, threadsPerSlot: 1})
-})
-after(async () => {
-  await t?.close()
-  rmSync(dir, {recursive: true, force: true})
-})
+const server = lenmlServer(MODEL)
 
 describe('Vercel AI SDK', () => {
   test('generateText with a tool: the forced call runs execute with parsed input, the result goes back, then text', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const provider = createOpenAICompatible({name: 'runner', baseURL: `${t!.url}/v1`, apiKey: 'unused'})
     const seen: unknown[] = []
     const result = await generateText({
@@ -81,7 +62,8 @@ describe('Vercel AI SDK', () => {
   })
 
   test('streamText: the streamed call is the one generateText gets; @ai-sdk/openai chat model too', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const tools = {get_weather: tool({description: 'Current weather in a city', inputSchema: weatherInput})}
     const compatible = createOpenAICompatible({name: 'runner', baseURL: `${t!.url}/v1`, apiKey: 'unused'})
     const openai = createOpenAI({baseURL: `${t!.url}/v1`, apiKey: 'unused'})
@@ -103,7 +85,8 @@ describe('Vercel AI SDK', () => {
   })
 
   test('structured output (response_format json_schema): the SDK parses and validates the object', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const provider = createOpenAICompatible({name: 'runner', baseURL: `${t!.url}/v1`, apiKey: 'unused', supportsStructuredOutputs: true})
     const schema = z.object({city: z.string().max(10), sunny: z.boolean()})
     const result = await generateText({
@@ -120,10 +103,10 @@ describe('Vercel AI SDK', () => {
 
 describe('LangChain JS', () => {
   const chat = () =>
-    new ChatOpenAI({model: MODEL, apiKey: 'unused', configuration: {baseURL: `${t!.url}/v1`}, temperature: 0, maxTokens: 64, maxRetries: 0})
+    new ChatOpenAI({model: MODEL, apiKey: 'unused', configuration: {baseURL: `${server.t!.url}/v1`}, temperature: 0, maxTokens: 64, maxRetries: 0})
 
   test('bindTools: the AIMessage carries the parsed call; the ToolMessage round trip answers', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
     const weather = lcTool(async (input: z.infer<typeof weatherInput>) => `sunny in ${input.city}`, {
       name: 'get_weather',
       description: 'Current weather in a city',
@@ -141,7 +124,7 @@ describe('LangChain JS', () => {
   })
 
   test('withStructuredOutput: by function calling and by JSON schema', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
     const schema = z.object({city: z.string().max(10), sunny: z.boolean()})
     for (const method of ['functionCalling', 'jsonSchema'] as const) {
       const out = await chat().withStructuredOutput(schema, {method}).invoke('Weather as JSON')
@@ -152,7 +135,8 @@ describe('LangChain JS', () => {
 
 describe('OpenAI Agents SDK (chat completions model)', () => {
   test('a tool runs with the parsed arguments; a handoff moves the run to the other agent', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const client = new OpenAI({baseURL: `${t!.url}/v1`, apiKey: 'unused', maxRetries: 0})
     const model = new OpenAIChatCompletionsModel(client, MODEL)
     const seen: unknown[] = []

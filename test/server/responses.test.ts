@@ -5,10 +5,7 @@
 // validation (the SDKs' types, zod), ajv for arguments, and the chat completions route of the same
 // server given the same history (same greedy tokens: the two routes share slots and templates).
 import assert from 'node:assert/strict'
-import {mkdtempSync, rmSync} from 'node:fs'
-import {tmpdir} from 'node:os'
-import {join} from 'node:path'
-import {after, before, describe, test} from 'node:test'
+import {describe, test} from 'node:test'
 
 import {createOpenAI} from '@ai-sdk/openai'
 import {ChatOpenAI} from '@langchain/openai'
@@ -19,8 +16,7 @@ import OpenAI from 'openai'
 import {zodTextFormat} from 'openai/helpers/zod'
 import {z} from 'zod'
 
-import {makeLenmlModel} from '../helpers/lenml-model.js'
-import {startTestServer, type TestServer} from './helpers.js'
+import {lenmlServer} from './lenml-server.js'
 
 const MODEL = 'tokenizer-qwen2_5'
 const WEATHER = {
@@ -34,27 +30,12 @@ const TOOLS: OpenAI.Responses.FunctionTool[] = [
 ]
 const validWeather = new Ajv({strict: false}).compile(WEATHER)
 
-let dir: string
-let t: TestServer | undefined
-let skip: string | false = false
-
-before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'runner-responses-'))
-  const model = await makeLenmlModel(dir, MODEL)
-  if (!model) {
-    skip = `@lenml/${MODEL} is not installed`
-    return
-  }
-  t = await startTestServer({modelPath: model, nCtx: 2048, threadsPerSlot: 1})
-})
-after(async () => {
-  await t?.close()
-  rmSync(dir, {recursive: true, force: true})
-})
+const server = lenmlServer(MODEL)
 
 describe('POST /v1/responses with the openai SDK', () => {
   test('text: output_text equals the chat completion of the same history; usage counts tokens; a short budget is incomplete', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const r = await t!.client.responses.create({
       model: MODEL,
       instructions: 'Be brief.',
@@ -81,7 +62,8 @@ describe('POST /v1/responses with the openai SDK', () => {
   })
 
   test('the stream: its events in order, accumulated by the SDK into the same response', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const body = {model: MODEL, input: 'Hello', max_output_tokens: 12, temperature: 0}
     const whole = await t!.client.responses.create(body)
     const stream = t!.client.responses.stream(body)
@@ -107,7 +89,8 @@ describe('POST /v1/responses with the openai SDK', () => {
   })
 
   test('function tools: a forced call, streamed and not; its output item goes back and the answer is text', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const body = {
       model: MODEL,
       input: 'Weather in Paris?',
@@ -141,7 +124,8 @@ describe('POST /v1/responses with the openai SDK', () => {
   })
 
   test('text.format: responses.parse gives the zod-validated object', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const schema = z.object({city: z.string().max(10), sunny: z.boolean()})
     const r = await t!.client.responses.parse({
       model: MODEL,
@@ -154,7 +138,8 @@ describe('POST /v1/responses with the openai SDK', () => {
   })
 
   test('what a stateless server cannot do is refused by name', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const refused = async (extra: Record<string, unknown>, param: string) => {
       try {
         await t!.client.responses.create({model: MODEL, input: 'x', max_output_tokens: 4, ...extra} as never)
@@ -202,7 +187,8 @@ describe('POST /v1/responses with the openai SDK', () => {
 
 describe('clients whose default path is the Responses API', () => {
   test('OpenAI Agents SDK (its default Responses model): a tool, then a handoff', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const client = new OpenAI({baseURL: `${t!.url}/v1`, apiKey: 'unused', maxRetries: 0})
     const model = new OpenAIResponsesModel(client, MODEL)
     const seen: unknown[] = []
@@ -237,7 +223,8 @@ describe('clients whose default path is the Responses API', () => {
   })
 
   test('structured output on the Responses path: an Agents SDK outputType, the AI SDK Output.object over openai(model)', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const schema = z.object({city: z.string().max(10), sunny: z.boolean()})
     const client = new OpenAI({baseURL: `${t!.url}/v1`, apiKey: 'unused', maxRetries: 0})
     const agent = new Agent({
@@ -261,7 +248,8 @@ describe('clients whose default path is the Responses API', () => {
   })
 
   test('Vercel AI SDK openai(model): a forced tool call over /v1/responses', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const openai = createOpenAI({baseURL: `${t!.url}/v1`, apiKey: 'unused'})
     const result = await generateText({
       model: openai(MODEL),
@@ -277,7 +265,8 @@ describe('clients whose default path is the Responses API', () => {
   })
 
   test('LangChain with useResponsesApi: bindTools', async (c) => {
-    if (skip) return c.skip(skip)
+    if (server.skip) return c.skip(server.skip)
+    const t = server.t
     const chat = new ChatOpenAI({
       model: MODEL,
       apiKey: 'unused',

@@ -71,14 +71,16 @@ const openAiAt = (i: number) => `messages[${i}]`
 
 /** The rendered chat prompt (what /apply-template returns), with tools when the body gives them. */
 export function renderChat(env: RequestEnv, body: Body, options: {addGenerationPrompt?: boolean} = {}): string {
-  let messages
+  return buildChatPrompt(env, {messages: openAiHistory(body), tools: openAiTools(body), api: 'openai', at: openAiAt, ...options}).rendered
+}
+
+/** The body's messages as a validated history, a refusal in the API's shape. */
+function openAiHistory(body: Body) {
   try {
-    messages = validateHistory(body.messages, 'messages', OPENAI_HISTORY)
+    return validateHistory(body.messages, 'messages', OPENAI_HISTORY)
   } catch (error) {
     throw toApiError(error)
   }
-  const tools = openAiTools(body)
-  return buildChatPrompt(env, {messages, tools, api: 'openai', at: openAiAt, ...options}).rendered
 }
 
 export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
@@ -93,12 +95,7 @@ export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
   const logprobs = opt<boolean>(body, 'logprobs') ?? false
   const topLogprobs = opt<number>(body, 'top_logprobs')
   if (topLogprobs !== undefined && topLogprobs > 0 && !logprobs) throw badParam('top_logprobs', 'top_logprobs needs logprobs: true')
-  let messages
-  try {
-    messages = validateHistory(body.messages, 'messages', OPENAI_HISTORY)
-  } catch (error) {
-    throw toApiError(error)
-  }
+  const messages = openAiHistory(body)
   const tools = openAiTools(body)
   if (format && tools.choice.mode !== 'none') {
     throw badParam('response_format', 'response_format with tools is not supported: give tool_choice "none", or leave response_format out')
