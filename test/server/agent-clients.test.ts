@@ -103,7 +103,14 @@ describe('Vercel AI SDK', () => {
 
 describe('LangChain JS', () => {
   const chat = () =>
-    new ChatOpenAI({model: MODEL, apiKey: 'unused', configuration: {baseURL: `${server.t!.url}/v1`}, temperature: 0, maxTokens: 64, maxRetries: 0})
+    new ChatOpenAI({
+      model: MODEL,
+      apiKey: 'unused',
+      configuration: {baseURL: `${server.t!.url}/v1`},
+      temperature: 0,
+      maxTokens: 64,
+      maxRetries: 0,
+    })
 
   test('bindTools: the AIMessage carries the parsed call; the ToolMessage round trip answers', async (c) => {
     if (server.skip) return c.skip(server.skip)
