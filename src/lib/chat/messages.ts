@@ -91,13 +91,15 @@ export function validateHistory(input: unknown, param = 'messages', options: His
   if (input.length === 0) throw new ChatHistoryError(param, `${param} must hold at least one message`)
   const messages = input.map((m, i) => validateMessage(m, `${param}[${i}]`, options))
   const callIds = new Set<string>()
+  let started = false
   messages.forEach((m, i) => {
-    if (!options.systemAnywhere && m.role === 'system' && messages.slice(0, i).some((p) => p.role !== 'system')) {
+    if (!options.systemAnywhere && m.role === 'system' && started) {
       throw new ChatHistoryError(
         `${param}[${i}].role`,
         `${param}[${i}] is a system message after the conversation started; system messages must come first`,
       )
     }
+    started ||= m.role !== 'system'
     for (const call of m.toolCalls ?? []) callIds.add(call.id)
     if (m.role === 'tool' && !callIds.has(m.toolCallId!)) {
       throw new ChatHistoryError(

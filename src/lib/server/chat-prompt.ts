@@ -129,7 +129,9 @@ function continueFinal(render: (m: readonly ChatMessage[]) => string, messages: 
 function refuseDropped(input: ChatPromptInput, render: (m: readonly ChatMessage[]) => string): void {
   const messages = input.messages
   const named = messages.findIndex((m) => m.name !== undefined && m.role !== 'tool')
-  const lateSystem = messages.findIndex((m, i) => m.role === 'system' && i > 0 && messages.slice(0, i).some((p) => p.role !== 'system'))
+  // One pass (a history may be long): the first system message after any other role.
+  const firstOther = messages.findIndex((m) => m.role !== 'system')
+  const lateSystem = firstOther < 0 ? -1 : messages.findIndex((m, i) => i > firstOther && m.role === 'system')
   if (named < 0 && lateSystem < 0) return
   const same = (variant: readonly ChatMessage[]) => {
     try {
