@@ -9,6 +9,7 @@ import {Flags} from '@oclif/core'
 
 import {listenForInterrupt, modelFlag} from '../cli/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
+import {CONNECTION_DEFAULTS} from './connections.js'
 import {type RunningServer, SERVE_DEFAULTS, type ServeOptions, SHUTDOWN_GRACE_MS} from './server.js'
 
 /** The flags of `runner serve`. */
@@ -78,6 +79,26 @@ export const serveFlags = {
     default: SERVE_DEFAULTS.bodyLimitBytes,
     min: 1024,
   }),
+  'headers-timeout': Flags.string({
+    description: "seconds a client may take to send a request's headers (then 408 and the connection closed)",
+    default: String(CONNECTION_DEFAULTS.headersTimeoutSeconds),
+    helpValue: 'SECONDS',
+  }),
+  'body-timeout': Flags.string({
+    description: 'seconds a client may take to send a whole request, body included (then 408 and the connection closed)',
+    default: String(CONNECTION_DEFAULTS.bodyTimeoutSeconds),
+    helpValue: 'SECONDS',
+  }),
+  'max-connections': Flags.integer({
+    description: 'connections open at once; more are closed at once',
+    default: CONNECTION_DEFAULTS.maxConnections,
+    min: 1,
+  }),
+  'max-connections-per-client': Flags.integer({
+    description: 'connections one client address may hold; more are closed at once',
+    default: CONNECTION_DEFAULTS.maxConnectionsPerClient,
+    min: 1,
+  }),
   'no-prefix-cache': Flags.boolean({description: 'never reuse KV rows between requests (every prompt is evaluated whole)'}),
 }
 
@@ -98,6 +119,10 @@ type ServeFlagValues = {
   readonly queue: number
   readonly 'body-limit': number
   readonly 'no-prefix-cache': boolean
+  readonly 'headers-timeout': string
+  readonly 'body-timeout': string
+  readonly 'max-connections': number
+  readonly 'max-connections-per-client': number
 }
 
 /** startServer's options from the parsed flags (the timeout checked, a template file read). */
@@ -119,7 +144,21 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     aliases: flags.alias,
     acceptAnyModel: flags['accept-any-model'],
     corsOrigins: flags.cors,
+    connections: {
+      headersTimeoutSeconds: secondsFlag('--headers-timeout', flags['headers-timeout']),
+      bodyTimeoutSeconds: secondsFlag('--body-timeout', flags['body-timeout']),
+      maxConnections: flags['max-connections'],
+      maxConnectionsPerClient: flags['max-connections-per-client'],
+    },
   }
+}
+
+/** A number of seconds as a flag gives it (startServer checks the range). */
+function secondsFlag(name: string, text: string): number {
+  const v = Number(text)
+  if (text.trim() === '' || !Number.isFinite(v))
+    throw new RunnerError('SERVE_BAD_OPTION', `${name} ${JSON.stringify(text)} must be a number of seconds`, ExitCode.usage)
+  return v
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/i

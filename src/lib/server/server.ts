@@ -16,7 +16,9 @@ import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
 import {defaultThreads} from '../util/index.js'
 import {ApiError, toApiError} from './api-error.js'
 import {embeddingCapabilities} from './embeddings.js'
+import {CONNECTION_DEFAULTS, type ConnectionLimits, limitedServerFactory} from './connections.js'
 import {errorBodyFor} from './error-shape.js'
+import {checkedJsonParser} from './json-body.js'
 import {buildInfo} from './build-info.js'
 import {installCors, parseCorsOrigins} from './cors.js'
 import {Metrics} from './metrics.js'
@@ -41,6 +43,8 @@ export interface ServeOptions {
   /** Seconds a request may take from arrival (queue and prefill included). */
   readonly timeoutSeconds?: number
   readonly bodyLimitBytes?: number
+  /** Time to send headers and whole requests, and connections at once (./connections.ts). */
+  readonly connections?: Partial<ConnectionLimits>
   readonly apiKey?: string
   /** "chatml" or the text of a Jinja chat template; wins over the model's. */
   readonly chatTemplate?: string
@@ -108,6 +112,19 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   for (const a of o.aliases ?? [])
     if (a.length === 0) throw new RunnerError('SERVE_BAD_OPTION', '--alias must not be empty', ExitCode.usage)
   const corsOrigins = parseCorsOrigins(o.corsOrigins ?? [])
+  const limits: ConnectionLimits = {...CONNECTION_DEFAULTS, ...definedOnly(options.connections ?? {})}
+  const seconds = (name: string, v: number) => {
+    if (!(v > 0) || !(v <= MAX_TIMEOUT_SECONDS))
+      throw new RunnerError(
+        'SERVE_BAD_OPTION',
+        `${name} ${v} must be a number of seconds above 0 and at most ${MAX_TIMEOUT_SECONDS}`,
+        ExitCode.usage,
+      )
+  }
+  seconds('--headers-timeout', limits.headersTimeoutSeconds)
+  seconds('--body-timeout', limits.bodyTimeoutSeconds)
+  check('--max-connections', limits.maxConnections, 1, 1 << 20)
+  check('--max-connections-per-client', limits.maxConnectionsPerClient, 1, 1 << 20)
   const build = await buildInfo()
 
   const model = await Model.load(o.modelPath)
@@ -180,6 +197,10 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       },
       limits: {
         timeout_seconds: o.timeoutSeconds,
+        headers_timeout_seconds: limits.headersTimeoutSeconds,
+        body_timeout_seconds: limits.bodyTimeoutSeconds,
+        max_connections: limits.maxConnections,
+        max_connections_per_client: limits.maxConnectionsPerClient,
         body_limit_bytes: o.bodyLimitBytes,
         max_stop_sequences: 4,
         max_top_logprobs: MAX_TOP_LOGPROBS,
@@ -242,7 +263,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       routes: ROUTES.map((r) => ({method: r.method, path: r.url, summary: r.summary})),
     }
     const state = new ServerState(env, {scheduler, metrics}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000, model.gguf)
-    const app = buildApp(state, o.bodyLimitBytes, o.apiKey, corsOrigins)
+    const app = buildApp(state, o.bodyLimitBytes, o.apiKey, corsOrigins, limits)
     try {
       await app.listen({host: o.host, port: o.port})
     } catch (error) {
@@ -282,9 +303,16 @@ function definedOnly<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>
 }
 
-function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefined, corsOrigins: readonly string[]): FastifyInstance {
+function buildApp(
+  state: ServerState,
+  bodyLimit: number,
+  apiKey: string | undefined,
+  corsOrigins: readonly string[],
+  limits: ConnectionLimits,
+): FastifyInstance {
   const app = Fastify({
     bodyLimit,
+    serverFactory: limitedServerFactory(limits),
     logger: false,
     return503OnClosing: false,
     // Errors Fastify raises before routing (an undecodable URL) in the API's error shape too.
@@ -294,10 +322,10 @@ function buildApp(state: ServerState, bodyLimit: number, apiKey: string | undefi
     },
   })
   // Any content type is read as JSON (curl -d sends form encoding by default).
-  const json = app.getDefaultJsonParser('error', 'error')
+  const json = checkedJsonParser(app.getDefaultJsonParser('error', 'error'))
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', {parseAs: 'string'}, json)
-  app.addContentTypeParser('*', {parseAs: 'string'}, json)
+  app.addContentTypeParser('application/json', {parseAs: 'buffer'}, json)
+  app.addContentTypeParser('*', {parseAs: 'buffer'}, json)
 
   // First: preflights are answered before the API key is asked for.
   installCors(app, corsOrigins)
