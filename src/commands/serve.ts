@@ -21,6 +21,15 @@ export default class Serve extends RunnerCommand {
       command: '<%= config.bin %> serve -m model.gguf --host 0.0.0.0 --api-key "$KEY"',
     },
     {
+      description: 'Facing a network: shorter limits for slow clients, fewer connections per address',
+      command:
+        '<%= config.bin %> serve -m model.gguf --host 0.0.0.0 --api-key "$KEY" --headers-timeout 5 --body-timeout 15 --max-connections-per-client 8',
+    },
+    {
+      description: 'Accept the default ids clients send (gpt-4o, ...) and browser apps from one origin',
+      command: '<%= config.bin %> serve -m model.gguf --accept-any-model --cors http://localhost:5173',
+    },
+    {
       description: 'Then, from another shell',
       command:
         'curl http://127.0.0.1:8080/v1/chat/completions -H "content-type: application/json" -d \'{"model":"stories260K","messages":[{"role":"user","content":"Hi"}]}\'',
