@@ -9,29 +9,9 @@ import {connect, type Socket} from 'node:net'
 import {after, before, describe, test} from 'node:test'
 
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../helpers/shared.js'
-import {startTestServer, type TestServer} from './helpers.js'
+import {rawExchange, startTestServer, type TestServer} from './helpers.js'
 
 const STORIES = sharedPath('models', 'stories260K.gguf')
-
-/** A raw connection, and everything the server sends until it closes it (or `ms` pass). */
-function rawExchange(url: string, write: (s: Socket) => void, ms: number): Promise<{text: string; closed: boolean; afterMs: number}> {
-  const {hostname, port} = new URL(url)
-  return new Promise((resolve) => {
-    const t0 = performance.now()
-    const s = connect(Number(port), hostname)
-    let text = ''
-    const done = (closed: boolean) => {
-      clearTimeout(timer)
-      s.destroy()
-      resolve({text, closed, afterMs: performance.now() - t0})
-    }
-    const timer = setTimeout(() => done(false), ms)
-    s.on('data', (d) => (text += d.toString('latin1')))
-    s.on('close', () => done(true))
-    s.on('error', () => done(true))
-    s.on('connect', () => write(s))
-  })
-}
 
 describe('a server one client cannot stall', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   let t: TestServer

@@ -1,5 +1,7 @@
 // Helpers for the server tests: an in-process server on a free loopback port, an OpenAI client for
 // it (no retries: a retried 503 or 408 would hide the status under test), and /metrics readings.
+import {connect, type Socket} from 'node:net'
+
 import OpenAI from 'openai'
 
 import {type RunningServer, type ServeOptions, startServer} from '../../src/lib/server/index.js'
@@ -49,4 +51,28 @@ export async function postRaw(
     headers: r.headers,
     body: (await r.json()) as {error: {message: string; type: string; param: string | null; code: string | null}},
   }
+}
+
+/** A raw connection, and everything the server sends until it closes it (or `ms` pass). */
+export function rawExchange(
+  url: string,
+  write: (s: Socket) => void,
+  ms: number,
+): Promise<{text: string; closed: boolean; afterMs: number}> {
+  const {hostname, port} = new URL(url)
+  return new Promise((resolve) => {
+    const t0 = performance.now()
+    const s = connect(Number(port), hostname)
+    let text = ''
+    const done = (closed: boolean) => {
+      clearTimeout(timer)
+      s.destroy()
+      resolve({text, closed, afterMs: performance.now() - t0})
+    }
+    const timer = setTimeout(() => done(false), ms)
+    s.on('data', (d) => (text += d.toString('latin1')))
+    s.on('close', () => done(true))
+    s.on('error', () => done(true))
+    s.on('connect', () => write(s))
+  })
 }

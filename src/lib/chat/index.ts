@@ -18,3 +18,4 @@ export {
   RESERVED_TEMPLATE_VARIABLES,
   type RenderOptions,
 } from './template.js'
+export {RENDER_BUDGET_DEFAULTS, type RenderBound, type RenderBudget, TemplateBudgetError} from './render-budget.js'

@@ -27,5 +27,5 @@ export async function countTokensRoute(s: ServerState, req: FastifyRequest): Pro
   checkModel(s.env, body)
   // Checked as /v1/messages checks it (a bad schema is refused); a constraint does not change the prompt.
   anthropicOutputConfig(body.output_config as Parameters<typeof anthropicOutputConfig>[0])
-  return {input_tokens: anthropicPrompt(s.env, body).length}
+  return {input_tokens: (await anthropicPrompt(s.env, body)).length}
 }

@@ -17,6 +17,7 @@ import {buildChatPrompt} from './chat-prompt.js'
 import {type GenerationDelta, type GenerationOutcome, runGeneration} from './generation.js'
 import {checkModel, type RequestEnv} from './requests.js'
 import {validateBody} from './schemas.js'
+import {checkRequestLimits, LIMITED_FIELDS} from './request-limits.js'
 import {SseWriter} from './sse.js'
 import {anthropicOutputConfig} from './structured.js'
 import type {ServerState} from './state.js'
@@ -101,7 +102,8 @@ const MESSAGE_NULLS = {container: null, diagnostics: null, stop_details: null} a
  * turns, with tools and thinking's template switch): what /v1/messages evaluates and
  * /v1/messages/count_tokens counts. `maxTokens` bounds a thinking budget (count_tokens has none).
  */
-export function anthropicChat(env: RequestEnv, body: Record<string, unknown>, maxTokens = Number.POSITIVE_INFINITY) {
+export async function anthropicChat(env: RequestEnv, body: Record<string, unknown>, maxTokens = Number.POSITIVE_INFINITY) {
+  checkRequestLimits(body, LIMITED_FIELDS.anthropic, env.limits, 'anthropic')
   const system =
     body.system === undefined
       ? undefined
@@ -117,7 +119,7 @@ export function anthropicChat(env: RequestEnv, body: Record<string, unknown>, ma
       'output_config.format with tools is not supported: give tool_choice {type: "none"}, or leave format out',
     )
   const thinking = anthropicThinking(env, body.thinking, maxTokens)
-  const chat = buildChatPrompt(env, {
+  const chat = await buildChatPrompt(env, {
     messages: history.messages,
     tools,
     api: 'anthropic',
@@ -129,15 +131,15 @@ export function anthropicChat(env: RequestEnv, body: Record<string, unknown>, ma
 }
 
 /** The prompt tokens of a Messages body (count_tokens). */
-export function anthropicPrompt(env: RequestEnv, body: Record<string, unknown>): number[] {
-  return anthropicChat(env, body).chat.prompt
+export async function anthropicPrompt(env: RequestEnv, body: Record<string, unknown>): Promise<number[]> {
+  return (await anthropicChat(env, body)).chat.prompt
 }
 
-function prepare(env: RequestEnv, raw: unknown) {
+async function prepare(env: RequestEnv, raw: unknown) {
   const body = validateBody(MESSAGES_SCHEMA, raw, UNSUPPORTED)
   checkModel(env, body)
   const maxTokens = body.max_tokens as number
-  const {chat, format, thinking} = anthropicChat(env, body, maxTokens)
+  const {chat, format, thinking} = await anthropicChat(env, body, maxTokens)
   const prompt = chat.prompt
   const fit = fitPrompt(prompt.length, env.nCtx, maxTokens)
   if (!fit.fits) {
@@ -180,7 +182,7 @@ function prepare(env: RequestEnv, raw: unknown) {
 /** A generation, in two phases when thinking has a budget. */
 function run(
   s: ServerState,
-  p: ReturnType<typeof prepare>,
+  p: Awaited<ReturnType<typeof prepare>>,
   signal: AbortSignal,
   onDelta?: (d: GenerationDelta) => void,
 ): Promise<GenerationOutcome> {
@@ -189,7 +191,7 @@ function run(
 }
 
 export async function messagesRoute(s: ServerState, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-  const p = prepare(s.env, req.body)
+  const p = await prepare(s.env, req.body)
   const id = `msg_${randomBytes(12).toString('hex')}`
   const model = s.env.modelId
   const life = s.track(req, reply)

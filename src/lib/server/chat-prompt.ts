@@ -6,12 +6,13 @@
  * participant name, a later system message) is refused by name rather than ignored. Also: how the
  * answer is read back (thinking, calls) and the constraint that makes calls valid.
  */
-import {type ChatMessage, encodeChatPrompt, RESERVED_TEMPLATE_VARIABLES} from '../chat/index.js'
+import {type ChatMessage, RESERVED_TEMPLATE_VARIABLES} from '../chat/index.js'
 import type {Constraint} from '../grammar/index.js'
 import {type AnswerOptions, templateThinks, thinkingConstraint, type ThinkStart, toolConstraint, toolPrompt} from '../tools/index.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
 import type {RequestEnv} from './requests.js'
 import {compileToolConstraint} from './structured.js'
+import {refuseUnfittable} from './request-limits.js'
 import type {RequestTools} from './tool-fields.js'
 
 export interface ChatPrompt {
@@ -48,16 +49,22 @@ function thinkStart(source: string, rendered: string): ThinkStart {
   return 'optional'
 }
 
-export function buildChatPrompt(env: RequestEnv, input: ChatPromptInput): ChatPrompt {
+export async function buildChatPrompt(env: RequestEnv, input: ChatPromptInput): Promise<ChatPrompt> {
   for (const key of Object.keys(input.variables ?? {})) {
     if ((RESERVED_TEMPLATE_VARIABLES as readonly string[]).includes(key))
       throw badParam(`chat_template_kwargs.${key}`, `chat_template_kwargs.${key} is set by the server and cannot be given`)
   }
+  // Text that cannot fit the context is refused before it is rendered or tokenized.
+  const chars = input.messages.reduce(
+    (n, m) => n + m.content.length + (m.reasoning?.length ?? 0) + (m.toolCalls ?? []).reduce((k, c) => k + c.arguments.length, 0),
+    0,
+  )
+  refuseUnfittable(env.tokenizer, env.nCtx, chars, input.historyParam ?? 'messages')
   const {tools, choice, parallel} = input.tools
   const tp = toolPrompt(env.template, input.messages, tools, choice)
-  const render = (messages: readonly ChatMessage[], addGenerationPrompt: boolean) => {
+  const render = async (messages: readonly ChatMessage[], addGenerationPrompt: boolean) => {
     try {
-      return env.template.render(messages, {
+      return await env.work.render(messages, {
         addGenerationPrompt,
         ...(tp.tools ? {tools: tp.tools} : {}),
         ...(input.variables ? {variables: input.variables} : {}),
@@ -70,21 +77,21 @@ export function buildChatPrompt(env: RequestEnv, input: ChatPromptInput): ChatPr
   const last = tp.messages.at(-1)!
   const lastIndex = input.messages.length - 1
   let rendered: string
-  if (input.addGenerationPrompt === false) rendered = render(tp.messages, false)
+  if (input.addGenerationPrompt === false) rendered = await render(tp.messages, false)
   else if (input.messages[lastIndex]!.toolCalls) {
     throw badParam(
       `${input.at(lastIndex)}`,
       `${input.at(lastIndex)} calls tools: send their results (role "tool") before asking for a reply`,
     )
   } else if (last.role === 'assistant' && last.content.trim().length > 0) {
-    rendered = continueFinal((m) => render(m, false), tp.messages, input.at(lastIndex))
+    rendered = await continueFinal((m) => render(m, false), tp.messages, input.at(lastIndex))
   } else if (last.role === 'assistant') {
-    rendered = render(tp.messages.slice(0, -1), true)
-  } else rendered = render(tp.messages, true)
-  refuseDropped(input, (m) => env.template.render(m))
+    rendered = await render(tp.messages.slice(0, -1), true)
+  } else rendered = await render(tp.messages, true)
+  await refuseDropped(input, (m) => env.work.render(m))
   let prompt: number[]
   try {
-    prompt = encodeChatPrompt(env.tokenizer, rendered)
+    prompt = await env.work.encode(rendered, 'chat')
   } catch (error) {
     throw toApiError(error)
   }
@@ -112,9 +119,13 @@ const PREFILL_MARK = '\u{F8FF}prefill\u{F8FF}'
  * history is rendered with a mark in its place, so the text cannot be found in the wrong spot, and
  * the template's end-of-turn after it never gets in).
  */
-function continueFinal(render: (m: readonly ChatMessage[]) => string, messages: readonly ChatMessage[], at: string): string {
+async function continueFinal(
+  render: (m: readonly ChatMessage[]) => Promise<string>,
+  messages: readonly ChatMessage[],
+  at: string,
+): Promise<string> {
   const last = messages.at(-1)!
-  const marked = render([...messages.slice(0, -1), {...last, content: PREFILL_MARK}])
+  const marked = await render([...messages.slice(0, -1), {...last, content: PREFILL_MARK}])
   const end = marked.indexOf(PREFILL_MARK)
   if (end < 0 || marked.indexOf(PREFILL_MARK, end + 1) >= 0)
     throw badParam(at, `${at}: the chat template does not render the assistant's text verbatim, so it cannot be continued`)
@@ -126,16 +137,16 @@ function continueFinal(render: (m: readonly ChatMessage[]) => string, messages: 
  * the start are rendered with and without (plainly: dropping is the template's habit, whatever the
  * tools); the same text means the template ignores them.
  */
-function refuseDropped(input: ChatPromptInput, render: (m: readonly ChatMessage[]) => string): void {
+async function refuseDropped(input: ChatPromptInput, render: (m: readonly ChatMessage[]) => Promise<string>): Promise<void> {
   const messages = input.messages
   const named = messages.findIndex((m) => m.name !== undefined && m.role !== 'tool')
   // One pass (a history may be long): the first system message after any other role.
   const firstOther = messages.findIndex((m) => m.role !== 'system')
   const lateSystem = firstOther < 0 ? -1 : messages.findIndex((m, i) => i > firstOther && m.role === 'system')
   if (named < 0 && lateSystem < 0) return
-  const same = (variant: readonly ChatMessage[]) => {
+  const same = async (variant: readonly ChatMessage[]) => {
     try {
-      return render(variant) === render(messages)
+      return (await render(variant)) === (await render(messages))
     } catch {
       // A template that cannot render the variant renders the field somehow.
       return false
@@ -143,13 +154,13 @@ function refuseDropped(input: ChatPromptInput, render: (m: readonly ChatMessage[
   }
   if (named >= 0) {
     const {name: _drop, ...without} = messages[named]!
-    if (same(messages.map((m, i) => (i === named ? without : m))))
+    if (await same(messages.map((m, i) => (i === named ? without : m))))
       throw badParam(
         `${input.at(named)}.name`,
         `${input.at(named)}.name: this model's chat template does not render participant names; leave name out`,
       )
   }
-  if (lateSystem >= 0 && same(messages.filter((_, i) => i !== lateSystem))) {
+  if (lateSystem >= 0 && (await same(messages.filter((_, i) => i !== lateSystem)))) {
     throw badParam(
       `${input.at(lateSystem)}.role`,
       `${input.at(lateSystem)} is a system message after the conversation started, which this model's chat template does not render; put it first`,

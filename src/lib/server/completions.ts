@@ -38,7 +38,7 @@ function choiceRequest(p: PreparedRequest, i: number): PreparedRequest {
 }
 
 export async function completionsRoute(s: ServerState, kind: Kind, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-  const prepared = kind === 'chat' ? prepareChat(s.env, req.body) : prepareCompletion(s.env, req.body)
+  const prepared = await (kind === 'chat' ? prepareChat(s.env, req.body) : prepareCompletion(s.env, req.body))
   const meta: ResponseMeta = {
     id: completionId(kind === 'chat' ? 'chatcmpl' : 'cmpl'),
     created: Math.floor(Date.now() / 1000),

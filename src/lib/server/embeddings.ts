@@ -12,6 +12,7 @@ import type {Model} from '../engine/index.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
 import {checkModel} from './requests.js'
 import {validateBody} from './schemas.js'
+import {refuseUnfittable} from './request-limits.js'
 import type {ServerState} from './state.js'
 
 /** OpenAI's limit on inputs in one request. */
@@ -129,7 +130,7 @@ export async function embeddingsRoute(s: ServerState, req: FastifyRequest, reply
  */
 export async function embedOnSlot(s: ServerState, req: FastifyRequest, reply: FastifyReply, inputs: Inputs): Promise<EmbedResult> {
   const model = servedModel(s)
-  const tokens = tokenize(s, inputs)
+  const tokens = await tokenize(s, inputs)
   try {
     modelPooling(model.gguf, model.config.architecture)
   } catch (error) {
@@ -152,9 +153,14 @@ export async function embedOnSlot(s: ServerState, req: FastifyRequest, reply: Fa
 }
 
 /** Each input's tokens, a refusal naming the input (`input[i]`) and, over the slot's context, saying so. */
-function tokenize(s: ServerState, inputs: Inputs): number[][] {
+async function tokenize(s: ServerState, inputs: Inputs): Promise<number[][]> {
   try {
-    return embeddingTokens(s.env.tokenizer, inputs.items, s.env.nCtx, inputs.param)
+    // Texts through the prompt workers (off the event loop), then the same checks as token ids.
+    inputs.items.forEach((x, i) => typeof x === 'string' && refuseUnfittable(s.env.tokenizer, s.env.nCtx, x.length, inputs.param(i)))
+    const items = await Promise.all(
+      inputs.items.map((x) => (typeof x === 'string' && x.length > 0 ? s.env.work.encode(x, {addSpecial: true, parseSpecial: false}) : x)),
+    )
+    return embeddingTokens(s.env.tokenizer, items, s.env.nCtx, inputs.param)
   } catch (error) {
     if (!(error instanceof EmbedInputError)) throw toApiError(error)
     throw badParam(

@@ -48,6 +48,27 @@ export function checkedJsonParser(parse: Parser) {
       done(new ApiError(400, `the request body nests objects and arrays more than ${MAX_BODY_DEPTH} levels deep`, null, 'invalid_json'))
       return
     }
-    parse(req, text, done)
+    parse(req, text, (error, body) => (error ? done(jsonError(error, text, req.headers['content-type'])) : done(null, body)))
   }
+}
+
+/**
+ * A body that does not parse, said plainly: the parser's own reason (V8's, or a forbidden
+ * `__proto__` key), and for a body sent as something other than JSON (curl -d sends form encoding)
+ * what to send instead. Fastify's own message claims the content type was application/json.
+ */
+function jsonError(error: Error, text: string, contentType: string | undefined): ApiError {
+  let reason = error.message
+  if ((error as Error & {code?: string}).code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    try {
+      JSON.parse(text)
+    } catch (syntax) {
+      reason = (syntax as Error).message
+    }
+  }
+  const sentAs =
+    contentType !== undefined && !/\bjson\b/i.test(contentType)
+      ? ` (it was sent as ${JSON.stringify(contentType.slice(0, 100))}; send JSON with "Content-Type: application/json", e.g. curl -H 'Content-Type: application/json' -d '{...}')`
+      : ''
+  return new ApiError(400, `the request body is not valid JSON${sentAs}: ${reason.slice(0, 200)}`, null, 'invalid_json')
 }

@@ -10,7 +10,7 @@
  * decides, and a call it writes is read back into `message.tool_calls`.
  */
 import {own} from '../util/index.js'
-import {type ChatToolCall, encodeChatPrompt, validateHistory} from '../chat/index.js'
+import {type ChatToolCall, validateHistory} from '../chat/index.js'
 import type {AnswerOptions} from '../tools/index.js'
 import {fitPrompt} from '../generate/index.js'
 import {MAX_TOP_LOGPROBS, resolveSamplingOptions} from '../sampling/index.js'
@@ -19,6 +19,7 @@ import type {GenerationRequest} from './generation.js'
 import {buildChatPrompt} from './chat-prompt.js'
 import type {RequestEnv} from './requests.js'
 import {validateBody} from './schemas.js'
+import {checkRequestLimits, LIMITED_FIELDS, refuseUnfittable} from './request-limits.js'
 import {ollamaFormat} from './structured.js'
 import {openAiTools, type RequestTools} from './tool-fields.js'
 
@@ -340,8 +341,9 @@ function ollamaHistory(messages: unknown): unknown {
   })
 }
 
-export function prepareOllamaChat(env: RequestEnv, raw: unknown): OllamaPrepared {
+export async function prepareOllamaChat(env: RequestEnv, raw: unknown): Promise<OllamaPrepared> {
   const body = validate(OLLAMA_CHAT_SCHEMA, raw)
+  checkRequestLimits(body, LIMITED_FIELDS.ollamaChat, env.limits)
   const common = commonFields(env, body)
   const tools = chatTools(body.tools)
   const messages = ollamaHistory(body.messages)
@@ -354,15 +356,16 @@ export function prepareOllamaChat(env: RequestEnv, raw: unknown): OllamaPrepared
   } catch (error) {
     throw toApiError(error)
   }
-  const chat = buildChatPrompt(env, {messages: history, tools, api: 'openai', at: (i) => `messages[${i}]`})
+  const chat = await buildChatPrompt(env, {messages: history, tools, api: 'openai', at: (i) => `messages[${i}]`})
   const prepared = finish(env, body, common, chat.prompt, 'messages')
   // Thinking stays in the content: Ollama separates it only when asked (think: true, refused here).
   const answer = chat.answer && chat.answer.toolNames.size > 0 ? {...chat.answer, think: 'none' as const} : undefined
   return {...prepared, ...(chat.constraint ? {constraint: chat.constraint} : {}), ...(answer ? {answer} : {})}
 }
 
-export function prepareOllamaGenerate(env: RequestEnv, raw: unknown): OllamaPrepared {
+export async function prepareOllamaGenerate(env: RequestEnv, raw: unknown): Promise<OllamaPrepared> {
   const body = validate(OLLAMA_GENERATE_SCHEMA, raw, GENERATE_REFUSED)
+  checkRequestLimits(body, LIMITED_FIELDS.ollamaGenerate, env.limits)
   const common = commonFields(env, body)
   const text = (body.prompt as string | undefined) ?? ''
   const system = (body.system as string | undefined) ?? ''
@@ -370,12 +373,13 @@ export function prepareOllamaGenerate(env: RequestEnv, raw: unknown): OllamaPrep
   if (rawMode && system !== '') throw badParam('system', 'system needs the chat template, which raw: true skips; put it in the prompt')
   // An empty prompt: Ollama's "load the model" request.
   if (text === '') return load(env, body, common)
+  refuseUnfittable(env.tokenizer, env.nCtx, text.length + system.length, 'prompt')
   let prompt: number[]
   try {
     // raw: the prompt is already templated (special tokens are parsed, BOS as the vocabulary asks);
     // otherwise it is one user turn, after the system message, through the model's chat template.
     const history = [...(system ? [{role: 'system', content: system}] : []), {role: 'user', content: text}]
-    prompt = encodeChatPrompt(env.tokenizer, rawMode ? text : env.template.render(validateHistory(history, 'messages')))
+    prompt = await env.work.encode(rawMode ? text : await env.work.render(validateHistory(history, 'messages')), 'chat')
   } catch (error) {
     throw toApiError(error)
   }

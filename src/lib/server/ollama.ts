@@ -57,7 +57,7 @@ export const OLLAMA_ROUTES: readonly Route[] = [
 
 async function generationRoute(s: ServerState, kind: OllamaKind, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const arrivedAt = (req as FastifyRequest & {startedAt?: number}).startedAt ?? performance.now()
-  const p = kind === 'chat' ? prepareOllamaChat(s.env, req.body) : prepareOllamaGenerate(s.env, req.body)
+  const p = await (kind === 'chat' ? prepareOllamaChat(s.env, req.body) : prepareOllamaGenerate(s.env, req.body))
   // Ollama echoes the name the client used ("stories260K" or "stories260K:latest").
   const meta: OllamaMeta = {kind, model: (req.body as {model: string}).model}
   if (p.load) {

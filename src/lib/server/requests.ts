@@ -10,6 +10,8 @@ import {resolveSamplingOptions} from '../sampling/index.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
 import type {AnswerOptions} from '../tools/index.js'
 import {buildChatPrompt} from './chat-prompt.js'
+import type {PromptWork} from './prompt-work.js'
+import {checkRequestLimits, LIMITED_FIELDS, refuseUnfittable, type RequestLimits} from './request-limits.js'
 import type {GenerationRequest} from './generation.js'
 import {type ModelIds, requireModel} from './model-ids.js'
 import {CHAT_SCHEMA, COMPLETION_SCHEMA, validateBody} from './schemas.js'
@@ -36,8 +38,12 @@ export interface RequestEnv {
   readonly systemFingerprint: string
   readonly tokenizer: Tokenizer
   readonly template: ChatTemplate
+  /** Rendering and tokenizing, off the event loop (./prompt-work.ts). */
+  readonly work: PromptWork
   /** Positions of one slot's KV cache. */
   readonly nCtx: number
+  /** What one request may hold (./request-limits.ts). */
+  readonly limits: RequestLimits
 }
 
 /** Which request field each sampling option came from, so its refusal names the field. */
@@ -70,8 +76,10 @@ const OPENAI_HISTORY = {endWith: 'any', tools: true, systemAnywhere: true} as co
 const openAiAt = (i: number) => `messages[${i}]`
 
 /** The rendered chat prompt (what /apply-template returns), with tools when the body gives them. */
-export function renderChat(env: RequestEnv, body: Body, options: {addGenerationPrompt?: boolean} = {}): string {
-  return buildChatPrompt(env, {messages: openAiHistory(body), tools: openAiTools(body), api: 'openai', at: openAiAt, ...options}).rendered
+export async function renderChat(env: RequestEnv, body: Body, options: {addGenerationPrompt?: boolean} = {}): Promise<string> {
+  checkRequestLimits(body, LIMITED_FIELDS.applyTemplate, env.limits)
+  const history = openAiHistory(body)
+  return (await buildChatPrompt(env, {messages: history, tools: openAiTools(body), api: 'openai', at: openAiAt, ...options})).rendered
 }
 
 /** The body's messages as a validated history, a refusal in the API's shape. */
@@ -83,8 +91,9 @@ function openAiHistory(body: Body) {
   }
 }
 
-export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
+export async function prepareChat(env: RequestEnv, raw: unknown): Promise<PreparedRequest> {
   const body = validateBody(CHAT_SCHEMA, raw)
+  checkRequestLimits(body, LIMITED_FIELDS.openAiChat, env.limits)
   checkModel(env, body)
   const format = openAiResponseFormat(opt(body, 'response_format'))
   const maxTokens = opt<number>(body, 'max_tokens')
@@ -101,7 +110,7 @@ export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
     throw badParam('response_format', 'response_format with tools is not supported: give tool_choice "none", or leave response_format out')
   }
   const variables = opt<Record<string, unknown>>(body, 'chat_template_kwargs')
-  const chat = buildChatPrompt(env, {messages, tools, api: 'openai', at: openAiAt, ...(variables ? {variables} : {})})
+  const chat = await buildChatPrompt(env, {messages, tools, api: 'openai', at: openAiAt, ...(variables ? {variables} : {})})
   const prepared = finish(env, body, chat.prompt, 'messages', maxCompletion ?? maxTokens, logprobs, topLogprobs ?? 0)
   const constraint = format ?? chat.constraint
   return {...prepared, ...(constraint ? {constraint} : {}), ...(chat.answer ? {answer: chat.answer} : {})}
@@ -110,15 +119,17 @@ export function prepareChat(env: RequestEnv, raw: unknown): PreparedRequest {
 /** OpenAI's default for /v1/completions max_tokens. */
 export const COMPLETION_DEFAULT_MAX_TOKENS = 16
 
-export function prepareCompletion(env: RequestEnv, raw: unknown): PreparedRequest {
+export async function prepareCompletion(env: RequestEnv, raw: unknown): Promise<PreparedRequest> {
   const body = validateBody(COMPLETION_SCHEMA, raw)
+  checkRequestLimits(body, LIMITED_FIELDS.openAiCompletion, env.limits)
   checkModel(env, body)
   const p = body.prompt as string | string[] | number[]
   let prompt: number[]
   if (typeof p === 'string' || typeof p[0] === 'string') {
     const text = typeof p === 'string' ? p : (p[0] as string)
+    refuseUnfittable(env.tokenizer, env.nCtx, text.length, 'prompt')
     // The same tokens `runner run -p TEXT` evaluates: BOS as the vocabulary asks, special tokens as text.
-    prompt = env.tokenizer.encode(text, {addSpecial: true, parseSpecial: false})
+    prompt = await env.work.encode(text, {addSpecial: true, parseSpecial: false})
     if (prompt.length === 0) throw badParam('prompt', 'prompt is empty')
   } else {
     prompt = p as number[]

@@ -16,6 +16,7 @@ import {checkModel, type RequestEnv} from './requests.js'
 import {checkResponsesFields, responsesFormat, responsesHistory, responsesTools} from './responses-input.js'
 import {newId, ResponseBuilder} from './responses-output.js'
 import {validateBody} from './schemas.js'
+import {checkRequestLimits, LIMITED_FIELDS} from './request-limits.js'
 import {SseWriter} from './sse.js'
 import type {ServerState} from './state.js'
 
@@ -67,8 +68,9 @@ interface PreparedResponse extends GenerationRequest {
   readonly answer: ConstructorParameters<typeof AnswerParser>[0] | undefined
 }
 
-function prepare(env: RequestEnv, raw: unknown): PreparedResponse {
+async function prepare(env: RequestEnv, raw: unknown): Promise<PreparedResponse> {
   const body = validateBody(RESPONSES_SCHEMA, raw, {})
+  checkRequestLimits(body, LIMITED_FIELDS.responses, env.limits)
   checkModel(env, body)
   checkResponsesFields(body)
   const history = responsesHistory(body.instructions, body.input)
@@ -76,7 +78,7 @@ function prepare(env: RequestEnv, raw: unknown): PreparedResponse {
   const format = responsesFormat(body.text)
   if (format && tools.choice.mode !== 'none')
     throw badParam('text.format', 'text.format with tools is not supported: give tool_choice "none", or leave the format out')
-  const chat = buildChatPrompt(env, {
+  const chat = await buildChatPrompt(env, {
     messages: history.messages,
     tools,
     api: 'openai',
@@ -169,7 +171,7 @@ function outputText(output: readonly unknown[]): string {
 }
 
 export async function responsesRoute(s: ServerState, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-  const p = prepare(s.env, req.body)
+  const p = await prepare(s.env, req.body)
   const id = newId('resp')
   const created = Math.floor(Date.now() / 1000)
   const model = s.env.modelId

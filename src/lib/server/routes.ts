@@ -123,7 +123,7 @@ export const ROUTES: readonly Route[] = [
 async function applyTemplate(s: ServerState, raw: unknown) {
   const body = validateBody(APPLY_TEMPLATE_SCHEMA, raw)
   try {
-    return {prompt: renderChat(s.env, body, {addGenerationPrompt: (body.add_generation_prompt as boolean | undefined) ?? true})}
+    return {prompt: await renderChat(s.env, body, {addGenerationPrompt: (body.add_generation_prompt as boolean | undefined) ?? true})}
   } catch (error) {
     throw toApiError(error)
   }

@@ -188,23 +188,30 @@ function pickError(errors: readonly ErrorObject[]): ErrorObject | undefined {
   )
 }
 
+/** Names the client chose (an unknown field) are echoed only this far: a 100 KB name is not sent back whole. */
+const SHOWN_NAME_CHARS = 64
+
+function shownName(name: string): string {
+  return name.length > SHOWN_NAME_CHARS ? `${name.slice(0, SHOWN_NAME_CHARS)}… (${name.length} characters)` : name
+}
+
 function refusal(e: ErrorObject | undefined, body: unknown): ApiError {
   if (!e) return new ApiError(400, 'the request body is invalid', null, 'invalid_value')
   if (e.keyword === 'required') {
     const name = (e.params as {missingProperty: string}).missingProperty
-    const param = paramOf(`${e.instancePath}/${name}`)
+    const param = shownName(paramOf(`${e.instancePath}/${name}`))
     return new ApiError(400, `you must provide a ${param} parameter`, param, 'missing_required_parameter')
   }
   if (e.keyword === 'additionalProperties') {
     const name = (e.params as {additionalProperty: string}).additionalProperty
-    const param = paramOf(`${e.instancePath}/${name}`)
+    const param = shownName(paramOf(`${e.instancePath}/${name}`))
     return new ApiError(400, `Unrecognized request argument supplied: ${param}`, param, 'unknown_parameter')
   }
   if (e.keyword === 'propertyNames') {
     const name = (e.params as {propertyName: string}).propertyName
     return new ApiError(
       400,
-      `${paramOf(e.instancePath)} key ${JSON.stringify(name)} must be a token id (a decimal integer)`,
+      `${paramOf(e.instancePath)} key ${JSON.stringify(shownName(name))} must be a token id (a decimal integer)`,
       paramOf(e.instancePath),
       'invalid_value',
     )

@@ -5,11 +5,12 @@
  */
 import {readFileSync} from 'node:fs'
 
-import {Flags} from '@oclif/core'
+import {Flags, type Interfaces} from '@oclif/core'
 
 import {listenForInterrupt, modelFlag} from '../cli/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {CONNECTION_DEFAULTS} from './connections.js'
+import {REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimitFlag, type RequestLimits} from './request-limits.js'
 import {type RunningServer, SERVE_DEFAULTS, type ServeOptions, SHUTDOWN_GRACE_MS} from './server.js'
 
 /** The flags of `runner serve`. */
@@ -100,6 +101,18 @@ export const serveFlags = {
     min: 1,
   }),
   'no-prefix-cache': Flags.boolean({description: 'never reuse KV rows between requests (every prompt is evaluated whole)'}),
+  ...limitFlags(),
+}
+
+/** --max-messages and the other request limits, from their table (./request-limits.ts). */
+function limitFlags() {
+  const entries = Object.entries(REQUEST_LIMIT_FLAGS) as Array<[keyof RequestLimits, {flag: string; help: string}]>
+  return Object.fromEntries(
+    entries.map(([key, {flag, help}]) => [
+      flag.slice(2),
+      Flags.integer({description: `${help} (more: 400)`, default: REQUEST_LIMIT_DEFAULTS[key], min: 1}),
+    ]),
+  ) as Record<RequestLimitFlag, Interfaces.OptionFlag<number>>
 }
 
 type ServeFlagValues = {
@@ -123,7 +136,7 @@ type ServeFlagValues = {
   readonly 'body-timeout': string
   readonly 'max-connections': number
   readonly 'max-connections-per-client': number
-}
+} & Readonly<Record<RequestLimitFlag, number>>
 
 /** startServer's options from the parsed flags (the timeout checked, a template file read). */
 export function serveOptions(flags: ServeFlagValues): ServeOptions {
@@ -150,6 +163,12 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
       maxConnections: flags['max-connections'],
       maxConnectionsPerClient: flags['max-connections-per-client'],
     },
+    requestLimits: Object.fromEntries(
+      (Object.keys(REQUEST_LIMIT_FLAGS) as Array<keyof RequestLimits>).map((k) => [
+        k,
+        flags[REQUEST_LIMIT_FLAGS[k].flag.slice(2) as RequestLimitFlag],
+      ]),
+    ) as unknown as RequestLimits,
   }
 }
 

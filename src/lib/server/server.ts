@@ -19,6 +19,7 @@ import {embeddingCapabilities} from './embeddings.js'
 import {CONNECTION_DEFAULTS, type ConnectionLimits, limitedServerFactory} from './connections.js'
 import {errorBodyFor} from './error-shape.js'
 import {checkedJsonParser} from './json-body.js'
+import {clientErrorHandler, methodNotAllowed} from './http-conformance.js'
 import {buildInfo} from './build-info.js'
 import {installCors, parseCorsOrigins} from './cors.js'
 import {Metrics} from './metrics.js'
@@ -27,6 +28,13 @@ import {COMPLETION_DEFAULT_MAX_TOKENS, type RequestEnv} from './requests.js'
 import {ROUTES} from './routes.js'
 import {Scheduler} from './scheduler.js'
 import {ServerState} from './state.js'
+import {thinkingSupport} from './thinking.js'
+import {PromptWorkers} from './prompt-work.js'
+import {longestPieceBytes, REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimits} from './request-limits.js'
+import {toolFormatOf} from '../tools/index.js'
+
+/** Heap of each prompt worker (MiB): a request that needs more to render or tokenize gets 413, alone. */
+const PROMPT_WORKER_HEAP_MB = 1024
 
 export interface ServeOptions {
   readonly modelPath: string
@@ -53,6 +61,8 @@ export interface ServeOptions {
   readonly aliases?: readonly string[]
   /** Accept any `model` id, as llama-server does (default: only the file name and the aliases). */
   readonly acceptAnyModel?: boolean
+  /** What one request may hold (./request-limits.ts); the rest at REQUEST_LIMIT_DEFAULTS. */
+  readonly requestLimits?: Partial<RequestLimits>
   /** Origins allowed by CORS ("*": any); none by default (./cors.ts). */
   readonly corsOrigins?: readonly string[]
 }
@@ -125,10 +135,14 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   seconds('--body-timeout', limits.bodyTimeoutSeconds)
   check('--max-connections', limits.maxConnections, 1, 1 << 20)
   check('--max-connections-per-client', limits.maxConnectionsPerClient, 1, 1 << 20)
+  const requestLimits: RequestLimits = {...REQUEST_LIMIT_DEFAULTS, ...definedOnly(options.requestLimits ?? {})}
+  for (const key of Object.keys(REQUEST_LIMIT_FLAGS) as Array<keyof RequestLimits>)
+    check(REQUEST_LIMIT_FLAGS[key].flag, requestLimits[key], 1, 1 << 24)
   const build = await buildInfo()
 
   const model = await Model.load(o.modelPath)
   const contexts: Context[] = []
+  let work: PromptWorkers | undefined
   try {
     const template = ChatTemplate.forModel(model.gguf, model.tokenizer, o.chatTemplate)
     const nCtx = o.nCtx ?? defaultContextSize(model.config.nCtxTrain)
@@ -136,7 +150,21 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
     const modelIds = ids(basename(o.modelPath).replace(/\.gguf$/i, ''), o.aliases, o.acceptAnyModel)
     const modelId = modelIds.served
-    const env: RequestEnv = {modelId, modelIds, systemFingerprint: build.systemFingerprint, tokenizer: model.tokenizer, template, nCtx}
+    // Two workers at most: a long render in one leaves the other for everyone else.
+    work = new PromptWorkers(model.gguf, template, {workers: Math.min(o.parallel, 2), heapMb: PROMPT_WORKER_HEAP_MB})
+    const env: RequestEnv = {
+      modelId,
+      modelIds,
+      systemFingerprint: build.systemFingerprint,
+      tokenizer: model.tokenizer,
+      template,
+      work,
+      nCtx,
+      limits: requestLimits,
+    }
+    // The template's capability probes, once, now: not inside the first request.
+    toolFormatOf(template)
+    thinkingSupport(env)
     const scheduler = new Scheduler(
       contexts.map((c) => new Session(c)),
       {queueLimit: o.queueLimit, prefixCache: o.prefixCache},
@@ -204,6 +232,13 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         body_limit_bytes: o.bodyLimitBytes,
         max_stop_sequences: 4,
         max_top_logprobs: MAX_TOP_LOGPROBS,
+        max_messages: requestLimits.messages,
+        max_content_parts: requestLimits.contentParts,
+        max_tools: requestLimits.tools,
+        max_stop_length: requestLimits.stopChars,
+        max_logit_bias: requestLimits.logitBias,
+        prompt_chars_per_slot: nCtx * longestPieceBytes(model.tokenizer),
+        chat_template_budget: template.budget,
       },
       auth: {api_key_required: o.apiKey !== undefined},
       cors: {origins: corsOrigins},
@@ -286,6 +321,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
           while (scheduler.busy > 0) await new Promise((resolve) => setTimeout(resolve, 5))
           app.server.closeAllConnections()
           await closed
+          await work?.close()
           for (const c of contexts) c.dispose()
           model.dispose()
         })()
@@ -293,6 +329,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       },
     }
   } catch (error) {
+    await work?.close()
     for (const c of contexts) c.dispose()
     model.dispose()
     throw error
@@ -315,6 +352,8 @@ function buildApp(
     serverFactory: limitedServerFactory(limits),
     logger: false,
     return503OnClosing: false,
+    // Errors Node's parser raises (bad Content-Length, obs-fold, a slow request) in the API's shape.
+    clientErrorHandler,
     // Errors Fastify raises before routing (an undecodable URL) in the API's error shape too.
     frameworkErrors: (error, req, reply: FastifyReply) => {
       const api = new ApiError(400, `the request URL cannot be decoded: ${error.message}`, null, 'invalid_request')
@@ -349,6 +388,8 @@ function buildApp(
   /** Each API family's errors in its own shape: Anthropic's, Ollama's or OpenAI's (./error-shape.ts). */
   const errorBody = (req: FastifyRequest, e: ApiError) => errorBodyFor(req.url, req.headers, e)
   app.setNotFoundHandler((req, reply) => {
+    const wrongMethod = methodNotAllowed(ROUTES, req.method, req.url, corsOrigins.length > 0)
+    if (wrongMethod) return void reply.code(405).headers(wrongMethod.headers).send(errorBody(req, wrongMethod))
     const err = new ApiError(
       404,
       `there is no route ${req.method} ${req.url.split('?')[0]} (GET /v1/capabilities lists the routes)`,

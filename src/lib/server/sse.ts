@@ -30,7 +30,7 @@ export class SseWriter {
     this.res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
-      connection: 'keep-alive',
+      // No connection header of our own: Node's follows the request (a client's "Connection: close" is honoured).
       'x-accel-buffering': 'no',
     })
   }

@@ -9,7 +9,6 @@
  * for the model (as a reasoning budget of 0 does in llama.cpp), and the second phase continues the
  * answer from there with the rest of max_tokens and the request's own constraint.
  */
-import {encodeChatPrompt} from '../chat/index.js'
 import type {Constraint} from '../grammar/index.js'
 import {templateThinks, THINK} from '../tools/index.js'
 import {badParam} from './api-error.js'
@@ -29,7 +28,19 @@ type Obj = Record<string, unknown>
 const SWITCH = 'enable_thinking'
 
 /** What the template allows: thinking at all, and switching it off. */
-export function thinkingSupport(env: RequestEnv): {readonly enabled: boolean; readonly disabled: boolean; readonly switchable: boolean} {
+type ThinkingSupport = {readonly enabled: boolean; readonly disabled: boolean; readonly switchable: boolean}
+const supportOf = new WeakMap<object, ThinkingSupport>()
+
+/** What the template does with thinking, probed once per template. */
+export function thinkingSupport(env: RequestEnv): ThinkingSupport {
+  const known = supportOf.get(env.template)
+  if (known) return known
+  const support = probeThinking(env)
+  supportOf.set(env.template, support)
+  return support
+}
+
+function probeThinking(env: RequestEnv): ThinkingSupport {
   const thinks = templateThinks(env.template.source)
   const switchable = thinks && renders(env, true) !== renders(env, false)
   return {enabled: thinks, disabled: !thinks || switchable, switchable}
@@ -108,7 +119,7 @@ export async function runBudgeted(
     gen,
     {
       ...base,
-      prompt: encodeChatPrompt(env.tokenizer, p.rendered + text),
+      prompt: await env.work.encode(p.rendered + text, 'chat'),
       maxTokens: left,
       ...(afterThinking ? {constraint: afterThinking} : {}),
     },

@@ -57,20 +57,20 @@ export async function tokenize(s: ServerState, raw: unknown): Promise<unknown> {
   const parts = typeof body.content === 'string' ? [body.content] : (body.content as Array<string | number>)
   const tok = s.env.tokenizer
   const ids: number[] = []
-  parts.forEach((part, i) => {
+  for (const [i, part] of parts.entries()) {
     if (typeof part === 'number') {
       checkId(s, part, typeof body.content === 'string' ? 'content' : `content[${i}]`)
       ids.push(part)
-      return
+      continue
     }
     try {
       // BOS (and EOS) only for a string that opens the content, as llama-server's tokenize_mixed.
-      for (const id of tok.encode(part, {addSpecial: addSpecial && i === 0, parseSpecial})) ids.push(id)
+      for (const id of await s.env.work.encode(part, {addSpecial: addSpecial && i === 0, parseSpecial})) ids.push(id)
     } catch (error) {
       if (error instanceof TokenizerError) throw badParam(Array.isArray(body.content) ? `content[${i}]` : 'content', error.message)
       throw error
     }
-  })
+  }
   if (body.with_pieces !== true) return {tokens: ids}
   return {tokens: ids.map((id) => ({id, piece: pieceJson(tok.pieceBytes(id, {special: true}))}))}
 }
