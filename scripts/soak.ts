@@ -119,9 +119,14 @@ async function streamingClient(client: OpenAI, i: number, until: number): Promis
       for await (const chunk of stream) {
         chunks++
         if (chunk.usage) usage = true
-        if (cancel && chunks === 3) controller.abort()
+        if (cancel && chunks === 3) {
+          // Abort and leave the loop: the SDK may go on reading what was buffered, then wait for good.
+          controller.abort()
+          break
+        }
       }
-      if (usage) stats.completed++
+      if (cancel) stats.cancelled++
+      else if (usage) stats.completed++
       else throw new Error('a stream ended without its usage chunk')
     } catch (error) {
       if (cancel && controller.signal.aborted) stats.cancelled++
@@ -217,12 +222,24 @@ const t0 = performance.now()
 const until = t0 + durationMs
 const sampler = setInterval(() => samples.push({atS: Math.round((performance.now() - t0) / 1000), rssMiB: rssMiB(child.pid!)}), 10_000)
 samples.push({atS: 0, rssMiB: rssMiB(child.pid!)})
+const pending = new Set<string>()
+const tracked = (name: string, p: Promise<void>) => {
+  pending.add(name)
+  return p.finally(() => pending.delete(name))
+}
+const watchdog = setInterval(() => {
+  if (performance.now() > until + 30_000)
+    void fetch(`${url}/health`)
+      .then((r) => r.text())
+      .then((h) => console.error(`soak: still waiting for ${[...pending].join(', ')}; /health ${h}; ${JSON.stringify(stats)}`))
+}, 10_000)
 await Promise.all([
-  ...Array.from({length: Number(args.clients)}, (_, i) => streamingClient(client, i, until)),
-  stallingClient(url, until),
-  hostileClient(url, until),
-  healthWatch(url, until),
+  ...Array.from({length: Number(args.clients)}, (_, i) => tracked(`stream ${i}`, streamingClient(client, i, until))),
+  tracked('staller', stallingClient(url, until)),
+  tracked('hostile', hostileClient(url, until)),
+  tracked('health', healthWatch(url, until)),
 ])
+clearInterval(watchdog)
 clearInterval(sampler)
 // Let the last cancelled requests settle, then the final reading.
 await new Promise((r) => setTimeout(r, 2000))
