@@ -57,17 +57,31 @@ function workerUrl(): URL {
 class PromptWorker {
   readonly pending = new Map<number, Pending>()
   readonly worker: Worker
+  /** Settles once the worker has built its template and tokenizer (or failed to). */
+  readonly ready: Promise<void>
+  hasStarted = false
 
   constructor(data: PromptWorkerData, heapMb: number, onExit: (w: PromptWorker, error: Error) => void) {
     this.worker = new Worker(workerUrl(), {workerData: data, resourceLimits: {maxOldGenerationSizeMb: heapMb}})
     this.worker.unref()
-    this.worker.on('message', (reply: PromptReply) => {
+    let started: () => void = () => {}
+    let failedToStart: (error: Error) => void = () => {}
+    this.ready = new Promise((resolve, reject) => {
+      started = resolve
+      failedToStart = reject
+    })
+    this.worker.on('message', (reply: PromptReply | 'ready') => {
+      if (reply === 'ready') {
+        this.hasStarted = true
+        return started()
+      }
       const p = this.pending.get(reply.id)
       this.pending.delete(reply.id)
       if (p) clearTimeout(p.timer)
       p?.resolve(reply)
     })
     const fail = (error: Error) => {
+      failedToStart(error)
       for (const p of this.pending.values()) {
         clearTimeout(p.timer)
         p.reject(error)
@@ -103,10 +117,20 @@ export class PromptWorkers implements PromptWork {
     for (let i = 0; i < options.workers; i++) this.workers.push(this.spawn())
   }
 
+  /** Every worker started; a worker that cannot start is a RunnerError here, at startup, not a 500 per request. */
+  async started(): Promise<void> {
+    try {
+      await Promise.all(this.workers.map((w) => w.ready))
+    } catch (error) {
+      throw new RunnerError('SERVE_PROMPT_WORKER', `a prompt worker thread could not start: ${(error as Error).message}`)
+    }
+  }
+
   private spawn(): PromptWorker {
     return new PromptWorker(this.data, this.options.heapMb, (gone) => {
       const i = this.workers.indexOf(gone)
-      if (i >= 0 && !this.closed) this.workers[i] = this.spawn()
+      // Replaced only once it had started: a worker that cannot start would fail again at once.
+      if (i >= 0 && !this.closed && gone.hasStarted) this.workers[i] = this.spawn()
     })
   }
 

@@ -23,6 +23,8 @@ function failure(error: unknown): WorkerFailure {
   return {kind: 'other', message: error instanceof Error ? error.message : String(error)}
 }
 
+parentPort!.postMessage('ready')
+
 parentPort!.on('message', (job: PromptJob) => {
   try {
     if (job.op === 'render') {

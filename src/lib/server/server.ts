@@ -13,6 +13,7 @@ import {ChatTemplate} from '../chat/index.js'
 import {type Context, Model, Session, defaultContextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
+import {MAX_CHOICES} from './schemas.js'
 import {defaultThreads} from '../util/index.js'
 import {ApiError, toApiError} from './api-error.js'
 import {embeddingCapabilities} from './embeddings.js'
@@ -152,6 +153,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     const modelId = modelIds.served
     // Two workers at most: a long render in one leaves the other for everyone else.
     work = new PromptWorkers(model.gguf, template, {workers: Math.min(o.parallel, 2), heapMb: PROMPT_WORKER_HEAP_MB})
+    await work.started()
     const env: RequestEnv = {
       modelId,
       modelIds,
@@ -278,7 +280,9 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
           'logit_bias',
           'logprobs',
           'top_logprobs',
-          'n (1)',
+          `n (at most ${MAX_CHOICES}: choices run one after another)`,
+          'tools, tool_choice, parallel_tool_calls (docs/http-api.md#tool-calling)',
+          'chat_template_kwargs',
           'stream',
           'stream_options.include_usage',
           'response_format (text, json_object, json_schema: every schema enforced exactly, strict or not)',
@@ -288,9 +292,9 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
           'best_of (1)',
         ],
         refused: {
-          'n > 1': 'one choice per request',
+          [`n > ${MAX_CHOICES}`]: 'choices run one after another on one slot',
           'response_format json_schema a schema cannot honour exactly': 'refused naming the keyword and JSON pointer',
-          'tools, tool_choice, functions, function_call, parallel_tool_calls': 'tool calling is not supported',
+          'functions, function_call': 'the deprecated fields: use tools and tool_choice',
           'non-text content parts, audio, modalities': 'the runner is text-only',
           'other fields': 'refused by name as unrecognized',
         },
