@@ -13,13 +13,15 @@ import {
   valueToJson,
   valueTypeName,
 } from '../lib/gguf/index.js'
+import {printableJson, quoted} from '../lib/util/index.js'
 
 export default class Inspect extends RunnerCommand {
   static override summary = 'Show what a GGUF model file holds: architecture, sizes, tokenizer, tensors.'
   static override description =
     'Reads only the header (metadata and tensor table), so it is instant on a file of any size. A sharded set ' +
     '(name-00001-of-00003.gguf) is read as one model from any of its shards. A malformed or hostile file is refused ' +
-    'with the field and byte offset that are wrong, and the command exits 3 (invalid model).'
+    'with the field and byte offset that are wrong, and the command exits 3 (invalid model). Strings from the file ' +
+    'are printed with control and format characters escaped.'
 
   static override examples = [
     {description: 'Summary of a model', command: '<%= config.bin %> inspect ../shared/models/stories260K.gguf'},
@@ -44,17 +46,14 @@ export default class Inspect extends RunnerCommand {
 
     if (flags.key !== undefined) {
       const kv = model.metadata.get(flags.key)
-      if (!kv)
-        throw new RunnerError('META_KEY_NOT_FOUND', `${args.file} has no metadata key ${JSON.stringify(flags.key)}`, ExitCode.failure)
-      this.log(flags.json ? JSON.stringify({key: kv.key, type: valueTypeName(kv.type), value: valueToJson(kv.value)}) : renderValue(kv))
-      return
+      if (!kv) throw new RunnerError('META_KEY_NOT_FOUND', `${args.file} has no metadata key ${quoted(flags.key)}`, ExitCode.failure)
+      this.log(flags.json ? printableJson({key: kv.key, type: valueTypeName(kv.type), value: valueToJson(kv.value)}) : renderValue(kv))
+    } else if (flags.json) {
+      this.log(printableJson(modelToJson(model), (_k, v: unknown) => (v === undefined ? null : v), 2))
+    } else {
+      this.log(renderSummary(summarizeModel(model)))
+      const more = flags.tensors ? renderTensors(model) : renderMetadata(model)
+      if (more !== undefined) this.log(`\n${more}`)
     }
-    if (flags.json) {
-      this.log(JSON.stringify(modelToJson(model), (_k, v: unknown) => (v === undefined ? null : v), 2))
-      return
-    }
-    this.log(renderSummary(summarizeModel(model)))
-    const more = flags.tensors ? renderTensors(model) : renderMetadata(model)
-    if (more !== undefined) this.log(`\n${more}`)
   }
 }

@@ -1,3 +1,4 @@
+import {quoted} from '../util/index.js'
 import {ByteSource} from './byte-source.js'
 import {GgufError, GgufErrorCode} from './errors.js'
 import {type GgmlTypeInfo, ggmlTypeById, tensorByteSize} from './types.js'
@@ -195,7 +196,7 @@ export function readGgufFile(path: string): GgufFile {
 function parse(src: ByteSource): GgufFile {
   const c = new HeaderCursor(src)
   const magic = src.bytes(0, 4, 'magic').toString('latin1')
-  if (magic !== GGUF_MAGIC) c.fail(GgufErrorCode.badMagic, 'magic', `expected "GGUF", found ${JSON.stringify(magic)}`, 0)
+  if (magic !== GGUF_MAGIC) c.fail(GgufErrorCode.badMagic, 'magic', `expected "GGUF", found ${quoted(magic)}`, 0)
   c.pos = 4
   const version = c.u32('version')
   // A big-endian file stores version 2 or 3 as 0x02000000 or 0x03000000.
@@ -216,7 +217,7 @@ function parse(src: ByteSource): GgufFile {
   for (let i = 0; i < kvCount; i++) {
     const at = c.pos
     const key = c.string(`kv[${i}].key`, GGUF_LIMITS.keyBytes)
-    if (metadata.has(key)) c.fail(GgufErrorCode.duplicateKey, `kv[${i}].key`, `duplicate key ${JSON.stringify(key)}`, at)
+    if (metadata.has(key)) c.fail(GgufErrorCode.duplicateKey, `kv[${i}].key`, `duplicate key ${quoted(key)}`, at)
     const type = c.valueType(`${key}.type`)
     const value = c.value(type, key, 0)
     const kv = {key, type, value}
@@ -259,15 +260,9 @@ function readTensorInfo(c: HeaderCursor, i: number, names: Set<string>, file: st
   const label = `tensor '${name}'`
   if (name.length === 0) c.fail(GgufErrorCode.tensorName, `tensor[${i}].name`, 'empty tensor name', infoOffset)
   if (Buffer.byteLength(name) > GGUF_MAX_TENSOR_NAME_BYTES) {
-    c.fail(
-      GgufErrorCode.tensorName,
-      `tensor[${i}].name`,
-      `${JSON.stringify(name)} is longer than ${GGUF_MAX_TENSOR_NAME_BYTES} bytes`,
-      infoOffset,
-    )
+    c.fail(GgufErrorCode.tensorName, `tensor[${i}].name`, `${quoted(name)} is longer than ${GGUF_MAX_TENSOR_NAME_BYTES} bytes`, infoOffset)
   }
-  if (names.has(name))
-    c.fail(GgufErrorCode.duplicateTensor, `tensor[${i}].name`, `duplicate tensor name ${JSON.stringify(name)}`, infoOffset)
+  if (names.has(name)) c.fail(GgufErrorCode.duplicateTensor, `tensor[${i}].name`, `duplicate tensor name ${quoted(name)}`, infoOffset)
   names.add(name)
 
   const dimsAt = c.pos
