@@ -51,6 +51,7 @@ export const GgufErrorCode = {
   tensorOverlap: 'GGUF_TENSOR_OVERLAP',
   duplicateTensor: 'GGUF_DUPLICATE_TENSOR',
   tensorName: 'GGUF_TENSOR_NAME',
+  badKey: 'GGUF_BAD_KEY',
   shardMissing: 'GGUF_SHARD_MISSING',
   shardMismatch: 'GGUF_SHARD_MISMATCH',
   metaMissing: 'GGUF_META_MISSING',

@@ -217,6 +217,9 @@ function parse(src: ByteSource): GgufFile {
   for (let i = 0; i < kvCount; i++) {
     const at = c.pos
     const key = c.string(`kv[${i}].key`, GGUF_LIMITS.keyBytes)
+    // An empty key names nothing (llama.cpp refuses it too); a NUL cuts a key short for every C reader (strcmp, c_str).
+    if (key.length === 0) c.fail(GgufErrorCode.badKey, `kv[${i}].key`, 'the key is empty', at)
+    refuseNul(c, key, `kv[${i}].key`, `key ${quoted(key)}`, at)
     if (metadata.has(key)) c.fail(GgufErrorCode.duplicateKey, `kv[${i}].key`, `duplicate key ${quoted(key)}`, at)
     const type = c.valueType(`${key}.type`)
     const value = c.value(type, key, 0)
@@ -242,6 +245,14 @@ function parse(src: ByteSource): GgufFile {
   return {path: src.path, version, fileSize: src.size, alignment, kvs, metadata, tensors, dataOffset, kvOffsets}
 }
 
+/** Refuse a name holding a NUL byte, at the byte offset of the NUL (`at` is where the string's length field starts). */
+function refuseNul(c: HeaderCursor, name: string, field: string, what: string, at: number, code: string = GgufErrorCode.badKey): void {
+  const nul = name.indexOf('\0')
+  if (nul < 0) return
+  const byte = at + 8 + Buffer.byteLength(name.slice(0, nul))
+  c.fail(code, field, `${what} holds a NUL byte; names are C strings in ggml and llama.cpp`, byte)
+}
+
 function readAlignment(c: HeaderCursor, kv: GgufKv | undefined, at: number): number {
   if (!kv) return GGUF_DEFAULT_ALIGNMENT
   if (kv.type !== GgufValueType.UINT32) {
@@ -262,6 +273,8 @@ function readTensorInfo(c: HeaderCursor, i: number, names: Set<string>, file: st
   if (Buffer.byteLength(name) > GGUF_MAX_TENSOR_NAME_BYTES) {
     c.fail(GgufErrorCode.tensorName, `tensor[${i}].name`, `${quoted(name)} is longer than ${GGUF_MAX_TENSOR_NAME_BYTES} bytes`, infoOffset)
   }
+  // ggml keeps a tensor's name in a C string: a NUL would make it another tensor's name, or a prefix of it.
+  refuseNul(c, name, `tensor[${i}].name`, `tensor name ${quoted(name)}`, infoOffset, GgufErrorCode.tensorName)
   if (names.has(name)) c.fail(GgufErrorCode.duplicateTensor, `tensor[${i}].name`, `duplicate tensor name ${quoted(name)}`, infoOffset)
   names.add(name)
 
