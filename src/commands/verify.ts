@@ -3,6 +3,7 @@ import {Args, Flags} from '@oclif/core'
 import {RunnerCommand} from '../lib/cli/index.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {verifyReceipt} from '../lib/receipt/index.js'
+import {printable, printableJson} from '../lib/util/index.js'
 
 export default class Verify extends RunnerCommand {
   static override summary = 'Check a receipt: its chain, signature, link and model, then replay the run token by token.'
@@ -54,7 +55,7 @@ export default class Verify extends RunnerCommand {
     if (err instanceof RunnerError) return super.catch(new RunnerError(err.code, err.message, ExitCode.failure))
     // A flag or argument error: oclif would exit 2, which would read as DIVERGED.
     if (err.code !== 'EEXIT' && err.oclif?.exit === 2) {
-      process.stderr.write(`runner verify: ${err.message}\n`)
+      process.stderr.write(`runner verify: ${printable(err.message, {max: 4000, newlines: true})}\n`)
       return this.exit(ExitCode.failure)
     }
     return super.catch(err)
@@ -73,11 +74,13 @@ export default class Verify extends RunnerCommand {
     })
     if (onStage) process.stderr.write('\r\x1b[K')
     if (flags.json) {
-      this.log(JSON.stringify(report))
+      this.log(printableJson(report))
     } else {
-      for (const c of report.checks) this.log(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name.padEnd(9)} ${c.detail}`)
-      this.log(`${report.verdict}: ${report.reason}`)
-      if (report.divergence) this.log(`  expected: ${report.divergence.expected}\n  got:      ${report.divergence.got}`)
+      // The details quote the receipt, which is anyone's file: printable, as every message is.
+      const shown = (text: string) => printable(text, {max: 2000})
+      for (const c of report.checks) this.log(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name.padEnd(9)} ${shown(c.detail)}`)
+      this.log(`${report.verdict}: ${shown(report.reason)}`)
+      if (report.divergence) this.log(`  expected: ${shown(report.divergence.expected)}\n  got:      ${shown(report.divergence.got)}`)
     }
     if (report.exitCode !== 0) this.exit(report.exitCode)
   }

@@ -1,4 +1,5 @@
 import type {NativeStatusCode} from './native-status.generated.js'
+import {printable} from './util/index.js'
 
 /**
  * The one table of exit codes (ARCHITECTURE.md) and the base error every module throws.
@@ -62,13 +63,23 @@ export function isNativeErrorCode(code: unknown): code is NativeErrorCode {
   return typeof code === 'string' && Object.hasOwn(NATIVE_EXIT_CODES, code)
 }
 
+/** The longest message a RunnerError keeps (the names it embeds are cut far shorter where they are put in). */
+const MESSAGE_MAX = 4000
+
+/**
+ * The base error every module throws. Its message is printable by construction (util/printable.ts:
+ * controls, format characters and separators escaped, at most 4000 characters): messages embed
+ * names from model files, and they are printed on terminals, logged and sent to HTTP clients. The
+ * sites that embed a name cut and escape it themselves (`quoted`, `printable`); this is the last
+ * line of defence for the ones that do not.
+ */
 export class RunnerError extends Error {
   /** Stable, machine-readable code such as `GGUF_BAD_MAGIC`; scripts and tests match on it. */
   readonly code: string
   readonly exitCode: ExitCodeValue
 
   constructor(code: string, message: string, exitCode: ExitCodeValue = ExitCode.failure, options?: {cause?: unknown}) {
-    super(message, options)
+    super(printable(message, {max: MESSAGE_MAX}), options)
     this.name = 'RunnerError'
     this.code = code
     this.exitCode = exitCode

@@ -415,14 +415,14 @@ describe('runner inspect --tensors', () => {
     const lines = r.stdout.split('\n')
     const headerAt = lines.findIndex((l) => /^name\s+type\s+shape\s+offset\s+bytes$/.test(l))
     assert.ok(headerAt > 0, `no tensor table header in:\n${r.stdout}`)
-    const rows = lines
-      .slice(headerAt + 1)
-      .filter((l) => l.trim() !== '')
-      .map((l) => {
-        const m = /^(\S+)\s+(\S+)\s+\[([\d, ]*)\]\s+(\d+)\s+(\d+)$/.exec(l)
-        assert.ok(m, `unparseable tensor row: ${JSON.stringify(l)}`)
-        return {name: m[1]!, type: m[2]!, shape: m[3]!.split(',').map((d) => Number(d.trim())), offset: Number(m[4]), bytes: Number(m[5])}
-      })
+    // The table ends at the blank line before the verdict ("loads: yes").
+    const body = lines.slice(headerAt + 1)
+    const end = body.findIndex((l) => l.trim() === '')
+    const rows = body.slice(0, end < 0 ? body.length : end).map((l) => {
+      const m = /^(\S+)\s+(\S+)\s+\[([\d, ]*)\]\s+(\d+)\s+(\d+)$/.exec(l)
+      assert.ok(m, `unparseable tensor row: ${JSON.stringify(l)}`)
+      return {name: m[1]!, type: m[2]!, shape: m[3]!.split(',').map((d) => Number(d.trim())), offset: Number(m[4]), bytes: Number(m[5])}
+    })
     assert.equal(rows.length, 48)
     const embd = rows.find((x) => x.name === 'token_embd.weight')
     assert.ok(embd, 'no token_embd.weight row')

@@ -1,5 +1,6 @@
 import {ExitCode} from '../errors.js'
 import {type GgufModelFiles, GgufMetadata, GgufValueType, isGgufArray, valueTypeName} from '../gguf/index.js'
+import {printable, quoted} from '../util/index.js'
 import {ARCHITECTURES} from './families.js'
 import type {ConfigPatch, FeatureInput} from './features.js'
 import {bad, HPARAM_LIMITS} from './hparams.js'
@@ -40,12 +41,12 @@ export function planModel(model: GgufModelFiles): ModelPlan {
   const meta = new GgufMetadata(model.metadata, first.kvOffsets, model.path)
   const archName = meta.has('general.architecture')
     ? meta.string('general.architecture')
-    : bad('ARCH_MISSING', `${model.path}: general.architecture is missing`)
+    : bad('ARCH_MISSING', `${printable(model.path, {max: 1000})}: general.architecture is missing`)
   const spec = ARCHITECTURES.get(archName)
   if (!spec) {
     bad(
       'ARCH_UNSUPPORTED',
-      `general.architecture "${archName}" is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`,
+      `general.architecture ${quoted(archName)} is not supported (supported: ${[...ARCHITECTURES.keys()].join(', ')})`,
       ExitCode.unsupported,
     )
   }
@@ -113,7 +114,7 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
     if (!scaling)
       bad(
         'ARCH_UNSUPPORTED',
-        `${a}.rope.scaling.type "${scalingType}" is not supported (none, linear${[...scalings.keys()].map((k) => `, ${k}`).join('')})`,
+        `${a}.rope.scaling.type ${quoted(scalingType)} is not supported (none, linear${[...scalings.keys()].map((k) => `, ${k}`).join('')})`,
         ExitCode.unsupported,
       )
     ropeFreqScale =
@@ -258,7 +259,7 @@ function bindTensors(model: GgufModelFiles, spec: ArchitectureSpec, config: Mode
   if (extra)
     bad(
       'ARCH_UNKNOWN_TENSOR',
-      `tensor ${extra.name} is not part of the ${spec.name} architecture as the engine knows it`,
+      `tensor ${printable(extra.name)} is not part of the ${spec.name} architecture as the engine knows it`,
       ExitCode.unsupported,
     )
   return out

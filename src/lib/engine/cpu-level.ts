@@ -1,4 +1,5 @@
 import {ExitCode, RunnerError} from '../errors.js'
+import {quoted} from '../util/index.js'
 import type {CpuFeatures} from './addon.js'
 
 /** Kernel levels, lowest first; RUNNER_CPU_MAX caps the engine at one (native/src/core/cpu_cap.h). */
@@ -12,7 +13,7 @@ export function cpuCap(env: NodeJS.ProcessEnv = process.env): CpuLevel | undefin
   const v = env[CPU_CAP_ENV]
   if (v === undefined || v === '') return undefined
   if (!(CPU_LEVELS as readonly string[]).includes(v)) {
-    throw new RunnerError('BAD_ENV', `${CPU_CAP_ENV}=${JSON.stringify(v)} must be one of ${CPU_LEVELS.join(', ')}`, ExitCode.usage)
+    throw new RunnerError('BAD_ENV', `${CPU_CAP_ENV}=${quoted(v)} must be one of ${CPU_LEVELS.join(', ')}`, ExitCode.usage)
   }
   return v as CpuLevel
 }

@@ -9,6 +9,7 @@
  */
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgmlTypeInfo, ggmlTypeById, ggmlTypeByName} from '../gguf/index.js'
+import {preview} from '../util/index.js'
 import {loadAddon, type NativeTypeTraits} from './addon.js'
 import {engineError} from './errors.js'
 
@@ -25,7 +26,7 @@ export function kernelTypeId(type: KernelTypeRef): number {
   if (typeof type === 'object') return 'id' in type ? type.id : type.type
   const info = typeof type === 'number' ? ggmlTypeById(type) : ggmlTypeByName(type)
   if (!info || info.removed) {
-    throw new RunnerError('KERNEL_UNSUPPORTED_TYPE', `${JSON.stringify(type)} is not a ggml type`, ExitCode.unsupported)
+    throw new RunnerError('KERNEL_UNSUPPORTED_TYPE', `${preview(type)} is not a ggml type`, ExitCode.unsupported)
   }
   return info.id
 }
@@ -47,8 +48,7 @@ export function kernelTraits(type: KernelTypeRef): KernelTypeTraits | undefined 
 /** The engine's entry for a type, or KERNEL_UNSUPPORTED_TYPE naming it. */
 export function traitsOrThrow(type: KernelTypeRef): KernelTypeTraits {
   const t = kernelTraits(type)
-  if (!t)
-    throw new RunnerError('KERNEL_UNSUPPORTED_TYPE', `the engine does not implement type ${JSON.stringify(type)}`, ExitCode.unsupported)
+  if (!t) throw new RunnerError('KERNEL_UNSUPPORTED_TYPE', `the engine does not implement type ${preview(type)}`, ExitCode.unsupported)
   return t
 }
 

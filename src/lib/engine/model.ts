@@ -6,12 +6,12 @@ import {
   type ModelConfig,
   type ModelPlan,
   type NativeModelConfig,
-  planModel,
   roleId,
 } from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
-import {createTokenizer, type Tokenizer} from '../tokenizer/index.js'
+import {checkModel} from '../model-check/index.js'
+import type {Tokenizer} from '../tokenizer/index.js'
 import {defaultThreads} from '../util/index.js'
 import {abortFlags} from './abort-flags.js'
 import {loadAddon, type NativeModelHandle, type NativeTensorDesc} from './addon.js'
@@ -44,15 +44,8 @@ export class Model {
 
   static async load(path: string, options: LoadOptions = {}): Promise<Model> {
     const gguf = readGgufModel(path)
-    const plan = planModel(gguf)
-    const tokenizer = createTokenizer(gguf)
-    if (tokenizer.vocabSize !== plan.config.nVocab) {
-      throw new RunnerError(
-        'ARCH_BAD_VOCAB',
-        `the tokenizer has ${tokenizer.vocabSize} tokens but the model ${plan.config.nVocab}`,
-        ExitCode.invalidModel,
-      )
-    }
+    // The checks quantize, remove-sublayer and inspect make too: one function, so they never disagree.
+    const {plan, tokenizer} = checkModel(gguf)
     const addon = loadAddon()
     const flags = abortFlags(options.signal)
     try {

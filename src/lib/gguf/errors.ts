@@ -1,9 +1,11 @@
 import {ExitCode, RunnerError} from '../errors.js'
+import {printable} from '../util/index.js'
 
 /**
  * Every refusal of a GGUF file. `code` is stable (tests and scripts match on it), `offset` is the byte
  * offset in the file of the field that was wrong, `field` names it (`tensor_count`, `kv[3].key`,
- * `tensor 'blk.0.attn_q.weight'.ne[1]`).
+ * `tensor 'blk.0.attn_q.weight'.ne[1]`). The field holds names from the file, so it is kept printable
+ * (util/printable.ts) in the message and in `field` alike: both are printed, the latter in --json.
  */
 export class GgufError extends RunnerError {
   readonly offset: number
@@ -11,9 +13,10 @@ export class GgufError extends RunnerError {
   readonly file: string | undefined
 
   constructor(code: string, field: string, offset: number, detail: string, file?: string) {
-    super(code, `${file ? `${file}: ` : ''}${field} at byte ${offset}: ${detail}`, ExitCode.invalidModel)
+    const shown = printable(field)
+    super(code, `${file ? `${printable(file, {max: 1000})}: ` : ''}${shown} at byte ${offset}: ${detail}`, ExitCode.invalidModel)
     this.name = 'GgufError'
-    this.field = field
+    this.field = shown
     this.offset = offset
     this.file = file
   }
@@ -48,6 +51,7 @@ export const GgufErrorCode = {
   tensorOverlap: 'GGUF_TENSOR_OVERLAP',
   duplicateTensor: 'GGUF_DUPLICATE_TENSOR',
   tensorName: 'GGUF_TENSOR_NAME',
+  badKey: 'GGUF_BAD_KEY',
   shardMissing: 'GGUF_SHARD_MISSING',
   shardMismatch: 'GGUF_SHARD_MISMATCH',
   metaMissing: 'GGUF_META_MISSING',

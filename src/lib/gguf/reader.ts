@@ -1,3 +1,4 @@
+import {quoted} from '../util/index.js'
 import {ByteSource} from './byte-source.js'
 import {GgufError, GgufErrorCode} from './errors.js'
 import {type GgmlTypeInfo, ggmlTypeById, tensorByteSize} from './types.js'
@@ -195,7 +196,7 @@ export function readGgufFile(path: string): GgufFile {
 function parse(src: ByteSource): GgufFile {
   const c = new HeaderCursor(src)
   const magic = src.bytes(0, 4, 'magic').toString('latin1')
-  if (magic !== GGUF_MAGIC) c.fail(GgufErrorCode.badMagic, 'magic', `expected "GGUF", found ${JSON.stringify(magic)}`, 0)
+  if (magic !== GGUF_MAGIC) c.fail(GgufErrorCode.badMagic, 'magic', `expected "GGUF", found ${quoted(magic)}`, 0)
   c.pos = 4
   const version = c.u32('version')
   // A big-endian file stores version 2 or 3 as 0x02000000 or 0x03000000.
@@ -216,7 +217,10 @@ function parse(src: ByteSource): GgufFile {
   for (let i = 0; i < kvCount; i++) {
     const at = c.pos
     const key = c.string(`kv[${i}].key`, GGUF_LIMITS.keyBytes)
-    if (metadata.has(key)) c.fail(GgufErrorCode.duplicateKey, `kv[${i}].key`, `duplicate key ${JSON.stringify(key)}`, at)
+    // An empty key names nothing (llama.cpp refuses it too); a NUL cuts a key short for every C reader (strcmp, c_str).
+    if (key.length === 0) c.fail(GgufErrorCode.badKey, `kv[${i}].key`, 'the key is empty', at)
+    refuseNul(c, key, `kv[${i}].key`, `key ${quoted(key)}`, at)
+    if (metadata.has(key)) c.fail(GgufErrorCode.duplicateKey, `kv[${i}].key`, `duplicate key ${quoted(key)}`, at)
     const type = c.valueType(`${key}.type`)
     const value = c.value(type, key, 0)
     const kv = {key, type, value}
@@ -241,6 +245,14 @@ function parse(src: ByteSource): GgufFile {
   return {path: src.path, version, fileSize: src.size, alignment, kvs, metadata, tensors, dataOffset, kvOffsets}
 }
 
+/** Refuse a name holding a NUL byte, at the byte offset of the NUL (`at` is where the string's length field starts). */
+function refuseNul(c: HeaderCursor, name: string, field: string, what: string, at: number, code: string = GgufErrorCode.badKey): void {
+  const nul = name.indexOf('\0')
+  if (nul < 0) return
+  const byte = at + 8 + Buffer.byteLength(name.slice(0, nul))
+  c.fail(code, field, `${what} holds a NUL byte; names are C strings in ggml and llama.cpp`, byte)
+}
+
 function readAlignment(c: HeaderCursor, kv: GgufKv | undefined, at: number): number {
   if (!kv) return GGUF_DEFAULT_ALIGNMENT
   if (kv.type !== GgufValueType.UINT32) {
@@ -259,15 +271,11 @@ function readTensorInfo(c: HeaderCursor, i: number, names: Set<string>, file: st
   const label = `tensor '${name}'`
   if (name.length === 0) c.fail(GgufErrorCode.tensorName, `tensor[${i}].name`, 'empty tensor name', infoOffset)
   if (Buffer.byteLength(name) > GGUF_MAX_TENSOR_NAME_BYTES) {
-    c.fail(
-      GgufErrorCode.tensorName,
-      `tensor[${i}].name`,
-      `${JSON.stringify(name)} is longer than ${GGUF_MAX_TENSOR_NAME_BYTES} bytes`,
-      infoOffset,
-    )
+    c.fail(GgufErrorCode.tensorName, `tensor[${i}].name`, `${quoted(name)} is longer than ${GGUF_MAX_TENSOR_NAME_BYTES} bytes`, infoOffset)
   }
-  if (names.has(name))
-    c.fail(GgufErrorCode.duplicateTensor, `tensor[${i}].name`, `duplicate tensor name ${JSON.stringify(name)}`, infoOffset)
+  // ggml keeps a tensor's name in a C string: a NUL would make it another tensor's name, or a prefix of it.
+  refuseNul(c, name, `tensor[${i}].name`, `tensor name ${quoted(name)}`, infoOffset, GgufErrorCode.tensorName)
+  if (names.has(name)) c.fail(GgufErrorCode.duplicateTensor, `tensor[${i}].name`, `duplicate tensor name ${quoted(name)}`, infoOffset)
   names.add(name)
 
   const dimsAt = c.pos

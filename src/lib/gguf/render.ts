@@ -1,34 +1,42 @@
 /**
  * What `runner inspect` prints, as text: the summary rows, the tensor table, the metadata rows, one
- * value. The JSON forms are modelToJson (summary.ts) and valueToJson (values.ts).
+ * value. The JSON forms are modelToJson (summary.ts) and valueToJson (values.ts). Every string from
+ * the file (names, keys, values) goes through util/printable.ts: a file's bytes never reach the
+ * terminal as control, format or separator characters.
  */
-import {formatBytes, formatCount, formatRows} from '../util/index.js'
+import {formatBytes, formatCount, formatRows, printable, printableJson} from '../util/index.js'
 import type {GgufModelFiles} from './shards.js'
 import type {ModelSummary} from './summary.js'
 import {formatValue, type GgufKv, valueToJson} from './values.js'
 
-/** One metadata value and nothing else: strings as they are, arrays as JSON. */
+/**
+ * One metadata value and nothing else: strings whole, with their line breaks and tabs (a chat
+ * template reads as itself) but every other control or format character escaped; arrays as JSON
+ * (printableJson). `--key K --json` gives the exact value.
+ */
 export function renderValue(kv: GgufKv): string {
-  return typeof kv.value === 'string' ? kv.value : typeof kv.value === 'object' ? JSON.stringify(valueToJson(kv.value)) : String(kv.value)
+  if (typeof kv.value === 'string') return printable(kv.value, {max: Infinity, newlines: true})
+  return typeof kv.value === 'object' ? printableJson(valueToJson(kv.value)) : String(kv.value)
 }
 
 /** Every tensor: name, type, shape (ggml order, ne0 first), offset, bytes. */
 export function renderTensors(model: GgufModelFiles): string {
-  const rows = model.tensors.map((t) => [t.name, t.type.name, `[${t.shape.join(', ')}]`, String(t.offset), String(t.byteSize)])
+  const rows = model.tensors.map((t) => [printable(t.name), t.type.name, `[${t.shape.join(', ')}]`, String(t.offset), String(t.byteSize)])
   return renderTable(['name', 'type', 'shape', 'offset', 'bytes'], rows)
 }
 
 /** The metadata rows of the summary view (the tokenizer's arrays are left out: they are the vocabulary). */
 export function renderMetadata(model: GgufModelFiles): string | undefined {
   const meta = model.kvs.filter((kv) => !kv.key.startsWith('tokenizer.ggml.'))
-  return meta.length > 0 ? formatRows(meta.map((kv) => [kv.key, formatValue(kv.value)])) : undefined
+  return meta.length > 0 ? formatRows(meta.map((kv) => [printable(kv.key), formatValue(kv.value)])) : undefined
 }
 
 export function renderSummary(s: ModelSummary): string {
-  const opt = (v: number | number[] | string | undefined) => (v === undefined ? '-' : Array.isArray(v) ? `[${v.join(', ')}]` : String(v))
+  const opt = (v: number | number[] | string | undefined) =>
+    v === undefined ? '-' : Array.isArray(v) ? `[${v.join(', ')}]` : typeof v === 'string' ? printable(v) : String(v)
   const heads = s.headCount === undefined ? '-' : `${opt(s.headCount)}${s.headCountKv === undefined ? '' : ` (${opt(s.headCountKv)} KV)`}`
   const rows: Array<[string, string]> = [
-    ['file', `${s.file}${s.shards > 1 ? ` (+${s.shards - 1} more shards)` : ''}`],
+    ['file', `${printable(s.file, {max: 1000})}${s.shards > 1 ? ` (+${s.shards - 1} more shards)` : ''}`],
     ['size', `${formatBytes(s.fileBytes)} (${s.fileBytes} bytes), GGUF v${s.ggufVersion}`],
     ['architecture', opt(s.architecture)],
     ['name', opt(s.name)],

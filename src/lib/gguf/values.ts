@@ -1,3 +1,5 @@
+import {PRINTABLE_MAX, quoted} from '../util/index.js'
+
 /**
  * GGUF metadata value types and how they are held in memory.
  *
@@ -85,9 +87,9 @@ export function isGgufArray(value: GgufValue): value is GgufArray {
   return typeof value === 'object' && value !== null && 'itemType' in value
 }
 
-/** A readable, bounded rendering of a value for `inspect` and error messages. */
+/** A readable, bounded, printable rendering of a value for `inspect` and error messages. */
 export function formatValue(value: GgufValue, maxItems = 8): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 200 ? `${value.slice(0, 200)}…` : value)
+  if (typeof value === 'string') return quoted(value, PRINTABLE_MAX)
   if (typeof value === 'number') return formatNumber(value)
   if (typeof value !== 'object') return String(value)
   const items = Array.from(value.items as ArrayLike<unknown>).slice(0, maxItems) as GgufValue[]

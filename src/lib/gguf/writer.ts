@@ -119,7 +119,10 @@ function planLayout(input: GgufWriteInput): Layout {
   b.u64(BigInt(input.tensors.length))
   b.u64(BigInt(input.kvs.length))
   const keys = new Set<string>()
-  for (const kv of input.kvs) {
+  for (const [i, kv] of input.kvs.entries()) {
+    // What the reader refuses is never written.
+    if (kv.key.length === 0 || kv.key.includes('\0'))
+      throw new GgufError(GgufErrorCode.badKey, `kv[${i}].key`, 0, 'a key must be non-empty and hold no NUL byte')
     if (keys.has(kv.key)) throw new GgufError(GgufErrorCode.duplicateKey, kv.key, 0, 'duplicate key')
     keys.add(kv.key)
     b.string(kv.key)
@@ -140,8 +143,8 @@ function planLayout(input: GgufWriteInput): Layout {
         0,
         `type ${String(typeof t.type === 'number' ? t.type : t.type.name)} cannot be written`,
       )
-    if (!t.name || Buffer.byteLength(t.name) > GGUF_MAX_TENSOR_NAME_BYTES)
-      throw new GgufError(GgufErrorCode.tensorName, field, 0, `name must be 1 to ${GGUF_MAX_TENSOR_NAME_BYTES} bytes`)
+    if (!t.name || Buffer.byteLength(t.name) > GGUF_MAX_TENSOR_NAME_BYTES || t.name.includes('\0'))
+      throw new GgufError(GgufErrorCode.tensorName, field, 0, `name must be 1 to ${GGUF_MAX_TENSOR_NAME_BYTES} bytes, with no NUL byte`)
     if (names.has(t.name)) throw new GgufError(GgufErrorCode.duplicateTensor, field, 0, 'duplicate tensor name')
     names.add(t.name)
     if (t.shape.length < 1 || t.shape.length > GGUF_MAX_DIMS)

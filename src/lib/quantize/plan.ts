@@ -2,6 +2,7 @@ import {Ajv} from 'ajv'
 
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgmlTypeInfo, ggmlTypeByName, type GgufModelFiles, type GgufTensorInfo} from '../gguf/index.js'
+import {quoted} from '../util/index.js'
 
 /** Tensor types `runner quantize` can write (the engine's reference quantizers, byte-identical to llama.cpp's). */
 export const QUANTIZE_TYPES = [
@@ -109,7 +110,7 @@ function usage(code: string, message: string): never {
 
 function targetType(name: string, what: string): GgmlTypeInfo {
   const t = ggmlTypeByName(name)
-  if (!t) usage('QUANT_BAD_TYPE', `${what}: unknown type ${JSON.stringify(name)} (${QUANTIZE_TYPES.join(', ')})`)
+  if (!t) usage('QUANT_BAD_TYPE', `${what}: unknown type ${quoted(name)} (${QUANTIZE_TYPES.join(', ')})`)
   if (!(QUANTIZE_TYPES as readonly string[]).includes(t.name)) {
     throw new RunnerError(
       'QUANT_UNSUPPORTED_TYPE',
@@ -126,7 +127,7 @@ function resolveMix(name: string): {name: string; ftype: number; base: GgmlTypeI
   const mix = QUANTIZE_MIXES[key]
   if (!mix) {
     if (ggmlTypeByName(key)) targetType(key, '--type') // a ggml type we cannot write: refused as unsupported
-    usage('QUANT_BAD_TYPE', `--type: unknown type or mix ${JSON.stringify(name)} (${Object.keys(QUANTIZE_MIXES).join(', ')})`)
+    usage('QUANT_BAD_TYPE', `--type: unknown type or mix ${quoted(name)} (${Object.keys(QUANTIZE_MIXES).join(', ')})`)
   }
   return {name: key, ftype: mix.ftype, base: targetType(mix.base, '--type')}
 }
@@ -147,7 +148,7 @@ export function parseTypePlan(json: unknown, file: string): TypePlanRule[] {
     } catch (error) {
       usage(
         'QUANT_BAD_PLAN',
-        `${file}: /rules/${i}/pattern ${JSON.stringify(r.pattern)} is not a valid regular expression: ${(error as Error).message}`,
+        `${file}: /rules/${i}/pattern ${quoted(r.pattern)} is not a valid regular expression: ${(error as Error).message}`,
       )
     }
     targetType(r.type, `${file}: /rules/${i}/type`)
@@ -367,7 +368,7 @@ export function planQuantization(
       if (rule) {
         rule.used = true
         to = rule.to
-        reason = `plan rule ${JSON.stringify(rule.pattern)}`
+        reason = `plan rule ${quoted(rule.pattern)}`
       } else if (mixed) {
         to = ggmlTypeByName(mixType(state, t, category(t.name)))!
         reason = to.id === mix.base.id ? `--type ${mix.name}` : `${mix.name} mix (llama.cpp's rule for ${category(t.name)})`
@@ -392,7 +393,7 @@ export function planQuantization(
     decisions[i] = {tensor: t, from: t.type, to, reason}
   }
   const unused = rules.find((r) => !r.used)
-  if (unused) usage('QUANT_PLAN_UNUSED_RULE', `plan rule ${JSON.stringify(unused.pattern)} selects no tensor of this model`)
+  if (unused) usage('QUANT_PLAN_UNUSED_RULE', `plan rule ${quoted(unused.pattern)} selects no tensor of this model`)
   if (decisions.every((d) => d.to.id === d.from.id)) {
     usage('QUANT_NOTHING_TO_DO', `nothing would change: the model is already ${mix.name} wherever this plan applies`)
   }

@@ -9,6 +9,7 @@ import {Listr, ListrLogger, ProcessOutput} from 'listr2'
 
 import {ExitCode, RunnerError} from '../errors.js'
 import {readGgufModel} from '../gguf/index.js'
+import {checkModel} from '../model-check/index.js'
 import {defaultThreads, formatBytes, formatRows} from '../util/index.js'
 import {parseTypePlan, planQuantization, type TensorDecision, type TypePlanRule} from './plan.js'
 import {quantizeModel, type QuantizeSummary} from './quantize.js'
@@ -55,6 +56,7 @@ export async function quantizeFile(o: QuantizeFileOptions): Promise<QuantizeFile
   const plan = o.typePlanFile === undefined ? undefined : await readTypePlan(o.typePlanFile)
   const options = {type: o.type, pure: o.pure, keepOutput: o.keepOutput, plan}
   const model = readGgufModel(o.input)
+  checkModel(model) // what run would refuse is not converted
   const removal = o.removeSublayer === undefined ? undefined : planRemovals(model, parseRemovals(o.removeSublayer))
   const decisions = planQuantization(model, options, removal?.kept)
   let summary: QuantizeSummary | undefined

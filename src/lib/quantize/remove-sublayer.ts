@@ -1,6 +1,7 @@
 import {ARCHITECTURES, type ArchitectureSpec, planModel} from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufKv, type GgufModelFiles, type GgufTensorInfo, GgufValueType, isGgufArray, writeGguf} from '../gguf/index.js'
+import {checkModel} from '../model-check/index.js'
 
 export interface SublayerRemoval {
   readonly kind: 'attn' | 'mlp'
@@ -118,6 +119,7 @@ export function planRemovals(model: GgufModelFiles, removals: readonly SublayerR
 
 /** Physically drop sublayers (planRemovals) and write the result atomically. */
 export async function removeSublayers(model: GgufModelFiles, out: string, removals: readonly SublayerRemoval[]): Promise<RemovalSummary> {
+  checkModel(model) // what run would refuse is not cut
   const {kvs, kept, dropped} = planRemovals(model, removals)
   const result = await writeGguf(
     out,

@@ -9,7 +9,7 @@ import {compileConstraint, type Constraint, type ConstraintKind, constraintHash}
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {resolveSamplingOptions, type SamplingOptions} from '../sampling/index.js'
 import {createTokenizer, encodePrompt} from '../tokenizer/index.js'
-import {sha256File} from '../util/index.js'
+import {preview, quoted, sha256File} from '../util/index.js'
 import {chainedPrefix, RECEIPT_FORMAT, RECEIPT_VERSION, receiptBytes, sha256Hex, splitReceipt, withChain} from './format.js'
 import {engineIdentity} from './identity.js'
 import {readPublicKey, verifySignature} from './keys.js'
@@ -111,7 +111,7 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
     if (head.format !== RECEIPT_FORMAT)
       fail('structure', `${options.receiptPath} is not a runner receipt (no "format": "${RECEIPT_FORMAT}")`)
     if (head.version !== RECEIPT_VERSION)
-      fail('structure', `receipt version ${JSON.stringify(head.version)} is unknown to this verifier (it reads version ${RECEIPT_VERSION})`)
+      fail('structure', `receipt version ${preview(head.version)} is unknown to this verifier (it reads version ${RECEIPT_VERSION})`)
     const split = splitReceipt(file)
     if (typeof split === 'string') fail('structure', `the receipt's tail is malformed: ${split}`)
     const structured = checkReceiptStructure(parsed)
@@ -410,7 +410,7 @@ async function replay(
   }
 
   function describe(id: number): string {
-    return `token ${id} ${JSON.stringify(tok.piece(id, {special: true}))}`
+    return `token ${id} ${quoted(tok.piece(id, {special: true}))}`
   }
 }
 

@@ -10,6 +10,7 @@
 import {randomBytes} from 'node:crypto'
 
 import {ExitCode, RunnerError} from '../errors.js'
+import {preview, quoted} from '../util/index.js'
 
 /** native/src/sample/sample.h RUNNER_MAX_TOP_LOGPROBS. */
 export const MAX_TOP_LOGPROBS = 20
@@ -91,19 +92,7 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof SamplingInput>([
 ])
 
 function refuse(name: string, value: unknown, rule: string): never {
-  throw new RunnerError('SAMPLING_BAD_OPTION', `Sampling option ${name} = ${show(value)} ${rule}.`, ExitCode.usage)
-}
-
-function show(value: unknown): string {
-  if (typeof value === 'bigint') return `${value}n`
-  if (typeof value === 'number') return Object.is(value, -0) ? '-0' : String(value)
-  if (typeof value === 'string') return JSON.stringify(value)
-  if (value instanceof Map) return `Map(${value.size})`
-  try {
-    return JSON.stringify(value) ?? String(value)
-  } catch {
-    return String(value)
-  }
+  throw new RunnerError('SAMPLING_BAD_OPTION', `Sampling option ${name} = ${preview(value)} ${rule}.`, ExitCode.usage)
 }
 
 /** A finite number within float32 range (the native sampler stores floats). */
@@ -170,13 +159,13 @@ function resolveLogitBias(value: unknown): ReadonlyMap<number, number> {
  */
 export function resolveSamplingOptions(input: SamplingInput = {}): SamplingOptions {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new RunnerError('SAMPLING_BAD_OPTION', `Sampling options must be an object, got ${show(input)}.`, ExitCode.usage)
+    throw new RunnerError('SAMPLING_BAD_OPTION', `Sampling options must be an object, got ${preview(input)}.`, ExitCode.usage)
   }
   for (const key of Object.keys(input)) {
     if (!KNOWN_KEYS.has(key)) {
       throw new RunnerError(
         'SAMPLING_BAD_OPTION',
-        `Unknown sampling option ${JSON.stringify(key)}; known: ${[...KNOWN_KEYS].join(', ')}.`,
+        `Unknown sampling option ${quoted(key)}; known: ${[...KNOWN_KEYS].join(', ')}.`,
         ExitCode.usage,
       )
     }

@@ -4,6 +4,7 @@
  * then repeatedly merge the adjacent pair with the lowest merge rank (ties: the leftmost pair). With
  * ignore_merges (llama3), a word that is already a token is emitted whole.
  */
+import {quoted} from '../util/index.js'
 import {byteLevelEncode} from './byte-level.js'
 import {TokenizerErrorCode, tokenizerError} from './errors.js'
 import {mergeSymbols} from './merge.js'
@@ -69,7 +70,7 @@ function bpeWord(word: string, vocab: Vocab): number[] {
         throw tokenizerError(
           TokenizerErrorCode.unencodable,
           'text',
-          `the BPE symbol ${JSON.stringify(s)} is not a token and its byte ${JSON.stringify(ch)} has no token of its own (the vocabulary lacks part of the byte alphabet)`,
+          `the BPE symbol ${quoted(s)} is not a token and its byte ${quoted(ch)} has no token of its own (the vocabulary lacks part of the byte alphabet)`,
         )
       }
       ids.push(one)

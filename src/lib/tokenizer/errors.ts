@@ -1,4 +1,5 @@
 import {ExitCode, type ExitCodeValue, RunnerError} from '../errors.js'
+import {printable} from '../util/index.js'
 
 /** The stable codes of every tokenizer refusal, one place so that docs and tests can list them. */
 export const TokenizerErrorCode = {
@@ -47,11 +48,12 @@ const EXIT: Record<TokenizerErrorCodeValue, ExitCodeValue> = {
 /** A refusal of a metadata key: "file: key at byte N: detail". */
 export function metadataError(code: TokenizerErrorCodeValue, source: MetadataSource, key: string, detail: string): TokenizerError {
   const at = source.offsets.get(key)
-  const where = `${source.file ? `${source.file}: ` : ''}${key}${at === undefined ? '' : ` at byte ${at}`}`
-  return new TokenizerError(code, key, `${where}: ${detail}`, EXIT[code])
+  const shown = printable(key)
+  const where = `${source.file ? `${printable(source.file, {max: 1000})}: ` : ''}${shown}${at === undefined ? '' : ` at byte ${at}`}`
+  return new TokenizerError(code, shown, `${where}: ${detail}`, EXIT[code])
 }
 
 /** A refusal that is not about one metadata key (encode/decode input). */
 export function tokenizerError(code: TokenizerErrorCodeValue, field: string, detail: string): TokenizerError {
-  return new TokenizerError(code, field, `${field}: ${detail}`, EXIT[code])
+  return new TokenizerError(code, printable(field), `${printable(field)}: ${detail}`, EXIT[code])
 }

@@ -5,6 +5,7 @@
  * token with byte tokens <0xXX>. The caller has already added the prefix space and turned spaces into
  * U+2581 '▁'.
  */
+import {quoted} from '../util/index.js'
 import {TokenizerErrorCode, tokenizerError} from './errors.js'
 import {mergeSymbols} from './merge.js'
 import {utf8Encode} from './utf8.js'
@@ -48,7 +49,7 @@ export function spmTokenize(text: string, vocab: Vocab, out: number[]): void {
       throw tokenizerError(
         TokenizerErrorCode.unencodable,
         'text',
-        `character ${JSON.stringify(s)} is not in the vocabulary, which has neither byte tokens for it nor an unknown token`,
+        `character ${quoted(s)} is not in the vocabulary, which has neither byte tokens for it nor an unknown token`,
       )
     }
   }

@@ -6,6 +6,7 @@
  * itself makes (an empty token becomes "[EMPTY_<id>]") is reproduced and documented.
  */
 import {type GgufKv, GgufMetadata, GgufValueType, isGgufArray, valueTypeName} from '../gguf/index.js'
+import {printable, quoted} from '../util/index.js'
 import {metadataError, type MetadataSource, TokenizerErrorCode} from './errors.js'
 import {type PreTokenizer, PRE_TOKENIZER_NAMES, preTokenizerByName} from './pre-tokenizers.js'
 import {
@@ -103,8 +104,8 @@ export function loadVocab(kvs: ReadonlyMap<string, GgufKv>, source: MetadataSour
       TokenizerErrorCode.unsupported,
       TOKENIZER_KEYS.model,
       known
-        ? `tokenizer model '${modelName}' (${known}) is not supported; supported: 'llama' (SentencePiece), 'gpt2' (byte-level BPE)`
-        : `unknown tokenizer model '${modelName}'; supported: 'llama' (SentencePiece), 'gpt2' (byte-level BPE)`,
+        ? `tokenizer model '${printable(modelName)}' (${known}) is not supported; supported: 'llama' (SentencePiece), 'gpt2' (byte-level BPE)`
+        : `unknown tokenizer model '${printable(modelName)}'; supported: 'llama' (SentencePiece), 'gpt2' (byte-level BPE)`,
     )
   }
   const model: TokenizerModel = modelName
@@ -119,7 +120,7 @@ export function loadVocab(kvs: ReadonlyMap<string, GgufKv>, source: MetadataSour
       throw fail(
         TokenizerErrorCode.unsupported,
         TOKENIZER_KEYS.pre,
-        `pre-tokenizer '${preName}' is not supported; supported: ${PRE_TOKENIZER_NAMES.map((n) => `'${n}'`).join(', ')}`,
+        `pre-tokenizer '${printable(preName ?? '')}' is not supported; supported: ${PRE_TOKENIZER_NAMES.map((n) => `'${n}'`).join(', ')}`,
       )
     }
   }
@@ -130,7 +131,7 @@ export function loadVocab(kvs: ReadonlyMap<string, GgufKv>, source: MetadataSour
   tokens.forEach((t, id) => {
     const prev = tokenToId.get(t)
     if (prev !== undefined)
-      throw fail(TokenizerErrorCode.badVocab, TOKENIZER_KEYS.tokens, `duplicate token ${JSON.stringify(t)} at ids ${prev} and ${id}`)
+      throw fail(TokenizerErrorCode.badVocab, TOKENIZER_KEYS.tokens, `duplicate token ${quoted(t)} at ids ${prev} and ${id}`)
     tokenToId.set(t, id)
   })
   const scores = readScores(kvs, n, fail)
@@ -140,7 +141,7 @@ export function loadVocab(kvs: ReadonlyMap<string, GgufKv>, source: MetadataSour
       throw fail(
         TokenizerErrorCode.badVocab,
         TOKENIZER_KEYS.tokenType,
-        `token ${id} ${JSON.stringify(t)} has type byte (6) but is not spelled <0xXX>`,
+        `token ${id} ${quoted(t)} has type byte (6) but is not spelled <0xXX>`,
       )
     }
   })
@@ -295,7 +296,7 @@ function readMerges(meta: GgufMetadata, fail: Fail): Map<string, number> {
     const line = lines[i]!
     const space = line.indexOf(' ', 1)
     if (space < 0 || space === line.length - 1) {
-      throw fail(TokenizerErrorCode.badMerges, TOKENIZER_KEYS.merges, `line ${i} ${JSON.stringify(line)} is not "left right"`)
+      throw fail(TokenizerErrorCode.badMerges, TOKENIZER_KEYS.merges, `line ${i} ${quoted(line)} is not "left right"`)
     }
     if (!ranks.has(line)) ranks.set(line, i)
   }
@@ -353,7 +354,7 @@ function applyNameRules(
         throw fail(
           TokenizerErrorCode.badVocab,
           'general.name',
-          `'${name}' is treated as Phi-3, which requires the token ${JSON.stringify(text)}; the vocabulary has none`,
+          `'${printable(name)}' is treated as Phi-3, which requires the token ${quoted(text)}; the vocabulary has none`,
         )
       return
     }

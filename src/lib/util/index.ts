@@ -4,6 +4,16 @@ export {defaultThreads, physicalCores} from './cpu.js'
 export {formatBytes, formatCount, formatRows} from './format.js'
 export {bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits} from './half.js'
 export {own} from './own.js'
+export {
+  preview,
+  type PreviewOptions,
+  printable,
+  printableError,
+  PRINTABLE_MAX,
+  printableJson,
+  type PrintableOptions,
+  quoted,
+} from './printable.js'
 export {readPrompt} from './prompt-input.js'
 export {RecentCache} from './recent.js'
 export {deriveSeed, SeededRandom} from './random.js'

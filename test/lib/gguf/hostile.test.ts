@@ -117,6 +117,8 @@ interface Case {
   patch: () => Buffer
   code: string
   field?: RegExp
+  /** The exact byte offset the refusal must name. */
+  offset?: number
 }
 
 const patched =
@@ -229,6 +231,28 @@ const cases: Case[] = [
     code: 'GGUF_DUPLICATE_TENSOR',
     field: /tensor\[1\]/,
   },
+  // A key of length zero names nothing; a NUL cuts a key or a tensor name short for every C reader.
+  {
+    name: 'empty key',
+    patch: patched(u64At(info.kvOffsets.get('test.k1')!, 0n)),
+    code: 'GGUF_BAD_KEY',
+    field: /^kv\[2\]\.key$/,
+    offset: info.kvOffsets.get('test.k1')!,
+  },
+  {
+    name: 'NUL in a key',
+    patch: patched(bytesAt(info.kvOffsets.get('test.k2')! + 8 + 4, '\0')),
+    code: 'GGUF_BAD_KEY',
+    field: /^kv\[3\]\.key$/,
+    offset: info.kvOffsets.get('test.k2')! + 8 + 4,
+  },
+  {
+    name: 'NUL in a tensor name',
+    patch: patched(bytesAt(tensorAt('t.b').name + 8 + 1, '\0')),
+    code: 'GGUF_TENSOR_NAME',
+    field: /^tensor\[1\]\.name$/,
+    offset: tensorAt('t.b').name + 8 + 1,
+  },
   {
     name: 'tensor name length past EOF',
     patch: patched(u64At(tensorAt('t.a').name, 1n << 40n)),
@@ -274,11 +298,23 @@ describe('hostile GGUF files are refused with the exact code (built with our wri
       const error = refuse(c.name, c.patch())
       assert.equal(error.code, c.code, `${c.name}: ${error.message}`)
       if (c.field) assert.match(error.field, c.field, `${c.name}: field was ${error.field}`)
+      if (c.offset !== undefined) assert.equal(error.offset, c.offset, `${c.name}: ${error.message}`)
+      assert.doesNotMatch(error.message, /[\p{Cc}\p{Cf}]/u, `${c.name}: the message holds a control or format character`)
       assert.ok(Number.isInteger(error.offset) && error.offset >= 0 && error.offset <= base.length, `offset ${error.offset}`)
       assert.ok(error.message.includes(`byte ${error.offset}`), error.message)
       assert.equal(error.exitCode, 3)
     })
   }
+
+  test('the writer refuses what the reader refuses: an empty key, a NUL in a key or a tensor name', async () => {
+    const path = join(dir, 'never.gguf')
+    const tensor = {name: 't.a', type: GgmlType.F32, shape: [8, 2], data: new Uint8Array(F32_BYTES)}
+    const write = (key: string, name: string) =>
+      writeGguf(path, {kvs: [{key, type: GgufValueType.UINT32, value: 1}], tensors: [{...tensor, name}]})
+    await assert.rejects(write('', 't.a'), (e: unknown) => e instanceof GgufError && e.code === 'GGUF_BAD_KEY' && e.field === 'kv[0].key')
+    await assert.rejects(write('a\0b', 't.a'), (e: unknown) => e instanceof GgufError && e.code === 'GGUF_BAD_KEY')
+    await assert.rejects(write('a', 't\0a'), (e: unknown) => e instanceof GgufError && e.code === 'GGUF_TENSOR_NAME')
+  })
 
   test('arrays nested deeper than the limit', async () => {
     let value: GgufArray = {itemType: GgufValueType.UINT8, items: Uint8Array.of(1)}
