@@ -1,5 +1,6 @@
 import {ChatHistoryError} from '../chat/index.js'
 import {RunnerError} from '../errors.js'
+import {printable} from '../util/index.js'
 
 /** OpenAI's error `type` values the server uses, by HTTP status. */
 const TYPE_BY_STATUS: Readonly<Record<number, string>> = {
@@ -31,7 +32,9 @@ export class ApiError extends Error {
     readonly code: string | null = null,
     readonly headers: Readonly<Record<string, string>> = {},
   ) {
-    super(message)
+    // Messages quote what requests and model files hold: printable (no control, format or
+    // separator characters) and bounded, like every RunnerError's.
+    super(printable(message, {max: 4000}))
     this.name = 'ApiError'
   }
 

@@ -4,7 +4,7 @@
  * Unknown fields are refused ("Unrecognized request argument", OpenAI's own wording), and fields
  * OpenAI defines that the runner cannot honour are refused with the reason, never ignored.
  */
-import {own} from '../util/index.js'
+import {own, preview, printable, quoted} from '../util/index.js'
 import {Ajv, type ErrorObject, type ValidateFunction} from 'ajv'
 
 import {MAX_TOP_LOGPROBS} from '../sampling/index.js'
@@ -188,11 +188,11 @@ function pickError(errors: readonly ErrorObject[]): ErrorObject | undefined {
   )
 }
 
-/** Names the client chose (an unknown field) are echoed only this far: a 100 KB name is not sent back whole. */
+/** Names the client chose (an unknown field) are echoed only this far, printable: a 100 KB name is not sent back whole. */
 const SHOWN_NAME_CHARS = 64
 
 function shownName(name: string): string {
-  return name.length > SHOWN_NAME_CHARS ? `${name.slice(0, SHOWN_NAME_CHARS)}… (${name.length} characters)` : name
+  return printable(name, {max: SHOWN_NAME_CHARS})
 }
 
 function refusal(e: ErrorObject | undefined, body: unknown): ApiError {
@@ -211,19 +211,20 @@ function refusal(e: ErrorObject | undefined, body: unknown): ApiError {
     const name = (e.params as {propertyName: string}).propertyName
     return new ApiError(
       400,
-      `${paramOf(e.instancePath)} key ${JSON.stringify(shownName(name))} must be a token id (a decimal integer)`,
+      `${paramOf(e.instancePath)} key ${quoted(name, SHOWN_NAME_CHARS)} must be a token id (a decimal integer)`,
       paramOf(e.instancePath),
       'invalid_value',
     )
   }
   const param = paramOf(e.instancePath)
   const value = valueAt(body, e.instancePath)
-  const shown = JSON.stringify(value) ?? String(value)
+  // Bounded and depth-limited whatever the value (a 4 MB string is not stringified whole first).
+  const shown = preview(value, {max: 80})
   const top = param.split(/[.[]/)[0]!
   if (NARROWED[top] !== undefined && e.keyword !== 'type')
     return new ApiError(400, `${param} = ${shown}: ${NARROWED[top]}`, param, 'unsupported_value')
   const code = e.keyword === 'type' || e.keyword === 'anyOf' ? 'invalid_type' : 'invalid_value'
   const rule =
     e.keyword === 'anyOf' ? (ANY_OF_RULE[param] ?? 'has the wrong type or value (see docs/http-api.md)') : (e.message ?? 'is invalid')
-  return new ApiError(400, `${param} = ${shown.length > 80 ? `${shown.slice(0, 80)}…` : shown} ${rule}`, param, code)
+  return new ApiError(400, `${param} = ${shown} ${rule}`, param, code)
 }
