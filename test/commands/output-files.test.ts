@@ -245,6 +245,15 @@ describe('output files', {skip: SKIP}, () => {
       },
     )
 
+    test('run --transcript naming a folder: refused before the generation (it failed at the rename, after the run)', () => {
+      const dir = freshDir()
+      const r = runCli(['run', '-m', sharedPath('models', 'stories260K.gguf'), '-p', 'Once', '-n', '4', '--transcript', dir])
+      assert.equal(r.status, 2, r.stderr)
+      assert.equal(r.stdout, '', 'no text was generated')
+      assert.match(runnerLines(r.stderr).join('\n'), /is a folder.*\[OUTPUT_IS_DIRECTORY\]$/)
+      assert.deepEqual(readdirSync(dir), [])
+    })
+
     test('score --save-logits into a folder that does not exist: refused before the model loads', () => {
       const r = runCli([
         'score',
