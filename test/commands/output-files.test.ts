@@ -391,6 +391,40 @@ describe('output files', {skip: SKIP}, () => {
       assert.deepEqual(listing, [], 'neither alice.key nor alice.pub, nor a temporary file')
     })
 
+    test('--force on a full disk: the old pair stays as it was until both new halves are on the disk', {skip: TMPFS_SKIP}, () => {
+      const mnt = freshDir()
+      // Three pages: the old pair takes two, the new private key's temporary file the third.
+      const script = [
+        'mount -t tmpfs -o size=12k tmpfs "$0" || exit 9',
+        '"$@" >/dev/null || exit 8',
+        'cat "$0/alice.pub"',
+        '"$@" --force --json',
+        'echo "exit=$?"',
+        'cat "$0/alice.pub"',
+        'ls -A "$0"',
+      ].join('; ')
+      const r = spawnSync(
+        'unshare',
+        ['-rm', 'sh', '-c', script, mnt, process.execPath, 'bin/run.js', 'keygen', '--out', join(mnt, 'alice')],
+        {
+          cwd: REPO_ROOT,
+          encoding: 'utf8',
+          env: {...process.env, NO_COLOR: '1'},
+          timeout: 60_000,
+        },
+      )
+      const pem = /-----BEGIN PUBLIC KEY-----\n[^-]+-----END PUBLIC KEY-----\n/g
+      const pubs = r.stdout.match(pem) ?? []
+      assert.equal(pubs.length, 2, r.stdout + r.stderr)
+      assert.equal(pubs[1], pubs[0], 'alice.pub unchanged')
+      const rest = r.stdout
+        .replace(pem, '')
+        .split('\n')
+        .filter((l) => l !== '')
+      assert.equal((JSON.parse(rest[0]!) as {error: {code: string}}).error.code, 'OUTPUT_NO_SPACE')
+      assert.deepEqual(rest.slice(1), ['exit=1', 'alice.key', 'alice.pub'])
+    })
+
     test('a lone alice.key (an interrupted keygen): the rerun says how to recover it, openssl does, and --force replaces the pair', () => {
       const dir = freshDir()
       const out = join(dir, 'alice')

@@ -1,5 +1,3 @@
-import {unlink} from 'node:fs/promises'
-
 import {ExitCode, RunnerError} from '../errors.js'
 import {checkOutputPath, writeFilesAtomic} from '../util/index.js'
 import {generateKeyPair, hex, privateKeyPem, publicKeyPem} from './keys.js'
@@ -42,7 +40,7 @@ function existingPairError(out: string, keyFile: string, pubFile: string, hasKey
  * `runner keygen`: a new Ed25519 pair as NAME.key (PKCS#8 PEM, mode 0600) and NAME.pub (SPKI PEM),
  * both or neither (writeFilesAtomic: both written and fsynced under temporary names, then published;
  * when the second cannot be, the first is removed again). Existing files are refused by what is
- * there; with `force` they are removed first and a new pair is written.
+ * there; with `force` the new pair replaces them.
  */
 export async function createKeyPairFiles(out: string, options: {readonly force?: boolean} = {}): Promise<KeyPairFiles> {
   const privateKeyFile = `${out}.key`
@@ -50,15 +48,15 @@ export async function createKeyPairFiles(out: string, options: {readonly force?:
   const [key, pub] = [await checkOutputPath(privateKeyFile, {replace: true}), await checkOutputPath(publicKeyFile, {replace: true})]
   if ((key.exists || pub.exists) && !options.force) throw existingPairError(out, privateKeyFile, publicKeyFile, key.exists, pub.exists)
   const pair = await generateKeyPair()
-  // --force: the old files go first, so that the new pair is published exclusively like any other.
-  if (options.force) for (const f of [privateKeyFile, publicKeyFile]) await unlink(f).catch(() => {})
   try {
     await writeFilesAtomic(
       [
         {path: privateKeyFile, data: privateKeyPem(pair.secretKey), mode: 0o600},
         {path: publicKeyFile, data: publicKeyPem(pair.publicKey)},
       ],
-      {exclusive: true},
+      // Without --force, a file that appears meanwhile is not replaced either. With it, the old pair is
+      // replaced only once both new halves are on the disk (a full disk leaves the old pair as it was).
+      {exclusive: !options.force},
     )
   } catch (error) {
     if (error instanceof RunnerError && error.code === 'OUTPUT_EXISTS')
