@@ -117,7 +117,8 @@ export async function checkOutputPath(path: string, options: OutputPathOptions):
 export async function checkFreeSpace(path: string, bytes: number): Promise<void> {
   const target = resolve(path)
   const fs = await statfs(dirname(target)).catch(() => undefined)
-  if (!fs) return
+  // Some filesystems (FUSE, pseudo filesystems) report no size at all: nothing to go by.
+  if (!fs || Number(fs.blocks) === 0) return
   const free = Number(fs.bavail) * Number(fs.bsize)
   if (free < bytes) {
     throw new RunnerError(
