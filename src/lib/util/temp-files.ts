@@ -48,14 +48,12 @@ export async function removeStaleTempFiles(dir: string): Promise<string[]> {
     const path = join(dir, name)
     const st = await lstat(path).catch(() => undefined)
     if (!st?.isFile()) continue
-    // Another run may be removing the same file at this moment: losing that race is fine.
-    if (
-      await unlink(path).then(
-        () => true,
-        () => false,
-      )
-    )
+    try {
+      await unlink(path)
       removed.push(path)
+    } catch {
+      // Another run removed it first: losing that race is fine.
+    }
   }
   return removed
 }
@@ -155,13 +153,8 @@ async function linkExclusive(temp: string, target: string): Promise<void> {
     await link(temp, target)
   } catch (error) {
     if (!NO_HARD_LINKS.has((error as NodeJS.ErrnoException).code ?? '')) throw error
-    if (
-      await lstat(target).then(
-        () => true,
-        () => false,
-      )
-    )
-      throw Object.assign(new Error(`${target} exists`), {code: 'EEXIST'})
+    const taken = await lstat(target).catch(() => undefined)
+    if (taken) throw Object.assign(new Error(`${target} exists`), {code: 'EEXIST'})
     await rename(temp, target)
     return
   }
