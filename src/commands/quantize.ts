@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {RunnerCommand} from '../lib/cli/index.js'
+import {RunnerCommand, withInterrupt} from '../lib/cli/index.js'
 import {formatQuantizeSummary, QUANTIZE_MIXES, QUANTIZE_TYPES, quantizeFile, quantizeJson} from '../lib/quantize/index.js'
 
 export default class Quantize extends RunnerCommand {
@@ -10,7 +10,8 @@ export default class Quantize extends RunnerCommand {
     "llama.cpp's llama-quantize without an importance matrix). --type is a tensor type or one of llama.cpp's named mixes " +
     "(Q4_K_M, ...): without --pure each tensor gets the type llama.cpp's rules give it; with --pure every weight matrix gets " +
     'the one type. All metadata is carried over, general.file_type and a runner.quantize.* record are set, and the output ' +
-    'is written to a temporary file, fsynced and renamed: a killed run leaves no partial file. The input is never modified. ' +
+    'is written to a temporary file, fsynced and renamed: a killed run leaves no partial file under the real name, and Ctrl+C ' +
+    'removes the partial file and exits 130. An existing output is replaced only with --force. The input is never modified. ' +
     'Tensor types: ' +
     QUANTIZE_TYPES.join(', ') +
     '. See docs/quantize.md.'
@@ -62,22 +63,27 @@ export default class Quantize extends RunnerCommand {
       min: 1,
       max: 256,
     }),
+    force: Flags.boolean({description: 'replace the output file if it exists (without it, an existing file is refused)'}),
     json: Flags.boolean({description: 'print one JSON summary on stdout instead of the task list'}),
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Quantize)
-    const result = await quantizeFile({
-      input: args.input,
-      output: args.output,
-      type: flags.type,
-      pure: Boolean(flags.pure),
-      keepOutput: Boolean(flags['keep-output']),
-      typePlanFile: flags['type-plan'],
-      removeSublayer: flags['remove-sublayer'],
-      threads: flags.threads,
-      silent: flags.json,
-    })
+    const result = await withInterrupt((signal) =>
+      quantizeFile({
+        input: args.input,
+        output: args.output,
+        type: flags.type,
+        pure: Boolean(flags.pure),
+        keepOutput: Boolean(flags['keep-output']),
+        typePlanFile: flags['type-plan'],
+        removeSublayer: flags['remove-sublayer'],
+        threads: flags.threads,
+        silent: flags.json,
+        force: flags.force,
+        signal,
+      }),
+    )
     if (flags.json) this.log(JSON.stringify(quantizeJson(result, flags.type)))
     else process.stderr.write(`${formatQuantizeSummary(result.summary)}\n`)
   }

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {RunnerCommand} from '../lib/cli/index.js'
+import {RunnerCommand, withInterrupt} from '../lib/cli/index.js'
 import {readGgufModel} from '../lib/gguf/index.js'
 import {parseRemovals, removeSublayers} from '../lib/quantize/index.js'
 import {formatBytes, formatRows} from '../lib/util/index.js'
@@ -11,7 +11,8 @@ export default class RemoveSublayer extends RunnerCommand {
     "Drops block N's attention tensors (attn:N: q, k, v, output and their biases) or FFN tensors (mlp:N: gate, up, down), " +
     'keeps the block\'s pre-norm, and declares the absence as llama.cpp\'s "deci" models do: 0 at that block in the per-block ' +
     'head_count / head_count_kv or feed_forward_length arrays. The engine then skips the branch and reserves no KV cache for a ' +
-    'removed attention. The output is written atomically; the input is never modified. See docs/sublayer-removal.md.'
+    'removed attention. The output is written atomically (Ctrl+C removes the partial file and exits 130); an existing output is ' +
+    'replaced only with --force; the input is never modified. See docs/sublayer-removal.md.'
 
   static override examples = [
     {
@@ -28,13 +29,15 @@ export default class RemoveSublayer extends RunnerCommand {
   }
 
   static override flags = {
+    force: Flags.boolean({description: 'replace the output file if it exists (without it, an existing file is refused)'}),
     json: Flags.boolean({description: 'print one JSON summary'}),
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(RemoveSublayer)
     const removals = parseRemovals(args.sublayers)
-    const summary = await removeSublayers(readGgufModel(args.input), args.output, removals)
+    const model = readGgufModel(args.input)
+    const summary = await withInterrupt((signal) => removeSublayers(model, args.output, removals, {exclusive: !flags.force, signal}))
     if (flags.json) {
       this.log(JSON.stringify(summary))
       return

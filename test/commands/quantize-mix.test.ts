@@ -99,7 +99,8 @@ describe('runner quantize: named mixes and K-quants against llama.cpp', {skip: h
 
   const ours = (input: string, type: string, pure: boolean) => {
     const out = join(dir, `ours-${type}-${pure ? 'pure' : 'mix'}-${input.endsWith('tied.gguf') ? 'tied' : 'untied'}.gguf`)
-    const r = runCli(['quantize', input, out, '--type', type, ...(pure ? ['--pure'] : []), '--json'])
+    // --force: the same file is made again by the tests that compare it with llama.cpp's.
+    const r = runCli(['quantize', input, out, '--type', type, ...(pure ? ['--pure'] : []), '--force', '--json'])
     assert.equal(r.status, 0, r.stderr)
     return out
   }

@@ -1,8 +1,7 @@
-import {randomBytes} from 'node:crypto'
-import {constants as fsConstants} from 'node:fs'
-import {type FileHandle, open, rename, stat, unlink} from 'node:fs/promises'
-import {basename, dirname, join, resolve} from 'node:path'
+import {open, stat} from 'node:fs/promises'
+import {resolve} from 'node:path'
 
+import {checkFreeSpace, checkOutputPath, interruptedWrite, TempFile} from '../util/index.js'
 import {GgufError, GgufErrorCode} from './errors.js'
 import {alignUp, GGUF_DEFAULT_ALIGNMENT, GGUF_MAX_DIMS, GGUF_MAX_TENSOR_NAME_BYTES} from './reader.js'
 import {type GgmlTypeInfo, ggmlTypeById, tensorByteSize} from './types.js'
@@ -31,6 +30,13 @@ export interface GgufWriteOptions {
   readonly inputs?: readonly string[]
   /** Called after each tensor with bytes written so far and the total. */
   readonly onProgress?: (written: number, total: number) => void
+  /** Refuse an existing file at the target (OUTPUT_EXISTS; quantize without --force) instead of replacing it. */
+  readonly exclusive?: boolean
+  /**
+   * Ctrl+C: once raised, the write stops at the next chunk, the temporary file is removed, and the
+   * error is INTERRUPTED (exit 130), saying so.
+   */
+  readonly signal?: AbortSignal
 }
 
 export interface GgufWriteResult {
@@ -44,21 +50,28 @@ const COPY_CHUNK = 4 << 20
 /**
  * Write a GGUF v3 (or v2) file. Tensor data is laid out in the given order, each tensor at the next
  * multiple of `general.alignment` (default 32), gaps and the tail padded with zeros, as llama.cpp and
- * gguf-py do. The file is written under a temporary name in the target's folder, fsynced, then renamed
- * over the target, so a crash never leaves a half-written model under the real name.
+ * gguf-py do. The target is checked first (output-path.ts: a folder, a missing folder, permission,
+ * an existing file when exclusive, free space for the whole file), so a conversion never runs only to
+ * fail at the end. The file is written under a temporary name in the target's folder (temp-files.ts),
+ * fsynced, then renamed over the target, so a crash never leaves a half-written model under the real
+ * name; a failure or an interruption removes the temporary file.
  */
 export async function writeGguf(path: string, input: GgufWriteInput, options: GgufWriteOptions = {}): Promise<GgufWriteResult> {
   const target = resolve(path)
   const layout = planLayout(input)
   await refuseOwnInput(target, [...(options.inputs ?? []), ...input.tensors.flatMap((t) => (isFileRange(t.data) ? [t.data.file] : []))])
+  const {exists: targetExisted} = await checkOutputPath(target, {replace: !options.exclusive})
+  await checkFreeSpace(target, layout.totalBytes)
+  const {signal} = options
+  if (signal?.aborted) throw interruptedWrite(target, {targetExisted})
 
-  const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
-  const out = await open(tmp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o644)
+  const out = await TempFile.create(target)
   try {
     let pos = 0
     const write = async (bytes: Uint8Array) => {
-      await writeAll(out, bytes, pos)
+      await out.write(bytes, pos)
       pos += bytes.length
+      signal?.throwIfAborted()
     }
     await write(layout.header)
     await write(new Uint8Array(layout.dataOffset - layout.header.length))
@@ -82,13 +95,12 @@ export async function writeGguf(path: string, input: GgufWriteInput, options: Gg
       options.onProgress?.(pos, layout.totalBytes)
     }
     await out.sync()
-    await out.close()
-    await rename(tmp, target)
-    await syncDirectory(dirname(target))
+    signal?.throwIfAborted()
+    await out.publish({exclusive: options.exclusive})
     return {path: target, bytes: pos, dataOffset: layout.dataOffset}
   } catch (error) {
-    await out.close().catch(() => {})
-    await unlink(tmp).catch(() => {})
+    await out.discard()
+    if (signal?.aborted) throw interruptedWrite(target, {removedTemp: out.path, targetExisted})
     throw error
   }
 }
@@ -290,13 +302,6 @@ async function* tensorChunks(data: TensorData, size: number): AsyncIterable<Uint
   }
 }
 
-async function writeAll(fh: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
-  for (let done = 0; done < bytes.length;) {
-    const {bytesWritten} = await fh.write(bytes, done, bytes.length - done, position + done)
-    done += bytesWritten
-  }
-}
-
 /** Refuse when the target is one of the inputs: same path, or the same file through another name. */
 async function refuseOwnInput(target: string, inputs: readonly string[]): Promise<void> {
   const targetStat = await stat(target).catch(() => undefined)
@@ -318,14 +323,6 @@ async function refuseOwnInput(target: string, inputs: readonly string[]): Promis
       )
     }
   }
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  // fsync of the folder makes the rename itself durable; some filesystems refuse it, which is harmless.
-  const fh = await open(dir, 'r').catch(() => undefined)
-  if (!fh) return
-  await fh.sync().catch(() => {})
-  await fh.close()
 }
 
 /** Little-endian header bytes built up in chunks. */

@@ -29,6 +29,10 @@ export interface QuantizeFileOptions {
   readonly threads?: number
   /** No task list (--json). */
   readonly silent: boolean
+  /** Replace an existing output file (--force); without it one is refused before any work. */
+  readonly force?: boolean
+  /** Ctrl+C: the conversion stops, the partial output is removed, INTERRUPTED (exit 130). */
+  readonly signal?: AbortSignal
 }
 
 export interface QuantizeFileResult {
@@ -70,7 +74,8 @@ export async function quantizeFile(o: QuantizeFileOptions): Promise<QuantizeFile
           const onTensor = (i: number, n: number, d: TensorDecision) => {
             task.output = `${i + 1}/${n} ${d.tensor.name}: ${d.from.name} -> ${d.to.name}`
           }
-          summary = await quantizeModel(model, o.output, decisions, options, onTensor, removal?.kvs, o.threads ?? defaultThreads())
+          const write = {exclusive: !o.force, signal: o.signal}
+          summary = await quantizeModel(model, o.output, decisions, options, onTensor, removal?.kvs, o.threads ?? defaultThreads(), write)
           task.title = `Wrote ${o.output}`
         },
         rendererOptions: {outputBar: 1},
@@ -82,6 +87,8 @@ export async function quantizeFile(o: QuantizeFileOptions): Promise<QuantizeFile
       rendererOptions: {logger: logger()},
       fallbackRendererOptions: {logger: logger()},
       exitOnError: true,
+      // Ctrl+C is the command's (withInterrupt: remove the partial output, exit 130), not listr2's exit 127.
+      registerSignalListeners: false,
     },
   )
   await tasks.run()

@@ -2,7 +2,7 @@ import {closeSync, openSync, readSync} from 'node:fs'
 import {basename} from 'node:path'
 
 import {loadAddon} from '../engine/index.js'
-import {type GgufKv, type GgufModelFiles, GgufValueType, writeGguf} from '../gguf/index.js'
+import {type GgufKv, type GgufModelFiles, GgufValueType, type GgufWriteOptions, writeGguf} from '../gguf/index.js'
 import {FILE_TYPE, type QuantizeOptions, type TensorDecision} from './plan.js'
 import {ChunkPool} from './pool.js'
 
@@ -86,6 +86,8 @@ export async function quantizeModel(
   baseKvs: readonly GgufKv[] = model.kvs,
   /** Worker threads converting chunks (1: on this thread). The bytes are the same for any count. */
   threads = 1,
+  /** Refuse an existing output (no --force) and stop on Ctrl+C: as writeGguf. */
+  write: Pick<GgufWriteOptions, 'exclusive' | 'signal'> = {},
 ): Promise<QuantizeSummary> {
   const t0 = performance.now()
   const pool = new ChunkPool(threads)
@@ -108,6 +110,7 @@ export async function quantizeModel(
       out,
       {version: 3, kvs: outputKvs(model, baseKvs, decisions, options), tensors},
       {
+        ...write,
         inputs: model.shards.map((s) => s.path),
         onProgress: () => {
           index++

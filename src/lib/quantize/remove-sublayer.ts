@@ -1,6 +1,14 @@
 import {ARCHITECTURES, type ArchitectureSpec, planModel} from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
-import {type GgufKv, type GgufModelFiles, type GgufTensorInfo, GgufValueType, isGgufArray, writeGguf} from '../gguf/index.js'
+import {
+  type GgufKv,
+  type GgufModelFiles,
+  type GgufTensorInfo,
+  GgufValueType,
+  type GgufWriteOptions,
+  isGgufArray,
+  writeGguf,
+} from '../gguf/index.js'
 import {checkModel} from '../model-check/index.js'
 
 export interface SublayerRemoval {
@@ -117,14 +125,22 @@ export function planRemovals(model: GgufModelFiles, removals: readonly SublayerR
   return {kvs, kept: model.tensors.filter((t) => !dropped.includes(t)), dropped}
 }
 
-/** Physically drop sublayers (planRemovals) and write the result atomically. */
-export async function removeSublayers(model: GgufModelFiles, out: string, removals: readonly SublayerRemoval[]): Promise<RemovalSummary> {
+/**
+ * Physically drop sublayers (planRemovals) and write the result atomically. `write`: refuse an
+ * existing output (no --force) and stop on Ctrl+C, as writeGguf.
+ */
+export async function removeSublayers(
+  model: GgufModelFiles,
+  out: string,
+  removals: readonly SublayerRemoval[],
+  write: Pick<GgufWriteOptions, 'exclusive' | 'signal'> = {},
+): Promise<RemovalSummary> {
   checkModel(model) // what run would refuse is not cut
   const {kvs, kept, dropped} = planRemovals(model, removals)
   const result = await writeGguf(
     out,
     {version: 3, kvs, tensors: kept.map((t) => ({name: t.name, type: t.type, shape: t.shape, data: {file: t.file, offset: t.offset}}))},
-    {inputs: model.shards.map((s) => s.path)},
+    {...write, inputs: model.shards.map((s) => s.path)},
   )
   return {
     output: result.path,

@@ -5,7 +5,7 @@ import {basename, dirname, resolve} from 'node:path'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {GgufModelFiles} from '../gguf/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
-import {sha256File, writeFileAtomic} from '../util/index.js'
+import {checkOutputPath, sha256File, writeFileAtomic} from '../util/index.js'
 import {chainedPrefix, RECEIPT_FORMAT, RECEIPT_VERSION, type ReceiptBody, type ReceiptSignature, receiptBytes, withChain} from './format.js'
 import {engineIdentity} from './identity.js'
 import {intactChain} from './prev.js'
@@ -44,6 +44,8 @@ export async function prepareReceipt(model: GgufModelFiles, options: ReceiptOpti
       ExitCode.usage,
     )
   }
+  // A folder or a device at that path (the rename would replace it) is refused now, not after the run.
+  await checkOutputPath(options.path, {replace: true})
   const key = options.signKeyPath === undefined ? undefined : await readSecretKey(options.signKeyPath)
   let prev: string | null = null
   if (options.prevPath !== undefined) {

@@ -6,10 +6,11 @@
  */
 import {Model} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
-import {sha256File, sha256Text} from '../util/index.js'
+import {checkOutputPath, sha256File, sha256Text} from '../util/index.js'
 import {type BaseLogits, type BasePosition, readBaseLogits, writeBaseLogits} from './base-logits.js'
 import {basePosition, checkBaseMatches, KLD_MARGIN, positionKld, summarizeKld} from './kld.js'
 import {scoreTokens} from './score.js'
+import {windowScheme} from './windows.js'
 
 export interface CorpusScoreOptions {
   readonly modelPath: string
@@ -26,6 +27,7 @@ export interface CorpusScoreOptions {
   readonly saveTopK: number
   /** Compare against the base saved in this file. */
   readonly kld?: string
+  /** Ctrl+C: scoring stops at the next layer; INTERRUPTED (exit 130) says what was not written. */
   readonly signal?: AbortSignal
   /** After each window: windows done, windows in all, ms since scoring began. */
   readonly onProgress?: (done: number, total: number, elapsedMs: number) => void
@@ -71,12 +73,38 @@ class KldTally {
 
 export type ScoreDocument = Awaited<ReturnType<typeof scoreCorpus>>
 
+/** Windows scored so far, for the message of an interrupted run. */
+interface Progress {
+  done: number
+  /** Set once the corpus is tokenized. */
+  total?: number
+}
+
+function interrupted(p: Progress, saveLogits: string | undefined): RunnerError {
+  const where = p.total === undefined ? 'before scoring began' : `after ${p.done} of ${p.total} windows`
+  const unsaved = saveLogits === undefined ? '' : `; ${saveLogits} was not written`
+  return new RunnerError('INTERRUPTED', `interrupted ${where}: no report${unsaved}`, ExitCode.interrupted)
+}
+
 export async function scoreCorpus(o: CorpusScoreOptions) {
   if (o.corpus.length === 0) throw new RunnerError('SCORE_EMPTY_CORPUS', 'the corpus is empty', ExitCode.usage)
+  // Before the model loads: a --save-logits path that cannot take the file must not cost a whole run.
+  if (o.saveLogits !== undefined) await checkOutputPath(o.saveLogits, {replace: true})
+  const progress: Progress = {done: 0}
+  try {
+    return await scoreWithModel(o, progress)
+  } catch (error) {
+    if (o.signal?.aborted) throw interrupted(progress, o.saveLogits)
+    throw error
+  }
+}
+
+async function scoreWithModel(o: CorpusScoreOptions, progress: Progress) {
   const model = await Model.load(o.modelPath, {signal: o.signal})
   try {
     const tok = model.tokenizer
     const tokens = tok.encode(o.corpus, {addSpecial: true, parseSpecial: false})
+    progress.total = windowScheme(tokens.length, o.ctx, o.stride).starts.length
     if (o.ctx > model.config.nCtxTrain) {
       throw new RunnerError(
         'SCORE_CTX_TOO_LARGE',
@@ -102,7 +130,10 @@ export async function scoreCorpus(o: CorpusScoreOptions) {
           if (o.saveLogits !== undefined) saved.push(basePosition(row, lse, target, Math.min(o.saveTopK, row.length)))
           tally?.add(row, lse, target, argmax)
         },
-        onProgress: (done, total) => o.onProgress?.(done, total, performance.now() - started),
+        onProgress: (done, total) => {
+          progress.done = done
+          o.onProgress?.(done, total, performance.now() - started)
+        },
       })
       const modelSha = await sha256File(model.gguf.path)
       const doc = {

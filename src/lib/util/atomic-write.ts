@@ -1,12 +1,20 @@
-import {randomBytes} from 'node:crypto'
-import {link, open, rename, unlink} from 'node:fs/promises'
-import {basename, dirname, join, resolve} from 'node:path'
+import {unlink} from 'node:fs/promises'
+
+import {checkFreeSpace} from './output-path.js'
+import {TempFile} from './temp-files.js'
 
 export interface AtomicWriteOptions {
   /** File mode of the new file (default 0o644 less the umask). */
   readonly mode?: number
-  /** Refuse to replace an existing file (EEXIST) instead of replacing it. */
+  /** Refuse to replace an existing file (OUTPUT_EXISTS) instead of replacing it. */
   readonly exclusive?: boolean
+}
+
+export interface AtomicFile {
+  readonly path: string
+  readonly data: string | Uint8Array
+  /** File mode (default 0o644 less the umask). */
+  readonly mode?: number
 }
 
 /**
@@ -15,22 +23,35 @@ export interface AtomicWriteOptions {
  * which fails instead of replacing an existing file).
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
-  const target = resolve(path)
-  const tmp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
-  const fh = await open(tmp, 'wx', options.mode ?? 0o644)
+  await writeFilesAtomic([{path, data, mode: options.mode}], {exclusive: options.exclusive})
+}
+
+/**
+ * Write several files as one: all or none (a key pair's two halves). Every file is written and
+ * fsynced under its temporary name first; only then are they published, in order, and when one
+ * cannot be, those already published by this call are removed again. A kill between two
+ * publications can still leave the first alone (POSIX has no rename of two names at once), which
+ * is why the window is as short as two links.
+ */
+export async function writeFilesAtomic(files: readonly AtomicFile[], options: {readonly exclusive?: boolean} = {}): Promise<void> {
+  const temps: TempFile[] = []
+  const published: string[] = []
   try {
-    await fh.writeFile(data)
-    await fh.sync()
-    await fh.close()
-    if (options.exclusive) {
-      await link(tmp, target)
-      await unlink(tmp)
-    } else {
-      await rename(tmp, target)
+    for (const f of files) {
+      const bytes = typeof f.data === 'string' ? Buffer.from(f.data, 'utf8') : f.data
+      await checkFreeSpace(f.path, bytes.length)
+      const temp = await TempFile.create(f.path, {mode: f.mode})
+      temps.push(temp)
+      await temp.write(bytes, 0)
+      await temp.sync()
+    }
+    for (const temp of temps) {
+      await temp.publish({exclusive: options.exclusive})
+      published.push(temp.target)
     }
   } catch (error) {
-    await fh.close().catch(() => {})
-    await unlink(tmp).catch(() => {})
+    for (const path of published) await unlink(path).catch(() => {})
+    for (const temp of temps) await temp.discard()
     throw error
   }
 }
