@@ -11,14 +11,12 @@
  *   npx tsx scripts/load-test.ts --model ../shared/models/stories260K.gguf --clients 32 --requests 4 --parallel 4
  *   npx tsx scripts/load-test.ts --url http://127.0.0.1:8080 --model-id stories260K   (a server already running)
  */
-import {spawn} from 'node:child_process'
-import {dirname, resolve} from 'node:path'
-import {fileURLToPath} from 'node:url'
+import {resolve} from 'node:path'
 import {parseArgs} from 'node:util'
 
 import OpenAI from 'openai'
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+import {ROOT, startServeProcess} from './serve-process.js'
 
 const {values: args} = parseArgs({
   options: {
@@ -46,34 +44,6 @@ const PROMPTS = [
   'Tom and his cat went to the park.',
 ]
 
-async function startServer(): Promise<{url: string; stop: () => Promise<number | null>}> {
-  const child = spawn(
-    process.execPath,
-    ['bin/run.js', 'serve', '-m', args.model!, '--port', '0', '--parallel', args.parallel!, '--ctx', args.ctx!],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  )
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    let out = ''
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString()
-      const m = /listening on (http:\/\/\S+)/.exec(out)
-      if (m) resolveUrl(m[1]!)
-    })
-    void exited.then((code) => reject(new Error(`runner serve exited with ${code} before listening`)))
-  })
-  return {
-    url,
-    stop: () => {
-      child.kill('SIGTERM')
-      return exited
-    },
-  }
-}
-
 function quantile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!
@@ -86,7 +56,7 @@ async function metricValue(url: string, name: string): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const server = args.url ? undefined : await startServer()
+  const server = args.url ? undefined : await startServeProcess(args.model!, ['--parallel', args.parallel!, '--ctx', args.ctx!])
   const url = args.url ?? server!.url
   let exitCode = 0
   try {

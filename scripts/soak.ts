@@ -9,24 +9,23 @@
  * - 1 hostile client: a burst of refusals every few seconds (130,000 tiny messages, a 1 MB stop, a
  *   body nested 10,000 levels, a wrong method, a bad Content-Length).
  *
- * Reports requests, errors by kind, stalls cut, and RSS at the start (after warm-up), at the end and
- * its maximum; exits 1 when a well-formed request failed, /health stopped answering within 2 s, a
+ * Reports requests, errors by kind, stalls cut, and RSS at the start, after the warm-up (the first
+ * fifth of the run, at most a minute, under the same mix: heaps and JIT code grow to their working
+ * size there), at the end and its maximum; exits 1 when a well-formed request failed, /health stopped answering within 2 s, a
  * stall was not cut, or RSS grew by more than --max-growth MiB.
  *
  *   npx tsx scripts/soak.ts --minutes 15
  *   npx tsx scripts/soak.ts --minutes 1 --json
  */
-import {spawn} from 'node:child_process'
 import {readFileSync} from 'node:fs'
 import {connect} from 'node:net'
 import {cpus} from 'node:os'
-import {dirname, resolve} from 'node:path'
-import {fileURLToPath} from 'node:url'
+import {resolve} from 'node:path'
 import {parseArgs} from 'node:util'
 
 import OpenAI from 'openai'
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+import {ROOT, startServeProcess} from './serve-process.js'
 
 const {values: args} = parseArgs({
   options: {
@@ -59,41 +58,6 @@ const stats = {
 function rssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024
-}
-
-async function startServer() {
-  const child = spawn(
-    process.execPath,
-    [
-      'bin/run.js',
-      'serve',
-      '-m',
-      args.model!,
-      '--port',
-      '0',
-      '--parallel',
-      args.parallel!,
-      '--ctx',
-      '256',
-      '--threads',
-      '1',
-      '--body-timeout',
-      args['body-timeout']!,
-      '--headers-timeout',
-      args['body-timeout']!,
-    ],
-    {cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit']},
-  )
-  const url = await new Promise<string>((resolveUrl, reject) => {
-    let out = ''
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString()
-      const m = /listening on (http:\/\/\S+)/.exec(out)
-      if (m) resolveUrl(m[1]!)
-    })
-    child.on('exit', (code) => reject(new Error(`serve exited (${code}) before listening`)))
-  })
-  return {child, url}
 }
 
 const PROMPTS = ['Tell me a story about a dog.', 'Once upon a time', 'Lily found a red ball.', 'Tom and his cat went to the park.']
@@ -211,7 +175,18 @@ async function healthWatch(url: string, until: number): Promise<void> {
   }
 }
 
-const {child, url} = await startServer()
+const {child, url, stop} = await startServeProcess(args.model!, [
+  '--parallel',
+  args.parallel!,
+  '--ctx',
+  '256',
+  '--threads',
+  '1',
+  '--body-timeout',
+  args['body-timeout']!,
+  '--headers-timeout',
+  args['body-timeout']!,
+])
 const client = new OpenAI({baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0, timeout: 120_000})
 // Warm-up: the first requests fill caches and the JIT; RSS is measured from after them.
 await Promise.all(
@@ -220,7 +195,7 @@ await Promise.all(
 const samples: Array<{atS: number; rssMiB: number}> = []
 const t0 = performance.now()
 const until = t0 + durationMs
-const sampler = setInterval(() => samples.push({atS: Math.round((performance.now() - t0) / 1000), rssMiB: rssMiB(child.pid!)}), 10_000)
+const sampler = setInterval(() => samples.push({atS: Math.round((performance.now() - t0) / 1000), rssMiB: rssMiB(child.pid!)}), 5_000)
 samples.push({atS: 0, rssMiB: rssMiB(child.pid!)})
 const pending = new Set<string>()
 const tracked = (name: string, p: Promise<void>) => {
@@ -244,15 +219,18 @@ clearInterval(sampler)
 // Let the last cancelled requests settle, then the final reading.
 await new Promise((r) => setTimeout(r, 2000))
 samples.push({atS: Math.round((performance.now() - t0) / 1000), rssMiB: rssMiB(child.pid!)})
-child.kill('SIGTERM')
-const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)))
+const code = await stop()
 
-const start = samples[0]!.rssMiB
+// The first sample at or after the warm-up: growth is measured from the working size, not from an idle server.
+const warmupS = Math.min(60, durationMs / 5000)
+const start = (samples.find((x) => x.atS >= warmupS) ?? samples.at(-1)!).rssMiB
 const end = samples.at(-1)!.rssMiB
 const report = {
   cpu: cpus()[0]?.model ?? 'unknown',
   minutes: Number(args.minutes),
   ...stats,
+  rssIdleMiB: Math.round(samples[0]!.rssMiB),
+  warmupSeconds: Math.round(warmupS),
   rssStartMiB: Math.round(start),
   rssEndMiB: Math.round(end),
   rssMaxMiB: Math.round(Math.max(...samples.map((s) => s.rssMiB))),

@@ -1,5 +1,6 @@
 import type {NativeStatusCode} from './native-status.generated.js'
-import {printable} from './util/index.js'
+// From the text area, not util: util's output-path.ts imports this file's ExitCode at load.
+import {printable} from './text/index.js'
 
 /**
  * The one table of exit codes (ARCHITECTURE.md) and the base error every module throws.

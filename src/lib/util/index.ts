@@ -14,7 +14,7 @@ export {
   printableJson,
   type PrintableOptions,
   quoted,
-} from './printable.js'
+} from '../text/index.js'
 export {readPrompt} from './prompt-input.js'
 export {RecentCache} from './recent.js'
 export {deriveSeed, SeededRandom} from './random.js'

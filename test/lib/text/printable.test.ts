@@ -1,5 +1,5 @@
 /**
- * The printable-text sanitiser (src/lib/util/printable.ts) against anchors that are not our code:
+ * The printable-text sanitiser (src/lib/text/printable.ts) against anchors that are not our code:
  *  - the JavaScript engine's Unicode tables: after printable/quoted, no character of the general
  *    categories Cc (C0, DEL, C1), Cf (format: bidi, zero-width, tags), Zl, Zp or Cs (lone
  *    surrogates) is left, checked over every code point U+0000..U+10FFFF;
@@ -13,7 +13,7 @@ import assert from 'node:assert/strict'
 import {describe, test} from 'node:test'
 import {runInNewContext} from 'node:vm'
 
-import {preview, printable, printableError, printableJson, quoted} from '../../../src/lib/util/printable.js'
+import {preview, printable, printableError, printableJson, quoted} from '../../../src/lib/text/printable.js'
 
 /** Unicode's own classes, by the engine's tables: what must never reach a terminal as itself. */
 const UNSAFE_CATEGORY = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]|\p{Cs}/u
