@@ -132,13 +132,15 @@ async function stallingClient(url: string, until: number): Promise<void> {
   }
 }
 
-function rawOnce(url: string, request: string): Promise<void> {
+/** Send raw bytes; resolves to what came back before the server closed (or 5 s passed). */
+function rawOnce(url: string, request: string): Promise<string> {
   const {hostname, port} = new URL(url)
   return new Promise((done) => {
+    let text = ''
     const s = connect(Number(port), hostname, () => s.write(request))
-    s.on('data', () => {})
-    s.on('close', () => done())
-    s.on('error', () => done())
+    s.on('data', (d) => (text += d.toString('latin1')))
+    s.on('close', () => done(text))
+    s.on('error', () => done(text))
     setTimeout(() => s.destroy(), 5000)
   })
 }
@@ -156,8 +158,8 @@ async function hostileClient(url: string, until: number): Promise<void> {
       await r?.arrayBuffer().catch(() => undefined)
     }
     stats.hostileSent++
-    await rawOnce(url, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}')
-    stats.hostileAnswered++
+    const reply = await rawOnce(url, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}')
+    if (/^HTTP\/1\.1 400 /.test(reply)) stats.hostileAnswered++
     await new Promise((r) => setTimeout(r, 3000))
   }
 }
@@ -237,7 +239,12 @@ const report = {
   exitCode: code,
 }
 const ok =
-  stats.failed === 0 && stats.healthFailed === 0 && stats.stallsUncut === 0 && end - start <= Number(args['max-growth']) && code === 0
+  stats.failed === 0 &&
+  stats.healthFailed === 0 &&
+  stats.stallsUncut === 0 &&
+  stats.hostileAnswered === stats.hostileSent &&
+  end - start <= Number(args['max-growth']) &&
+  code === 0
 if (args.json) console.log(JSON.stringify({...report, samples, ok}))
 else {
   for (const [k, v] of Object.entries(report)) console.log(`${k.padEnd(16)} ${typeof v === 'object' ? JSON.stringify(v) : v}`)

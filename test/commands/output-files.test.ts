@@ -20,6 +20,7 @@ import {
   rmSync,
   statSync,
   unlinkSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -363,7 +364,11 @@ describe('output files', {skip: SKIP}, () => {
       const dead = deadPid()
       const stale = `.q.gguf.${dead}.0badf00d.tmp`
       const others = [`.q.gguf.${process.pid}.0badf00d.tmp`, `.q.gguf.${dead}.0BADF00D.tmp`, `q.gguf.${dead}.0badf00d.tmp`, 'keep.gguf']
-      for (const f of [stale, ...others]) writeFileSync(join(dir, f), Buffer.alloc(65536))
+      const hourAgo = new Date(Date.now() - 3600_000)
+      for (const f of [stale, ...others]) {
+        writeFileSync(join(dir, f), Buffer.alloc(65536))
+        utimesSync(join(dir, f), hourAgo, hourAgo)
+      }
       const r = runCli(quantize(join(dir, 'q.gguf'), '--json'))
       assert.equal(r.status, 0, r.stderr)
       assert.deepEqual(readdirSync(dir).sort(), [...others, 'q.gguf'].sort())
@@ -469,6 +474,7 @@ describe('output files', {skip: SKIP}, () => {
       const dir = freshDir()
       const stale = join(dir, `.bob.key.${deadPid()}.12345678.tmp`)
       writeFileSync(stale, '-----BEGIN PRIVATE KEY-----\n...')
+      utimesSync(stale, new Date(Date.now() - 3600_000), new Date(Date.now() - 3600_000))
       assert.equal(runCli(['keygen', '--out', join(dir, 'alice')]).status, 0)
       assert.deepEqual(readdirSync(dir).sort(), ['alice.key', 'alice.pub'])
     })

@@ -95,6 +95,20 @@ describe('request limits, checked before any rendering or tokenizing', {skip}, (
     assert.deepEqual([m.body.error.code, m.body.error.param], ['context_length_exceeded', 'messages'])
   })
 
+  test('count_tokens counts, and /apply-template renders, a history longer than the context all the same', async () => {
+    const caps = (await (await fetch(`${t.url}/v1/capabilities`)).json()) as {limits: {prompt_chars_per_slot: number}}
+    const text = 'Once upon a time '.repeat(Math.ceil((caps.limits.prompt_chars_per_slot + 100) / 17))
+    const count = await fetch(`${t.url}/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: {'content-type': 'application/json'},
+      body: JSON.stringify({model: 'stories260K', messages: [{role: 'user', content: text}]}),
+    })
+    assert.equal(count.status, 200)
+    assert.ok(((await count.json()) as {input_tokens: number}).input_tokens > 256)
+    const applied = await postRaw(t.url, '/apply-template', JSON.stringify({messages: [{role: 'user', content: text}]}))
+    assert.equal(applied.status, 200)
+  })
+
   test('a large tokenization runs off the event loop: /health answers before it does', async () => {
     const text = 'Once upon a time there was a little girl named Lily. '.repeat(6_000)
     let tokenizedAt = 0

@@ -81,6 +81,18 @@ describe('HTTP conformance', {skip: hasShared() ? false : NO_SHARED_REASON}, () 
     assert.doesNotMatch(e.message, /content-type is set to 'application\/json'/)
   })
 
+  test('a body with a __proto__ key is told that, not that it is not JSON', async () => {
+    const r = await fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: {'content-type': 'application/json'},
+      body: '{"__proto__": {"x": 1}}',
+    })
+    assert.equal(r.status, 400)
+    const e = ((await r.json()) as {error: {message: string}}).error
+    assert.match(e.message, /__proto__/)
+    assert.doesNotMatch(e.message, /content-type is set/)
+  })
+
   test('a stream asked with Connection: close says so and closes when it ends', async () => {
     const body = JSON.stringify({model: 'stories260K', prompt: 'Once', max_tokens: 3, stream: true})
     const r = await rawExchange(

@@ -43,6 +43,37 @@ describe('prompt workers', {skip: hasShared() ? false : NO_SHARED_REASON}, () =>
   })
 
   test(
+    'a job that runs to its budget costs only itself: the ones queued behind it are served, each deadline from its own start',
+    {timeout: 120_000},
+    async () => {
+      // A 300 ms time budget on a template that loops on longer histories: twenty such jobs queued at
+      // once take six seconds in all, more than any one deadline (5.3 s). Before, the deadlines ran from
+      // the queue, the twentieth timed out, its worker was stopped and everything behind it failed.
+      const slow = ChatTemplate.fromSource(
+        '{% if messages|length > 4 %}{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}{% endif %}{{ messages|length }}',
+        {},
+        'override',
+        {...RENDER_BUDGET_DEFAULTS, steps: 1e12, milliseconds: 300},
+      )
+      const pool = new PromptWorkers(gguf!, slow, {workers: 1, heapMb: 64})
+      try {
+        await pool.started()
+        const hostile = Array.from({length: 20}, () =>
+          pool.render(turns(6)).then(
+            () => 'rendered',
+            (e: Error & {code?: string}) => e.code,
+          ),
+        )
+        const trivial = pool.render(turns(1))
+        assert.deepEqual(await Promise.all(hostile), Array(20).fill('CHAT_TEMPLATE_BUDGET'))
+        assert.equal(await trivial, '1')
+      } finally {
+        await pool.close()
+      }
+    },
+  )
+
+  test(
     "a render past the worker's heap is a 413 for that request; the next one is served by a new worker",
     {timeout: 120_000},
     async () => {

@@ -71,6 +71,9 @@ type Value = JinjaValue
 /** Steps between two looks at the clock: performance.now() costs more than a step. */
 const CLOCK_EVERY = 1024
 
+/** Characters of a string value that cost one more step (about what a step costs in time). */
+const CHARS_PER_STEP = 4096
+
 /** What a `for` spends on each element before its body runs (a scope apiece): about four steps' time. */
 const FOR_ELEMENT_STEPS = 4
 
@@ -116,8 +119,13 @@ class BudgetedInterpreter extends InterpreterBase {
       const v = value.value as {length?: number; size?: number}
       this.charge((v.length ?? v.size ?? 0) * FOR_ELEMENT_STEPS, true)
     }
-    if (value.type === 'StringValue' && (value.value as string).length > this.budget.valueChars)
-      throw new TemplateBudgetError('value size', this.budget.valueChars)
+    if (value.type === 'StringValue') {
+      const length = (value.value as string).length
+      if (length > this.budget.valueChars) throw new TemplateBudgetError('value size', this.budget.valueChars)
+      // A filter over a long string (|upper, |replace) is one step that takes as long as many:
+      // charged by its length, with a look at the clock.
+      if (length >= CHARS_PER_STEP) this.charge(Math.floor(length / CHARS_PER_STEP), true)
+    }
     if (value.type === 'ArrayValue' && (value.value as unknown[]).length > this.budget.listItems)
       throw new TemplateBudgetError('list size', this.budget.listItems)
     return value

@@ -135,7 +135,10 @@ async function scoreWithModel(o: CorpusScoreOptions, progress: Progress) {
           o.onProgress?.(done, total, performance.now() - started)
         },
       })
+      // Ctrl+C after the last window (while a large model is hashed) still means no report and no file.
+      o.signal?.throwIfAborted()
       const modelSha = await sha256File(model.gguf.path)
+      o.signal?.throwIfAborted()
       const doc = {
         model: {file: o.modelPath, sha256: modelSha, shards: model.gguf.shards.length},
         corpus: {file: o.corpusFile, sha256: corpusSha, tokens: tokens.length},

@@ -102,7 +102,12 @@ const MESSAGE_NULLS = {container: null, diagnostics: null, stop_details: null} a
  * turns, with tools and thinking's template switch): what /v1/messages evaluates and
  * /v1/messages/count_tokens counts. `maxTokens` bounds a thinking budget (count_tokens has none).
  */
-export async function anthropicChat(env: RequestEnv, body: Record<string, unknown>, maxTokens = Number.POSITIVE_INFINITY) {
+export async function anthropicChat(
+  env: RequestEnv,
+  body: Record<string, unknown>,
+  maxTokens = Number.POSITIVE_INFINITY,
+  fitContext = true,
+) {
   checkRequestLimits(body, LIMITED_FIELDS.anthropic, env.limits, 'anthropic')
   const system =
     body.system === undefined
@@ -126,13 +131,15 @@ export async function anthropicChat(env: RequestEnv, body: Record<string, unknow
     at: (i) => history.origin[i] ?? 'messages',
     ...(thinking ? {variables: thinking.variables} : {}),
     phased: thinking?.budget !== undefined,
+    fitContext,
   })
   return {chat, format, thinking}
 }
 
 /** The prompt tokens of a Messages body (count_tokens). */
 export async function anthropicPrompt(env: RequestEnv, body: Record<string, unknown>): Promise<number[]> {
-  return (await anthropicChat(env, body)).chat.prompt
+  // Counted whatever its length: a history longer than a slot's context is counted all the same.
+  return (await anthropicChat(env, body, Number.POSITIVE_INFINITY, false)).chat.prompt
 }
 
 async function prepare(env: RequestEnv, raw: unknown) {

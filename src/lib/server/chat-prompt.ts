@@ -37,6 +37,8 @@ export interface ChatPromptInput {
   readonly addGenerationPrompt?: boolean
   /** The answer runs in two phases (a thinking budget): build both phases' constraints. */
   readonly phased?: boolean
+  /** false: the prompt need not fit a slot (count_tokens counts a longer one, /apply-template renders it). */
+  readonly fitContext?: boolean
   /** The field a template's refusal names (default `messages`; the Responses API's `input`). */
   readonly historyParam?: string
 }
@@ -54,12 +56,6 @@ export async function buildChatPrompt(env: RequestEnv, input: ChatPromptInput): 
     if ((RESERVED_TEMPLATE_VARIABLES as readonly string[]).includes(key))
       throw badParam(`chat_template_kwargs.${key}`, `chat_template_kwargs.${key} is set by the server and cannot be given`)
   }
-  // Text that cannot fit the context is refused before it is rendered or tokenized.
-  const chars = input.messages.reduce(
-    (n, m) => n + m.content.length + (m.reasoning?.length ?? 0) + (m.toolCalls ?? []).reduce((k, c) => k + c.arguments.length, 0),
-    0,
-  )
-  refuseUnfittable(env.tokenizer, env.nCtx, chars, input.historyParam ?? 'messages')
   const {tools, choice, parallel} = input.tools
   const tp = toolPrompt(env.template, input.messages, tools, choice)
   const render = async (messages: readonly ChatMessage[], addGenerationPrompt: boolean) => {
@@ -89,6 +85,9 @@ export async function buildChatPrompt(env: RequestEnv, input: ChatPromptInput): 
     rendered = await render(tp.messages.slice(0, -1), true)
   } else rendered = await render(tp.messages, true)
   await refuseDropped(input, (m) => env.work.render(m))
+  // A rendered prompt too long for the context whatever the tokenizer does is refused before it is
+  // tokenized (the rendered text: templates drop and trim some of what they are given).
+  if (input.fitContext !== false) refuseUnfittable(env.tokenizer, env.nCtx, rendered.length, input.historyParam ?? 'messages')
   let prompt: number[]
   try {
     prompt = await env.work.encode(rendered, 'chat')

@@ -62,6 +62,8 @@ function jsonError(error: Error, text: string, contentType: string | undefined):
   if ((error as Error & {code?: string}).code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
     try {
       JSON.parse(text)
+      // It parses: what Fastify's parser refused is a prototype-poisoning key.
+      reason = 'it holds a "__proto__" or "constructor": {"prototype": …} key, which is refused'
     } catch (syntax) {
       reason = (syntax as Error).message
     }

@@ -40,7 +40,15 @@ const DEADLINE_MARGIN_MS = 5000
 /** A job without its id (Omit over each member of the union). */
 type PromptJobBody = PromptJob extends infer J ? (J extends unknown ? Omit<J, 'id'> : never) : never
 
-type Pending = {resolve: (reply: PromptReply) => void; reject: (error: Error) => void; timer: NodeJS.Timeout}
+/** A job waiting for a worker, or running on one. */
+interface Queued {
+  readonly job: PromptJobBody
+  readonly resolve: (reply: PromptReply) => void
+  readonly reject: (error: Error) => void
+}
+
+/** Jobs that may wait for a worker; more are refused with 503, as the slot queue refuses. */
+export const PROMPT_QUEUE_LIMIT = 256
 
 /**
  * The worker's module: prompt-worker.js beside this file once compiled. Under tsx (tests, scripts)
@@ -53,40 +61,35 @@ function workerUrl(): URL {
   return new URL(here.replace(/\/src\/lib\/server\/prompt-work\.ts$/, '/dist/src/lib/server/prompt-worker.js'))
 }
 
-/** One worker and the jobs it holds. */
+/** One worker thread and the one job it runs at a time. */
 class PromptWorker {
-  readonly pending = new Map<number, Pending>()
   readonly worker: Worker
-  /** Settles once the worker has built its template and tokenizer (or failed to). */
-  readonly ready: Promise<void>
+  /** Settles once the worker has built its template and tokenizer (or failed to); never rejects unhandled. */
+  readonly ready: Promise<boolean>
   hasStarted = false
+  /** The job it runs, and the timer that stops it past its deadline. */
+  current: {readonly queued: Queued; readonly id: number; readonly timer: NodeJS.Timeout} | undefined
 
-  constructor(data: PromptWorkerData, heapMb: number, onExit: (w: PromptWorker, error: Error) => void) {
+  constructor(
+    data: PromptWorkerData,
+    heapMb: number,
+    onReply: (w: PromptWorker, reply: PromptReply) => void,
+    onExit: (w: PromptWorker, error: Error) => void,
+  ) {
     this.worker = new Worker(workerUrl(), {workerData: data, resourceLimits: {maxOldGenerationSizeMb: heapMb}})
     this.worker.unref()
-    let started: () => void = () => {}
-    let failedToStart: (error: Error) => void = () => {}
-    this.ready = new Promise((resolve, reject) => {
-      started = resolve
-      failedToStart = reject
-    })
+    let started: (ok: boolean) => void = () => {}
+    this.ready = new Promise((resolve) => (started = resolve))
     this.worker.on('message', (reply: PromptReply | 'ready') => {
-      if (reply === 'ready') {
-        this.hasStarted = true
-        return started()
-      }
-      const p = this.pending.get(reply.id)
-      this.pending.delete(reply.id)
-      if (p) clearTimeout(p.timer)
-      p?.resolve(reply)
+      if (reply !== 'ready') return onReply(this, reply)
+      this.hasStarted = true
+      started(true)
     })
+    let gone = false
     const fail = (error: Error) => {
-      failedToStart(error)
-      for (const p of this.pending.values()) {
-        clearTimeout(p.timer)
-        p.reject(error)
-      }
-      this.pending.clear()
+      if (gone) return
+      gone = true
+      started(false)
       onExit(this, error)
     }
     this.worker.on('error', fail)
@@ -96,11 +99,12 @@ class PromptWorker {
 
 export class PromptWorkers implements PromptWork {
   private readonly workers: PromptWorker[] = []
-  private next = 0
+  private readonly queue: Queued[] = []
   private nextId = 0
   private closed = false
   private readonly data: PromptWorkerData
   private readonly deadlineMs: number
+  private startError: Error | undefined
 
   constructor(
     gguf: GgufModelFiles,
@@ -119,38 +123,90 @@ export class PromptWorkers implements PromptWork {
 
   /** Every worker started; a worker that cannot start is a RunnerError here, at startup, not a 500 per request. */
   async started(): Promise<void> {
-    try {
-      await Promise.all(this.workers.map((w) => w.ready))
-    } catch (error) {
-      throw new RunnerError('SERVE_PROMPT_WORKER', `a prompt worker thread could not start: ${(error as Error).message}`)
-    }
+    const ok = await Promise.all(this.workers.map((w) => w.ready))
+    if (ok.includes(false))
+      throw new RunnerError('SERVE_PROMPT_WORKER', `a prompt worker thread could not start: ${this.startError?.message ?? 'it exited'}`)
   }
 
   private spawn(): PromptWorker {
-    return new PromptWorker(this.data, this.options.heapMb, (gone) => {
-      const i = this.workers.indexOf(gone)
-      // Replaced only once it had started: a worker that cannot start would fail again at once.
-      if (i >= 0 && !this.closed && gone.hasStarted) this.workers[i] = this.spawn()
-    })
+    const w = new PromptWorker(
+      this.data,
+      this.options.heapMb,
+      (worker, reply) => this.replied(worker, reply),
+      (gone, error) => this.exited(gone, error),
+    )
+    void w.ready.then((ok) => ok && this.dispatch())
+    return w
   }
 
-  private run(job: PromptJobBody): Promise<PromptReply> {
-    if (this.closed) return Promise.reject(new ApiError(503, 'the server is shutting down', null, 'shutting_down'))
-    // The worker with the fewest jobs waiting; ties go round in turn.
-    const start = this.next++ % this.workers.length
-    const order = this.workers.map((_, i) => this.workers[(start + i) % this.workers.length]!)
-    const w = order.reduce((a, b) => (b.pending.size < a.pending.size ? b : a))
-    const id = this.nextId++
-    return new Promise((resolve, reject) => {
+  private replied(w: PromptWorker, reply: PromptReply): void {
+    const current = w.current
+    if (!current || current.id !== reply.id) return
+    clearTimeout(current.timer)
+    w.current = undefined
+    current.queued.resolve(reply)
+    this.dispatch()
+  }
+
+  /**
+   * A worker is gone (stopped past its deadline, out of its heap, or crashed): its job fails with
+   * the reason, the jobs queued behind it go to the others, and a worker that had started is
+   * replaced. One that never started is not (it would fail again at once).
+   */
+  private exited(gone: PromptWorker, error: Error): void {
+    const current = gone.current
+    gone.current = undefined
+    if (current) {
+      clearTimeout(current.timer)
+      current.queued.reject(error)
+    }
+    if (!gone.hasStarted) this.startError ??= error
+    const i = this.workers.indexOf(gone)
+    if (i < 0 || this.closed) return
+    if (gone.hasStarted) this.workers[i] = this.spawn()
+    else this.workers.splice(i, 1)
+    if (this.workers.length === 0) {
+      for (const q of this.queue.splice(0))
+        q.reject(new ApiError(500, `the prompt workers cannot start: ${error.message}`, null, 'internal_error'))
+    }
+    this.dispatch()
+  }
+
+  /** Queued jobs to idle, started workers, in arrival order; each job's deadline runs from here. */
+  private dispatch(): void {
+    for (const w of this.workers) {
+      if (this.queue.length === 0) return
+      if (!w.hasStarted || w.current) continue
+      const queued = this.queue.shift()!
+      const id = this.nextId++
       const timer = setTimeout(() => {
-        w.pending.delete(id)
-        reject(
+        w.current = undefined
+        queued.reject(
           new ApiError(500, `rendering or tokenizing this request took over ${this.deadlineMs} ms; it was stopped`, null, 'prompt_timeout'),
         )
         void w.worker.terminate()
       }, this.deadlineMs)
-      w.pending.set(id, {resolve, reject, timer})
-      w.worker.postMessage({...job, id})
+      w.current = {queued, id, timer}
+      w.worker.postMessage({...queued.job, id})
+    }
+  }
+
+  private run(job: PromptJobBody): Promise<PromptReply> {
+    if (this.closed) return Promise.reject(new ApiError(503, 'the server is shutting down', null, 'server_shutting_down'))
+    if (this.workers.length === 0) return Promise.reject(new ApiError(500, 'the prompt workers cannot start', null, 'internal_error'))
+    if (this.queue.length >= PROMPT_QUEUE_LIMIT)
+      return Promise.reject(
+        new ApiError(
+          503,
+          `${PROMPT_QUEUE_LIMIT} requests are waiting to be rendered or tokenized; retry shortly`,
+          null,
+          'server_overloaded',
+          {'retry-after': '1'},
+        ),
+      )
+    return new Promise((resolve, reject) => {
+      this.queue.push({job, resolve, reject})
+      this.dispatch()
     })
   }
 
@@ -168,6 +224,7 @@ export class PromptWorkers implements PromptWork {
 
   async close(): Promise<void> {
     this.closed = true
+    for (const q of this.queue.splice(0)) q.reject(new ApiError(503, 'the server is shutting down', null, 'server_shutting_down'))
     await Promise.all(this.workers.map((w) => w.worker.terminate()))
   }
 }

@@ -79,7 +79,8 @@ const openAiAt = (i: number) => `messages[${i}]`
 export async function renderChat(env: RequestEnv, body: Body, options: {addGenerationPrompt?: boolean} = {}): Promise<string> {
   checkRequestLimits(body, LIMITED_FIELDS.applyTemplate, env.limits)
   const history = openAiHistory(body)
-  return (await buildChatPrompt(env, {messages: history, tools: openAiTools(body), api: 'openai', at: openAiAt, ...options})).rendered
+  const input = {messages: history, tools: openAiTools(body), api: 'openai', at: openAiAt, fitContext: false, ...options} as const
+  return (await buildChatPrompt(env, input)).rendered
 }
 
 /** The body's messages as a validated history, a refusal in the API's shape. */

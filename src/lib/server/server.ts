@@ -151,8 +151,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
     const modelIds = ids(basename(o.modelPath).replace(/\.gguf$/i, ''), o.aliases, o.acceptAnyModel)
     const modelId = modelIds.served
-    // Two workers at most: a long render in one leaves the other for everyone else.
-    work = new PromptWorkers(model.gguf, template, {workers: Math.min(o.parallel, 2), heapMb: PROMPT_WORKER_HEAP_MB})
+    // Two workers, whatever the slots: a render that runs to its budget in one leaves the other for everyone else.
+    work = new PromptWorkers(model.gguf, template, {workers: 2, heapMb: PROMPT_WORKER_HEAP_MB})
     await work.started()
     const env: RequestEnv = {
       modelId,

@@ -10,9 +10,14 @@ import {writeError} from './output-path.js'
  * `.NAME.PID.RANDHEX.tmp` beside its target NAME, fsyncs it, then publishes it under NAME with one
  * rename (or link), so a reader or a crash sees the old file or the whole new one. A kill inside
  * that window leaves the temporary file behind; the next write into the same folder removes ours
- * whose writer is gone (ESRCH). Nothing else is touched: not a name outside the pattern, not a file
- * whose process is alive (or may be: EPERM), not this process's own, not anything but a plain file.
+ * whose writer is gone (ESRCH) and that nothing has written for STALE_AFTER_MS. Nothing else is
+ * touched: not a name outside the pattern, not a file whose process is alive (or may be: EPERM),
+ * not this process's own, not anything but a plain file. The age matters where pids do not: a
+ * writer in another container's pid namespace, or on another host sharing the folder, looks gone to
+ * kill(pid, 0), but it writes its file as it goes, so its file is never ten minutes old.
  */
+export const STALE_AFTER_MS = 10 * 60 * 1000
+
 const TEMP_NAME = /^\.(.+)\.([1-9]\d{0,9})\.([0-9a-f]{8})\.tmp$/
 
 /** The temporary name for `target`: same folder, so the final rename never crosses a filesystem. */
@@ -47,7 +52,7 @@ export async function removeStaleTempFiles(dir: string): Promise<string[]> {
     if (!temp || !writerGone(temp.pid)) continue
     const path = join(dir, name)
     const st = await lstat(path).catch(() => undefined)
-    if (!st?.isFile()) continue
+    if (!st?.isFile() || Date.now() - st.mtimeMs < STALE_AFTER_MS) continue
     try {
       await unlink(path)
       removed.push(path)

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
-import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
+import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'
 import {constants as osConstants, tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, describe, test} from 'node:test'
@@ -46,7 +46,17 @@ describe('stale temporary files', () => {
       `.alice.key.x${dead}.0123abcd.tmp`, // not a pid
       'notes.txt',
     ]
-    for (const name of [...stale, ...kept]) writeFileSync(join(dir, name), 'secret')
+    // Nothing has written them for an hour; one like the stale ones but written a minute ago is kept
+    // (its writer may live in another pid namespace).
+    const hourAgo = new Date(Date.now() - 3600_000)
+    for (const name of [...stale, ...kept]) {
+      writeFileSync(join(dir, name), 'secret')
+      utimesSync(join(dir, name), hourAgo, hourAgo)
+    }
+    const recent = `.recent.gguf.${dead}.0123abcd.tmp`
+    writeFileSync(join(dir, recent), 'being written')
+    utimesSync(join(dir, recent), new Date(Date.now() - 60_000), new Date(Date.now() - 60_000))
+    kept.push(recent)
     mkdirSync(join(dir, `.folder.${dead}.00000000.tmp`)) // the pattern, but a folder: never ours
     await writeFileAtomic(join(dir, 'r.json'), '{}')
     assert.deepEqual(readdirSync(dir).sort(), [...kept, `.folder.${dead}.00000000.tmp`, 'r.json'].sort())
