@@ -130,6 +130,17 @@ describe('request limits, checked before any rendering or tokenizing', {skip}, (
     assert.ok(healthAt < tokenizedAt, `/health answered ${(tokenizedAt - healthAt).toFixed(0)} ms before the tokenization`)
   })
 
+  test('/tokenize takes at most --max-content-parts text parts (each is a worker job); token ids are not counted', async () => {
+    const many = await postRaw(t.url, '/tokenize', JSON.stringify({content: Array.from({length: 300}, () => 'a')}))
+    assert.deepEqual([many.status, many.body.error.code, many.body.error.param], [400, 'array_above_max_length', 'content'])
+    const ids = await fetch(`${t.url}/tokenize`, {
+      method: 'POST',
+      headers: {'content-type': 'application/json'},
+      body: JSON.stringify({content: ['a', ...Array(1000).fill(5)]}),
+    })
+    assert.equal(((await ids.json()) as {tokens: number[]}).tokens.length > 1000, true)
+  })
+
   test('the limits are in /v1/capabilities, with the template budget', async () => {
     const caps = (await (await fetch(`${t.url}/v1/capabilities`)).json()) as {limits: Record<string, unknown>}
     assert.equal(caps.limits.max_messages, 2048)

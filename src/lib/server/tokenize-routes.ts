@@ -10,7 +10,8 @@
  * (--body-limit) bounds how long one call can hold the event loop (docs/http-api.md gives the rate).
  */
 import {TokenizerError} from '../tokenizer/index.js'
-import {badParam} from './api-error.js'
+import {ApiError, badParam} from './api-error.js'
+import {REQUEST_LIMIT_FLAGS} from './request-limits.js'
 import {validateBody} from './schemas.js'
 import type {ServerState} from './state.js'
 
@@ -55,6 +56,16 @@ export async function tokenize(s: ServerState, raw: unknown): Promise<unknown> {
   const addSpecial = (body.add_special as boolean | undefined) ?? false
   const parseSpecial = (body.parse_special as boolean | undefined) ?? true
   const parts = typeof body.content === 'string' ? [body.content] : (body.content as Array<string | number>)
+  // Each text part is one job for a prompt worker: their count is bounded as a message's parts are
+  // (token ids, checked here, are not).
+  const texts = parts.filter((p) => typeof p === 'string').length
+  if (texts > s.env.limits.contentParts)
+    throw new ApiError(
+      400,
+      `Invalid 'content': too many text parts. Expected at most ${s.env.limits.contentParts}, but got ${texts} instead (the server's ${REQUEST_LIMIT_FLAGS.contentParts.flag}); join them into one string`,
+      'content',
+      'array_above_max_length',
+    )
   const tok = s.env.tokenizer
   const ids: number[] = []
   for (const [i, part] of parts.entries()) {
