@@ -14,6 +14,7 @@ export default class Keygen extends RunnerCommand {
 
   static override examples = [
     {description: 'A key pair named alice (alice.key, alice.pub)', command: '<%= config.bin %> keygen --out alice'},
+    {description: 'Replace the pair alice (once both new halves are on disk)', command: '<%= config.bin %> keygen --out alice --force'},
     {
       description: 'Sign a receipt with it',
       command: '<%= config.bin %> run -m model.gguf -p "Hello" --transcript r.json --sign-key alice.key',

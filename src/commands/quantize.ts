@@ -23,6 +23,10 @@ export default class Quantize extends RunnerCommand {
     },
     {description: 'Q8_0 for every weight matrix', command: '<%= config.bin %> quantize model-f16.gguf model-q8_0.gguf --type Q8_0 --pure'},
     {
+      description: 'Replace an output file that exists (without --force it is refused before any work)',
+      command: '<%= config.bin %> quantize model-f16.gguf model-q8_0.gguf --type Q8_0 --pure --force',
+    },
+    {
       description: 'Q4_0 but keep the output projection as it is',
       command: '<%= config.bin %> quantize model-f16.gguf model-q4_0.gguf --type Q4_0 --pure --keep-output',
     },

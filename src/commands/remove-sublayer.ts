@@ -19,6 +19,10 @@ export default class RemoveSublayer extends RunnerCommand {
       description: 'Remove the attention of block 2 and the FFN of block 1',
       command: '<%= config.bin %> remove-sublayer ../shared/models/stories260K.gguf /tmp/cut.gguf attn:2,mlp:1',
     },
+    {
+      description: 'Write over an earlier cut',
+      command: '<%= config.bin %> remove-sublayer ../shared/models/stories260K.gguf /tmp/cut.gguf attn:3 --force',
+    },
     {description: 'What it costs, measured', command: '<%= config.bin %> score -m /tmp/cut.gguf --file corpus.txt --kld base.bin'},
   ]
 

@@ -26,6 +26,10 @@ export default class Serve extends RunnerCommand {
         '<%= config.bin %> serve -m model.gguf --host 0.0.0.0 --api-key "$KEY" --headers-timeout 5 --body-timeout 15 --max-connections-per-client 8',
     },
     {
+      description: 'Agent histories longer than the defaults allow: more messages and tools per request',
+      command: '<%= config.bin %> serve -m model.gguf --ctx 32768 --max-messages 8192 --max-tools 256',
+    },
+    {
       description: 'Accept the default ids clients send (gpt-4o, ...) and browser apps from one origin',
       command: '<%= config.bin %> serve -m model.gguf --accept-any-model --cors http://localhost:5173',
     },

@@ -10,23 +10,11 @@
  */
 import assert from 'node:assert/strict'
 import {spawn, spawnSync, type SpawnSyncReturns} from 'node:child_process'
-import {
-  chmodSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  unlinkSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs'
-import {tmpdir} from 'node:os'
+import {chmodSync, existsSync, readdirSync, readFileSync, statSync, unlinkSync, utimesSync, writeFileSync} from 'node:fs'
 import {basename, join} from 'node:path'
-import {after, before, describe, test} from 'node:test'
+import {before, describe, test} from 'node:test'
 
+import {freshDirs} from '../helpers/fresh-dirs.js'
 import {makeTestModel} from '../../scripts/make-test-model.js'
 import {readGgufModel} from '../../src/lib/gguf/index.js'
 import {hasShared, NO_SHARED_REASON, REPO_ROOT, runCli, type CliResult, sharedPath} from '../helpers/shared.js'
@@ -36,14 +24,7 @@ const SKIP = hasShared() ? false : NO_SHARED_REASON
 const OUR_TEMP = /^\..+\.\d+\.[0-9a-f]{8}\.tmp$/
 const temps = (dir: string) => readdirSync(dir).filter((f) => OUR_TEMP.test(f))
 
-const root = mkdtempSync(join(tmpdir(), 'runner-outputs-'))
-after(() => rmSync(root, {recursive: true, force: true}))
-let n = 0
-const freshDir = () => {
-  const d = join(root, `d${n++}`)
-  mkdirSync(d)
-  return d
-}
+const {root, freshDir} = freshDirs('runner-outputs-')
 
 /** The one JSON error document a failed --json run prints on stdout. */
 function jsonError(r: CliResult): {code: string; message: string} {

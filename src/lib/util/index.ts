@@ -5,16 +5,8 @@ export {formatBytes, formatCount, formatRows} from './format.js'
 export {bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits} from './half.js'
 export {checkFreeSpace, checkOutputPath, interruptedWrite, type OutputPathOptions, WRITE_FAILURES, writeError} from './output-path.js'
 export {own} from './own.js'
-export {
-  preview,
-  type PreviewOptions,
-  printable,
-  printableError,
-  PRINTABLE_MAX,
-  printableJson,
-  type PrintableOptions,
-  quoted,
-} from '../text/index.js'
+// Printable text lives in its own area (errors.ts needs it without util); util re-exports it whole.
+export * from '../text/index.js'
 export {readPrompt} from './prompt-input.js'
 export {RecentCache} from './recent.js'
 export {deriveSeed, SeededRandom} from './random.js'

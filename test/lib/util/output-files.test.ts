@@ -7,22 +7,16 @@
  */
 import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
-import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync} from 'node:fs'
-import {constants as osConstants, tmpdir} from 'node:os'
+import {existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync} from 'node:fs'
+import {constants as osConstants} from 'node:os'
 import {join} from 'node:path'
-import {after, describe, test} from 'node:test'
+import {describe, test} from 'node:test'
 
+import {freshDirs} from '../../helpers/fresh-dirs.js'
 import {ExitCode, RunnerError} from '../../../src/lib/errors.js'
 import {writeError, writeFileAtomic, writeFilesAtomic} from '../../../src/lib/util/index.js'
 
-const root = mkdtempSync(join(tmpdir(), 'runner-output-files-'))
-after(() => rmSync(root, {recursive: true, force: true}))
-let n = 0
-const freshDir = () => {
-  const d = join(root, `d${n++}`)
-  mkdirSync(d)
-  return d
-}
+const {freshDir} = freshDirs('runner-output-files-')
 
 /** The pid of a process that has exited: the kernel says no such process (checked, since pids are reused). */
 function deadPid(): number {
