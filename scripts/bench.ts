@@ -39,6 +39,7 @@ import {basename, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 
+import {cpuFeatures, describeKernels, kernelSet} from '../src/lib/engine/index.js'
 import {readGgufModel} from '../src/lib/gguf/index.js'
 import {defaultThreads} from '../src/lib/util/index.js'
 
@@ -51,11 +52,23 @@ const STORIES = resolve(ROOT, '../shared/models/stories260K.gguf')
  * thread pool (scripts/native-bench/llama_direct.c): llama.cpp's own speed, the fair bar.
  * llama.cpp: the same library through node-llama-cpp, what a Node user of llama.cpp gets.
  */
-type Engine = 'runner' | 'llama.cpp-c' | 'llama.cpp'
-const ENGINES: readonly Engine[] = ['runner', 'llama.cpp-c', 'llama.cpp']
-const REFERENCES = ['llama.cpp-c', 'llama.cpp'] as const
+type Engine = 'runner' | 'llama.cpp-c' | 'llama.cpp-c-fa' | 'llama.cpp'
+const ENGINES: readonly Engine[] = ['runner', 'llama.cpp-c', 'llama.cpp-c-fa', 'llama.cpp']
+const REFERENCES = ['llama.cpp-c', 'llama.cpp-c-fa', 'llama.cpp'] as const
+type Reference = (typeof REFERENCES)[number]
 type FlashAttention = 'off' | 'on' | 'auto'
 const FLASH_ATTENTION: Record<FlashAttention, boolean | 'auto'> = {off: false, on: true, auto: 'auto'}
+/**
+ * The C driver's two settings: flash attention off (llama.cpp's unfused path, whose numerics ours
+ * follows) and auto (llama.cpp's default, on for CPU: its fastest). node-llama-cpp gets --flash-attention.
+ */
+const C_DRIVER_FLASH: Partial<Record<Engine, FlashAttention>> = {'llama.cpp-c': 'off', 'llama.cpp-c-fa': 'auto'}
+const ENGINE_LABEL: Record<Engine, string> = {
+  runner: 'runner',
+  'llama.cpp-c': 'llama.cpp C',
+  'llama.cpp-c-fa': 'llama.cpp C, FA auto',
+  'llama.cpp': 'llama.cpp node',
+}
 
 /** Both engines split prompts into batches of this many tokens (llama.cpp's default ubatch). */
 const N_BATCH = 512
@@ -132,6 +145,8 @@ interface WorkerOptions {
   readonly threads: number
   readonly pp: number
   readonly tg: number
+  /** Tokens already in the cache (not timed) before pp and before tg's prompt: llama-bench's -d. */
+  readonly depth: number
   readonly nCtx: number
   /** llama.cpp's flash attention (node-llama-cpp's default is 'auto', which turns it on for CPU). */
   readonly flashAttention: FlashAttention
@@ -170,6 +185,12 @@ interface WorkerResult {
 function promptIds(n: number, nVocab: number): number[] {
   const m = Math.min(nVocab, 512) - 3
   return Array.from({length: n}, (_, i) => 3 + ((i * 7919 + 13) % m))
+}
+
+/** The depth's ids, then pp's, and tg's short prompt after the depth (as llama_direct.c builds them). */
+function benchIds(o: WorkerOptions, nVocab: number): {depth: number[]; prompt: number[]; tgPrompt: number[]} {
+  const ids = promptIds(o.depth + Math.max(o.pp, TG_PROMPT), nVocab)
+  return {depth: ids.slice(0, o.depth), prompt: ids.slice(o.depth, o.depth + o.pp), tgPrompt: ids.slice(o.depth, o.depth + TG_PROMPT)}
 }
 
 function vocabSize(path: string): number {
@@ -212,20 +233,21 @@ async function workerRunner(o: WorkerOptions): Promise<WorkerResult> {
   const model = await Model.load(o.model)
   const ctx = await model.createContext({nCtx: o.nCtx, nBatch: N_BATCH, threads: o.threads, kvType: 'f16'})
   const loadMs = performance.now() - t0
-  const ids = promptIds(o.pp, vocabSize(o.model))
+  const {depth, prompt, tgPrompt} = benchIds(o, vocabSize(o.model))
   const sampling = resolveSamplingOptions({temperature: 0, topK: 0, topP: 1, minP: 0, seed: 0n})
 
-  await ctx.generate(ids.slice(0, WARM_PROMPT), {maxTokens: WARM_GEN, sampling, stopTokens: [], pos: 0}).result
+  await ctx.generate(prompt.slice(0, WARM_PROMPT), {maxTokens: WARM_GEN, sampling, stopTokens: [], pos: 0}).result
   ctx.kvTruncate(0)
+  if (o.depth > 0) await ctx.decode(depth, {pos: 0, logits: 'none'})
 
   const cpu = cpuMeter()
   const t1 = performance.now()
-  await ctx.decode(ids, {pos: 0, logits: 'last'})
+  await ctx.decode(prompt, {pos: o.depth, logits: 'last'})
   const ppMs = performance.now() - t1
-  if (ctx.nPast !== o.pp) throw new Error(`runner: the cache holds ${ctx.nPast} positions after pp, expected ${o.pp}`)
-  ctx.kvTruncate(0)
+  if (ctx.nPast !== o.depth + o.pp) throw new Error(`runner: the cache holds ${ctx.nPast} positions after pp, expected ${o.depth + o.pp}`)
+  ctx.kvTruncate(o.depth)
 
-  const r = await ctx.generate(ids.slice(0, TG_PROMPT), {maxTokens: o.tg + 1, sampling, stopTokens: [], pos: 0}).result
+  const r = await ctx.generate(tgPrompt, {maxTokens: o.tg + 1, sampling, stopTokens: [], pos: o.depth}).result
   if (r.tokens.length !== o.tg + 1)
     throw new Error(`runner: generated ${r.tokens.length} tokens, expected ${o.tg + 1} (finish: ${r.finishReason})`)
   const coresUsed = cpu()
@@ -265,7 +287,8 @@ async function workerLlamaCpp(o: WorkerOptions): Promise<WorkerResult> {
   })
   const loadMs = performance.now() - t0
   const seq = ctx.getSequence()
-  const ids = promptIds(o.pp, vocabSize(o.model))
+  const {depth, prompt, tgPrompt} = benchIds(o, vocabSize(o.model))
+  type Tokens = Parameters<typeof seq.evaluate>[0]
 
   /** Evaluate `prompt`, then generate until `n` tokens came out; ms between the first and the last. */
   const generate = async (prompt: number[], n: number): Promise<{ms: number; tokens: number[]}> => {
@@ -282,17 +305,19 @@ async function workerLlamaCpp(o: WorkerOptions): Promise<WorkerResult> {
     return {ms, tokens}
   }
 
-  await generate(ids.slice(0, WARM_PROMPT), WARM_GEN)
+  await generate(prompt.slice(0, WARM_PROMPT), WARM_GEN)
   await seq.clearHistory()
+  if (o.depth > 0) await seq.evaluateWithoutGeneratingNewTokens(depth as Tokens)
 
   const cpu = cpuMeter()
   const t1 = performance.now()
-  await seq.evaluateWithoutGeneratingNewTokens(ids as Parameters<typeof seq.evaluate>[0])
+  await seq.evaluateWithoutGeneratingNewTokens(prompt as Tokens)
   const ppMs = performance.now() - t1
-  if (seq.nextTokenIndex !== o.pp) throw new Error(`llama.cpp: the sequence holds ${seq.nextTokenIndex} tokens after pp, expected ${o.pp}`)
-  await seq.clearHistory()
+  if (seq.nextTokenIndex !== o.depth + o.pp)
+    throw new Error(`llama.cpp: the sequence holds ${seq.nextTokenIndex} tokens after pp, expected ${o.depth + o.pp}`)
+  await seq.eraseContextTokenRanges([{start: o.depth, end: seq.nextTokenIndex}])
 
-  const tg = await generate(ids.slice(0, TG_PROMPT), o.tg + 1)
+  const tg = await generate(tgPrompt, o.tg + 1)
   const coresUsed = cpu()
   const notes = {threadsUsed: ctx.currentThreads}
   const anonRssMiB = statusMiB('RssAnon')
@@ -318,7 +343,7 @@ async function workerLlamaCpp(o: WorkerOptions): Promise<WorkerResult> {
 }
 
 async function worker(o: WorkerOptions): Promise<void> {
-  if (o.engine === 'llama.cpp-c') throw new Error('llama.cpp-c runs as its own C program, not as a worker')
+  if (C_DRIVER_FLASH[o.engine]) throw new Error(`${o.engine} runs as its own C program, not as a worker`)
   const result = o.engine === 'runner' ? await workerRunner(o) : await workerLlamaCpp(o)
   process.stdout.write(`${RESULT_MARK}${JSON.stringify(result)}\n`)
 }
@@ -347,13 +372,15 @@ function runWorker(o: WorkerOptions, tools: NativeTools | undefined): Promise<Wo
     String(o.pp),
     '--tg',
     String(o.tg),
+    '--depth',
+    String(o.depth),
   ]
   args.push('--n-ctx', String(o.nCtx), '--flash-attention', o.flashAttention)
-  if (o.engine === 'llama.cpp-c') {
+  const cFlash = C_DRIVER_FLASH[o.engine]
+  if (cFlash) {
     if (!tools) throw new Error('the llama.cpp C driver was not built')
-    if (o.flashAttention !== 'off') throw new Error('the llama.cpp C driver runs with flash attention off only')
     command = tools.llamaDirect
-    args = [o.model, String(o.threads), String(o.pp), String(o.tg), String(o.nCtx), LLAMA_BINS]
+    args = [o.model, String(o.threads), String(o.pp), String(o.tg), String(o.nCtx), LLAMA_BINS, cFlash, String(o.depth)]
   }
   return new Promise((resolveRun, reject) => {
     const child = spawn(command, args, {cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe']})
@@ -364,7 +391,7 @@ function runWorker(o: WorkerOptions, tools: NativeTools | undefined): Promise<Wo
     child.on('error', reject)
     child.on('close', (code, signal) => {
       const line = out.split('\n').find((l) => l.startsWith(RESULT_MARK))
-      if (code === 0 && line) resolveRun(JSON.parse(line.slice(RESULT_MARK.length)) as WorkerResult)
+      if (code === 0 && line) resolveRun({...(JSON.parse(line.slice(RESULT_MARK.length)) as WorkerResult), engine: o.engine})
       else
         reject(
           new Error(
@@ -591,13 +618,16 @@ interface CaseSummary {
   fileMiB: number
   weightMiBPerToken: number
   threads: number
+  pp: number
+  tg: number
+  depth: number
   /** Measured read bandwidth of this many threads (scripts/native-bench/membw.c), GB/s. */
   bandwidthGBs?: number
   engines: Partial<Record<Engine, EngineSummary>>
   /** Ratios of medians, ours / the reference engine (absent unless both ran). */
-  ratios: Partial<Record<(typeof REFERENCES)[number], {pp: number; tg: number; peakRss: number}>>
+  ratios: Partial<Record<Reference, {pp: number; tg: number; peakRss: number}>>
   /** Whether our first greedy tokens equal the reference's (a check that both ran the same model). */
-  sameFirstTokens: Partial<Record<(typeof REFERENCES)[number], boolean>>
+  sameFirstTokens: Partial<Record<Reference, boolean>>
 }
 
 function summarize(runs: WorkerResult[], errors: string[], weightBytes: number): EngineSummary {
@@ -639,28 +669,30 @@ const fmt = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) :
 const range = (s: Stats, digits = 1) =>
   Number.isFinite(s.median) ? `${fmt(s.median, digits)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})` : '-'
 
-function markdown(header: Record<string, string | number>, cases: CaseSummary[], pp: number, tg: number): string {
+function markdown(header: Record<string, string | number>, cases: CaseSummary[]): string {
   const lines: string[] = []
   for (const [k, v] of Object.entries(header)) lines.push(`- ${k}: ${v}`)
   lines.push(
     '',
-    'Speed: tokens per second, median (min–max) over the reps. "C" is llama.cpp driven from C with a persistent thread pool; "node" is the same library through node-llama-cpp. Ratios: median ours / median theirs (above 1: we are faster).',
+    'Speed: tokens per second, median (min–max) over the reps. "C" is llama.cpp driven from C with a persistent thread pool, with flash attention off and at its default (auto: on for CPU); "node" is the same library through node-llama-cpp. Depth: tokens already in the cache (llama-bench -d). Ratios: median ours / median theirs (above 1: we are faster).',
     '',
   )
   const cell = (e: EngineSummary | undefined, pick: (e: EngineSummary) => Stats) => (e ? (e.runs.length ? range(pick(e)) : 'failed') : '-')
-  const ratio = (c: CaseSummary, ref: (typeof REFERENCES)[number], k: 'pp' | 'tg') =>
-    c.ratios[ref] ? `${fmt(c.ratios[ref]![k], 2)}x` : '-'
-  for (const [k, n] of [
-    ['pp', pp],
-    ['tg', tg],
-  ] as const) {
-    lines.push(`| model | threads | ${k}${n} runner | ${k}${n} llama.cpp C | ratio vs C | ${k}${n} llama.cpp node | ratio vs node |`)
-    lines.push('|---|---:|---:|---:|---:|---:|---:|')
+  const ratio = (c: CaseSummary, ref: Reference, k: 'pp' | 'tg') => (c.ratios[ref] ? `${fmt(c.ratios[ref]![k], 2)}x` : '-')
+  const refs = REFERENCES.filter((r) => cases.some((c) => c.engines[r]))
+  // A table per measurement and each distinct tg length (tg is measured once per case; pp per length).
+  for (const k of ['pp', 'tg'] as const) {
+    lines.push(`| model | threads | ${k} | depth | runner | ${refs.map((r) => `${ENGINE_LABEL[r]} | vs ${ENGINE_LABEL[r]}`).join(' | ')} |`)
+    lines.push(`|---|---:|---:|---:|---:|${refs.map(() => '---:|---:|').join('')}`)
     const pick = (e: EngineSummary) => (k === 'pp' ? e.ppTokS : e.tgTokS)
+    const seen = new Set<string>()
     for (const c of cases) {
-      lines.push(
-        `| ${c.model} | ${c.threads} | ${cell(c.engines.runner, pick)} | ${cell(c.engines['llama.cpp-c'], pick)} | ${ratio(c, 'llama.cpp-c', k)} | ${cell(c.engines['llama.cpp'], pick)} | ${ratio(c, 'llama.cpp', k)} |`,
-      )
+      const n = k === 'pp' ? c.pp : c.tg
+      const key = `${c.model}/${c.threads}/${n}/${c.depth}`
+      if (seen.has(key)) continue // tg of another pp length at the same depth: the same measurement
+      seen.add(key)
+      const cols = refs.map((r) => `${cell(c.engines[r], pick)} | ${ratio(c, r, k)}`)
+      lines.push(`| ${c.model} | ${c.threads} | ${n} | ${c.depth} | ${cell(c.engines.runner, pick)} | ${cols.join(' | ')} |`)
     }
     lines.push('')
   }
@@ -669,9 +701,9 @@ function markdown(header: Record<string, string | number>, cases: CaseSummary[],
     '',
   )
   lines.push(
-    '| model | threads | engine | peak RSS MiB | anon MiB | file MiB | load ms | cores used | weights/token MiB | tg GB/s | of bandwidth | notes |',
+    '| model | threads | pp | depth | engine | peak RSS MiB | anon MiB | file MiB | load ms | cores used | weights/token MiB | tg GB/s | of bandwidth | notes |',
   )
-  lines.push('|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|')
+  lines.push('|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|')
   for (const c of cases) {
     for (const engine of ENGINES) {
       const e = c.engines[engine]
@@ -682,21 +714,21 @@ function markdown(header: Record<string, string | number>, cases: CaseSummary[],
       ]
       const share = c.bandwidthGBs ? `${fmt((100 * e.tgGBs) / c.bandwidthGBs, 0)} %` : '-'
       lines.push(
-        `| ${c.model} | ${c.threads} | ${engine} | ${range(e.peakRssMiB, 0)} | ${fmt(e.anonRssMiB.median, 0)} | ${fmt(e.fileRssMiB.median, 0)} | ${fmt(e.loadMs.median, 0)} | ${fmt(e.coresUsed.median, 2)} | ${fmt(c.weightMiBPerToken, 1)} | ${fmt(e.tgGBs, 2)} | ${share} | ${notes.join(', ')} |`,
+        `| ${c.model} | ${c.threads} | ${c.pp} | ${c.depth} | ${ENGINE_LABEL[engine]} | ${range(e.peakRssMiB, 0)} | ${fmt(e.anonRssMiB.median, 0)} | ${fmt(e.fileRssMiB.median, 0)} | ${fmt(e.loadMs.median, 0)} | ${fmt(e.coresUsed.median, 2)} | ${fmt(c.weightMiBPerToken, 1)} | ${fmt(e.tgGBs, 2)} | ${share} | ${notes.join(', ')} |`,
       )
     }
   }
   const differ = cases.flatMap((c) =>
     REFERENCES.filter((r) => c.sameFirstTokens[r] === false).map(
-      (r) => `${c.model} vs ${r} (${c.threads} thread${c.threads > 1 ? 's' : ''})`,
+      (r) => `${c.model} vs ${ENGINE_LABEL[r]} (${c.threads} thread${c.threads > 1 ? 's' : ''}, depth ${c.depth})`,
     ),
   )
   if (differ.length) lines.push('', `Note: the first 16 greedy tokens differ on: ${differ.join(', ')}.`)
   return `${lines.join('\n')}\n`
 }
 
-const USAGE = `usage: npm run bench -- (--model FILE ... | --suite) [--threads 1,2] [--reps 3] [--pp 512] [--tg 128]
-       [--engines runner,llama.cpp] [--flash-attention off|on|auto] [--cache-dir DIR] [--json]
+const USAGE = `usage: npm run bench -- (--model FILE ... | --suite) [--threads 1,2] [--reps 3] [--pp 512,2048] [--tg 128]
+       [--depth 0,4096] [--engines runner,llama.cpp-c] [--flash-attention off|on|auto] [--cache-dir DIR] [--json]
        npm run bench -- --from-json FILE
 
   --model FILE      a GGUF file to measure (repeatable)
@@ -707,20 +739,30 @@ const USAGE = `usage: npm run bench -- (--model FILE ... | --suite) [--threads 1
                     ../shared/models/stories260K.gguf
   --threads LIST    thread counts, comma-separated (default: 1 and the physical cores)
   --reps N          measurements per engine, file and thread count, each in a fresh process (default 3)
-  --pp N            prompt tokens processed at once (default 512)
+  --pp LIST         prompt lengths, comma-separated, each processed in batches of 512 (default 512)
   --tg N            tokens generated after a short prompt (default 128)
-  --engines LIST    runner, llama.cpp-c (llama.cpp from C, persistent thread pool), llama.cpp
-                    (through node-llama-cpp); default all three
+  --depth LIST      tokens already in the cache before pp and tg (not timed), as llama-bench -d;
+                    comma-separated (default 0)
+  --engines LIST    runner, llama.cpp-c (llama.cpp from C, persistent thread pool, flash attention
+                    off), llama.cpp-c-fa (the same with flash attention auto, llama.cpp's default),
+                    llama.cpp (through node-llama-cpp); default all four
   --flash-attention off|on|auto
-                    llama.cpp's flash attention (default off: our attention computes what llama.cpp's
-                    non-fused path computes, so both then generate the same greedy tokens;
+                    node-llama-cpp's flash attention (default off: our attention's numerics follow
+                    llama.cpp's non-fused path, so both then generate the same greedy tokens;
                     node-llama-cpp's own default is auto, i.e. on for CPU)
   --cache-dir DIR   where --suite keeps its models (default: $TMPDIR/runner-bench)
   --json            print the results as JSON instead of markdown tables
   --from-json FILE  print the tables of a saved --json run (measures nothing)
 
 example: npm run bench -- --suite --threads 1,2 --reps 3
+         npm run bench -- --model tiny.gguf --threads 2 --pp 512,2048,4096 --depth 0,4096 --engines runner,llama.cpp-c,llama.cpp-c-fa
 needs: cc (the C driver and the probe are compiled into --cache-dir on first use)`
+
+function nonNegativeInt(flag: string, v: string): number {
+  const n = Number(v)
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`--${flag} must be a non-negative integer, got ${v}`)
+  return n
+}
 
 function positiveInt(flag: string, v: string): number {
   const n = Number(v)
@@ -737,6 +779,7 @@ async function main(): Promise<void> {
       reps: {type: 'string', default: '3'},
       pp: {type: 'string', default: '512'},
       tg: {type: 'string', default: '128'},
+      depth: {type: 'string', default: '0'},
       engines: {type: 'string', default: ENGINES.join(',')},
       'flash-attention': {type: 'string', default: 'off'},
       'cache-dir': {type: 'string', default: join(tmpdir(), 'runner-bench')},
@@ -753,28 +796,28 @@ async function main(): Promise<void> {
     return
   }
   if (values['from-json'] !== undefined) {
-    const saved = JSON.parse(readFileSync(values['from-json'], 'utf8')) as Record<string, unknown> & {
-      cases: CaseSummary[]
-      pp: number
-      tg: number
-    }
+    const saved = JSON.parse(readFileSync(values['from-json'], 'utf8')) as Record<string, unknown> & {cases: CaseSummary[]}
     const {cases, ...header} = saved
-    process.stdout.write(markdown(header as Record<string, string | number>, cases, saved.pp, saved.tg))
+    process.stdout.write(markdown(header as Record<string, string | number>, cases))
     return
   }
-  const pp = positiveInt('pp', values.pp)
+  const ppList = values.pp.split(',').map((v) => positiveInt('pp', v.trim()))
+  const depthList = values.depth.split(',').map((v) => nonNegativeInt('depth', v.trim()))
   const tg = positiveInt('tg', values.tg)
-  // Room for the pp run, and for the tg run's short prompt and its tokens.
   const flashAttention = values['flash-attention'] as FlashAttention
   if (!(flashAttention in FLASH_ATTENTION)) throw new Error(`--flash-attention ${flashAttention} must be off, on or auto`)
-  const nCtx = values['n-ctx'] ? positiveInt('n-ctx', values['n-ctx']) : Math.max(1024, pp, TG_PROMPT + tg + 1)
+  // Room for the depth and the pp run, and for the tg run's short prompt and its tokens after the depth.
+  const contextFor = (pp: number, depth: number) =>
+    values['n-ctx'] ? positiveInt('n-ctx', values['n-ctx']) : Math.max(1024, depth + pp, depth + TG_PROMPT + tg + 1)
 
   if (values.worker !== undefined) {
     const engine = values.worker as Engine
     if (!ENGINES.includes(engine)) throw new Error(`--worker ${values.worker} must be one of ${ENGINES.join(', ')}`)
     const model = values.model?.[0]
     if (!model || values.model?.length !== 1) throw new Error('--worker needs exactly one --model')
-    await worker({engine, model, threads: positiveInt('threads', values.threads ?? '1'), pp, tg, nCtx, flashAttention})
+    const [pp, depth] = [ppList[0]!, depthList[0]!]
+    const threads = positiveInt('threads', values.threads ?? '1')
+    await worker({engine, model, threads, pp, tg, depth, nCtx: contextFor(pp, depth), flashAttention})
     return
   }
 
@@ -803,9 +846,11 @@ async function main(): Promise<void> {
     'node-llama-cpp': nodeLlamaCppVersion(),
     addon: process.env.RUNNER_NATIVE_ADDON ?? 'native/build (default)',
     threads: threads.join(', '),
-    'llama.cpp flash attention': flashAttention,
+    'node-llama-cpp flash attention': flashAttention,
+    kernels: describeKernels(kernelSet(cpuFeatures())),
     reps,
-    pp,
+    pp: ppList.join(', '),
+    depth: depthList.join(', '),
     tg,
     'load average (1, 5, 15 min) at start': loadavg()
       .map((l) => l.toFixed(2))
@@ -817,20 +862,21 @@ async function main(): Promise<void> {
   header['read bandwidth GB/s (threads: GB/s, 1 GiB, best of 5)'] = [...bandwidth].map(([t, b]) => `${t}: ${b.toFixed(1)}`).join(', ')
 
   const cases: CaseSummary[] = []
-  const total = models.length * threads.length * reps * engines.length
+  const total = models.length * threads.length * ppList.length * depthList.length * reps * engines.length
   let done = 0
   for (const m of models) {
     const weightBytes = weightBytesPerToken(m.path)
     warmPageCache(m.path)
-    for (const t of threads) {
-      const runs: Record<Engine, WorkerResult[]> = {runner: [], 'llama.cpp-c': [], 'llama.cpp': []}
-      const errors: Record<Engine, string[]> = {runner: [], 'llama.cpp-c': [], 'llama.cpp': []}
+    for (const [t, pp, depth] of threads.flatMap((t) => ppList.flatMap((pp) => depthList.map((d) => [t, pp, d] as const)))) {
+      const nCtx = contextFor(pp, depth)
+      const runs = Object.fromEntries(ENGINES.map((e) => [e, [] as WorkerResult[]])) as Record<Engine, WorkerResult[]>
+      const errors = Object.fromEntries(ENGINES.map((e) => [e, [] as string[]])) as Record<Engine, string[]>
       for (let rep = 0; rep < reps; rep++) {
         for (const engine of engines as Engine[]) {
           done++
-          const prefix = `[${done}/${total}] ${m.label}, ${t} thread${t > 1 ? 's' : ''}, ${engine}, rep ${rep + 1}/${reps}`
+          const prefix = `[${done}/${total}] ${m.label}, ${t} thread${t > 1 ? 's' : ''}, pp ${pp}, depth ${depth}, ${engine}, rep ${rep + 1}/${reps}`
           try {
-            const r = await runWorker({engine, model: m.path, threads: t, pp, tg, nCtx, flashAttention}, tools)
+            const r = await runWorker({engine, model: m.path, threads: t, pp, tg, depth, nCtx, flashAttention}, tools)
             runs[engine].push(r)
             process.stderr.write(
               `${prefix}: pp ${fmt((1000 * r.ppTokens) / r.ppMs)} tok/s, tg ${fmt((1000 * r.tgTokens) / r.tgMs)} tok/s, peak RSS ${fmt(r.peakRssMiB, 0)} MiB, load ${fmt(r.loadMs, 0)} ms\n`,
@@ -848,6 +894,9 @@ async function main(): Promise<void> {
         fileMiB: mib(statSync(m.path).size),
         weightMiBPerToken: mib(weightBytes),
         threads: t,
+        pp,
+        tg,
+        depth,
         bandwidthGBs: bandwidth.get(t),
         engines: {},
         ratios: {},
@@ -873,7 +922,7 @@ async function main(): Promise<void> {
     .map((l) => l.toFixed(2))
     .join(', ')
   if (values.json) process.stdout.write(`${JSON.stringify({...header, cases}, null, 2)}\n`)
-  else process.stdout.write(markdown(header, cases, pp, tg))
+  else process.stdout.write(markdown(header, cases))
   if (cases.some((c) => Object.values(c.engines).some((e) => e.errors.length > 0))) process.exitCode = 1
 }
 

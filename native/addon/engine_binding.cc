@@ -37,14 +37,24 @@ struct ContextHandle {
   ~ContextHandle() { runner_context_free(ctx); }
 };
 
+// A decode group lives while its JavaScript handle or any generation using it does.
+struct GroupHandle {
+  runner_group *group = nullptr;
+  std::shared_ptr<ModelHandle> model;
+  bool disposed = false;
+  ~GroupHandle() { runner_group_free(group); }
+};
+
 using ModelRef = std::shared_ptr<ModelHandle>;
 using ContextRef = std::shared_ptr<ContextHandle>;
+using GroupRef = std::shared_ptr<GroupHandle>;
 
 // Type tags: a model handle passed where a context is expected (or any other External) is refused
 // by name instead of being reinterpreted.
 template <typename T> struct HandleTag;
 template <> struct HandleTag<ModelHandle> { static constexpr napi_type_tag tag = {0x52554e4e45524d4fULL, 0x44454c48414e444cULL}; };
 template <> struct HandleTag<ContextHandle> { static constexpr napi_type_tag tag = {0x52554e4e4552434fULL, 0x4e5445585448444cULL}; };
+template <> struct HandleTag<GroupHandle> { static constexpr napi_type_tag tag = {0x52554e4e45524752ULL, 0x4f55504841444c45ULL}; };
 
 template <typename T>
 Napi::External<std::shared_ptr<T>> Wrap(Napi::Env env, std::shared_ptr<T> p) {
@@ -477,10 +487,10 @@ class GenerateWorker : public Napi::AsyncWorker {
  public:
   GenerateWorker(Napi::Env env, ContextRef ctx, std::shared_ptr<GenerateState> state, Napi::ThreadSafeFunction tsfn,
                  std::vector<int32_t> prompt, std::vector<int32_t> history, std::vector<int32_t> eog, int32_t pos,
-                 int32_t max_tokens, SamplerParams sp, Napi::Int32Array flags, std::shared_ptr<MatcherHandle> matcher)
+                 int32_t max_tokens, SamplerParams sp, Napi::Int32Array flags, std::shared_ptr<MatcherHandle> matcher, GroupRef group)
       : Napi::AsyncWorker(env), ctx_(std::move(ctx)), state_(std::move(state)), tsfn_(tsfn), prompt_(std::move(prompt)),
         history_(std::move(history)), eog_(std::move(eog)), pos_(pos), max_tokens_(max_tokens), sp_(std::move(sp)),
-        matcher_(std::move(matcher)) {
+        matcher_(std::move(matcher)), group_(std::move(group)) {
     if (!flags.IsEmpty()) {
       flags_ref_ = Napi::Persistent(flags);
       flags_ = flags.Data();
@@ -502,6 +512,7 @@ class GenerateWorker : public Napi::AsyncWorker {
       p.n_eog = static_cast<int32_t>(eog_.size());
       p.sampling = &sampling;
       p.matcher = matcher_ ? matcher_->matcher : nullptr;
+      p.group = group_ ? group_->group : nullptr;
       char err[kErrLen] = {0};
       const runner_status st = runner_generate(ctx_->ctx, &p, &GenerateWorker::OnToken, this, flags_, &state_->stats, err, kErrLen);
       state_->message = err;
@@ -559,6 +570,7 @@ class GenerateWorker : public Napi::AsyncWorker {
   int32_t pos_, max_tokens_;
   SamplerParams sp_;
   std::shared_ptr<MatcherHandle> matcher_;
+  GroupRef group_;
   Napi::Reference<Napi::Int32Array> flags_ref_;
   volatile int32_t *flags_ = nullptr;
 };
@@ -589,6 +601,8 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
   SamplerParams sp = ReadSamplerParams(env, o.Get("sampling").As<Napi::Object>());
   Napi::Int32Array flags = info.Length() > 3 ? FlagsFrom(info[3]) : Napi::Int32Array();
   const bool constrained = o.Has("matcher") && !o.Get("matcher").IsUndefined() && !o.Get("matcher").IsNull();
+  GroupRef group;
+  if (o.Has("group") && !o.Get("group").IsUndefined() && !o.Get("group").IsNull()) group = Unwrap<GroupHandle>(o.Get("group"), "group");
   ContextRef c = Acquire(info[0]);
   std::shared_ptr<MatcherHandle> matcher;
   try {
@@ -600,7 +614,7 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
           else state->deferred.Resolve(StatsToJs(env, state->stats));
         });
     auto *w = new GenerateWorker(env, c, state, tsfn, std::move(prompt), std::move(history), std::move(eog), pos, max_tokens,
-                                 std::move(sp), flags, matcher);
+                                 std::move(sp), flags, matcher, group);
     w->Queue();
     return state->deferred.Promise();
   } catch (...) {
@@ -608,6 +622,45 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
     if (matcher) matcher->busy = false;
     throw;
   }
+}
+
+// ---- decode groups -----------------------------------------------------------------------------
+
+// groupCreate(model, {threads, maxMembers, waitUs}) -> group handle (synchronous: a pool and a small scratch)
+Napi::Value GroupCreate(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  ModelRef m = Unwrap<ModelHandle>(info[0], "model");
+  if (!info[1].IsObject()) ThrowInvalid(env, Kind::kTypeError, "groupCreate(model, params): params must be an object");
+  Napi::Object o = info[1].As<Napi::Object>();
+  const int32_t threads = IntProp(o, "threads", "params"), max_members = IntProp(o, "maxMembers", "params");
+  const int32_t wait_us = IntProp(o, "waitUs", "params");
+  char err[kErrLen] = {0};
+  runner_group *g = nullptr;
+  const runner_status st = runner_group_create(m->model, threads, max_members, wait_us, &g, err, kErrLen);
+  if (st != RUNNER_OK) throw StatusError(env, st, err);
+  auto h = std::make_shared<GroupHandle>();
+  h->group = g;
+  h->model = m;
+  return Wrap(env, h);
+}
+
+// groupFree(group): the group goes once its running generations end.
+Napi::Value GroupFree(const Napi::CallbackInfo &info) {
+  auto &sp = Slot<GroupHandle>(info[0], "group");
+  if (sp) sp->disposed = true;
+  sp.reset();
+  return info.Env().Undefined();
+}
+
+// groupStats(group) -> {steps, tokens}
+Napi::Value GroupStats(const Napi::CallbackInfo &info) {
+  GroupRef g = Unwrap<GroupHandle>(info[0], "group");
+  runner_group_stats s{};
+  runner_group_stats_get(g->group, &s);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("steps", static_cast<double>(s.steps));
+  o.Set("tokens", static_cast<double>(s.tokens));
+  return o;
 }
 
 // tensorRoles() -> the role names in id order, for the test that src/lib/arch agrees.
@@ -630,6 +683,9 @@ void RegisterEngineBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("kvBytes", Napi::Function::New(env, KvBytes, "kvBytes"));
   exports.Set("contextLogits", Napi::Function::New(env, ContextLogits, "contextLogits"));
   exports.Set("generate", Napi::Function::New(env, Generate, "generate"));
+  exports.Set("groupCreate", Napi::Function::New(env, GroupCreate, "groupCreate"));
+  exports.Set("groupFree", Napi::Function::New(env, GroupFree, "groupFree"));
+  exports.Set("groupStats", Napi::Function::New(env, GroupStats, "groupStats"));
   exports.Set("tensorRoles", Napi::Function::New(env, TensorRoles, "tensorRoles"));
 }
 

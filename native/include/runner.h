@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 12
+#define RUNNER_ABI_VERSION 13
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -286,6 +286,28 @@ runner_status runner_context_create(runner_model *model, const runner_context_pa
                                     char *err, int32_t err_len);
 void runner_context_free(runner_context *ctx);
 
+/*
+ * A decode group: generations on several contexts of one model that step their next tokens together,
+ * one forward pass (one read of the weights) for all of them. A generation joins by naming the group
+ * in runner_generate_params after its prompt is evaluated; each step waits (at most wait_us) for the
+ * other members to reach theirs, then one of them runs the step for all. Each sequence's logits are
+ * bitwise those of decoding it alone: the group changes speed, never results. The group's own pool
+ * (n_threads) and scratch (max_members tokens) compute the steps; a generation past max_members
+ * members decodes alone.
+ */
+typedef struct runner_group runner_group;
+
+runner_status runner_group_create(runner_model *model, int32_t n_threads, int32_t max_members, int32_t wait_us, runner_group **out,
+                                  char *err, int32_t err_len);
+/* Only once no generation uses the group. */
+void runner_group_free(runner_group *group);
+
+typedef struct runner_group_stats {
+    uint64_t steps;  /* forward steps the group ran */
+    uint64_t tokens; /* tokens in them (tokens / steps: the mean batch) */
+} runner_group_stats;
+void runner_group_stats_get(runner_group *group, runner_group_stats *out);
+
 /* Bytes of the KV cache (K and V, every layer that has attention). */
 uint64_t runner_context_kv_bytes(const runner_context *ctx);
 
@@ -471,6 +493,9 @@ typedef struct runner_generate_params {
      * with no other continuation ends the generation (finish EOG, eog_token -1 if none was drawn).
      * A step with exactly one allowed token takes it without a draw (sample result `forced`). */
     runner_matcher *matcher;
+    /* Decode group (may be NULL): the generated tokens are evaluated in its steps, beside the other
+     * members'; a context of another model is refused. */
+    runner_group *group;
 } runner_generate_params;
 
 typedef struct runner_generate_stats {

@@ -2,12 +2,14 @@
  * llama.cpp driven directly from C, for the fair comparison in scripts/bench.ts: the libllama that
  * node-llama-cpp ships, one persistent ggml thread pool (spinning between graphs, as llama-bench
  * uses it), no Node host in between. Measures what the runner worker measures, on the same ids:
- *   pp: PP tokens at position 0 in one llama_decode (batch and ubatch 512), logits of the last;
- *   tg: an 8-token prompt (not timed), then TG + 1 greedy tokens; the time covers evaluating TG
- *       generated tokens and picking each next one (argmax over the logits).
+ *   pp: DEPTH tokens already in the cache (not timed), then PP tokens at position DEPTH in batches of
+ *       512 (batch and ubatch 512), logits of the last;
+ *   tg: DEPTH tokens and an 8-token prompt (not timed), then TG + 1 greedy tokens; the time covers
+ *       evaluating TG generated tokens and picking each next one (argmax over the logits).
+ * FLASH is llama.cpp's flash attention: off, on or auto (its default; on for CPU).
  * Prints one line "BENCH_RESULT {json}" on stdout.
  *
- *   llama_direct MODEL THREADS PP TG N_CTX BACKEND_DIR
+ *   llama_direct MODEL THREADS PP TG N_CTX BACKEND_DIR [FLASH [DEPTH]]
  *
  * Built by scripts/bench.ts against the headers of node-llama-cpp's bundled llama.cpp source.
  */
@@ -73,19 +75,24 @@ static llama_token prompt_id(int i, int n_vocab) {
     return 3 + (llama_token)(((long long)i * 7919 + 13) % m);
 }
 
+/* ids[0..n) at positions pos0.., in batches of N_BATCH; logits of the last token only. */
 static int decode(struct llama_context *ctx, const llama_token *ids, int n, int pos0) {
-    struct llama_batch b = llama_batch_init(n, 0, 1);
-    for (int i = 0; i < n; i++) {
-        b.token[i] = ids[i];
-        b.pos[i] = pos0 + i;
-        b.n_seq_id[i] = 1;
-        b.seq_id[i][0] = 0;
-        b.logits[i] = i == n - 1;
+    for (int off = 0; off < n; off += N_BATCH) {
+        const int m = n - off < N_BATCH ? n - off : N_BATCH;
+        struct llama_batch b = llama_batch_init(m, 0, 1);
+        for (int i = 0; i < m; i++) {
+            b.token[i] = ids[off + i];
+            b.pos[i] = pos0 + off + i;
+            b.n_seq_id[i] = 1;
+            b.seq_id[i][0] = 0;
+            b.logits[i] = off + i == n - 1;
+        }
+        b.n_tokens = m;
+        const int rc = llama_decode(ctx, b);
+        llama_batch_free(b);
+        if (rc) return rc;
     }
-    b.n_tokens = n;
-    const int rc = llama_decode(ctx, b);
-    llama_batch_free(b);
-    return rc;
+    return 0;
 }
 
 static llama_token argmax(struct llama_context *ctx, int n_vocab) {
@@ -96,14 +103,15 @@ static llama_token argmax(struct llama_context *ctx, int n_vocab) {
     return best;
 }
 
-/* Evaluate `prompt`, then n greedy tokens; returns ms spent after the first token came out. */
-static double generate(struct llama_context *ctx, const llama_token *prompt, int n_prompt, int n, int n_vocab, llama_token *out) {
-    if (decode(ctx, prompt, n_prompt, 0)) return -1;
+/* Evaluate `prompt` at pos0, then n greedy tokens; returns ms spent after the first token came out. */
+static double generate(struct llama_context *ctx, const llama_token *prompt, int n_prompt, int pos0, int n, int n_vocab,
+                       llama_token *out) {
+    if (decode(ctx, prompt, n_prompt, pos0)) return -1;
     llama_token t = argmax(ctx, n_vocab);
     out[0] = t;
     const double t0 = now_ms();
     for (int i = 1; i < n; i++) {
-        if (decode(ctx, &t, 1, n_prompt + i - 1)) return -1;
+        if (decode(ctx, &t, 1, pos0 + n_prompt + i - 1)) return -1;
         t = argmax(ctx, n_vocab);
         out[i] = t;
     }
@@ -111,12 +119,17 @@ static double generate(struct llama_context *ctx, const llama_token *prompt, int
 }
 
 int main(int argc, char **argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: %s MODEL THREADS PP TG N_CTX BACKEND_DIR\n", argv[0]);
+    if (argc < 7 || argc > 9) {
+        fprintf(stderr, "usage: %s MODEL THREADS PP TG N_CTX BACKEND_DIR [off|on|auto [DEPTH]]\n", argv[0]);
         return 2;
     }
     const char *path = argv[1];
     const int threads = atoi(argv[2]), pp = atoi(argv[3]), tg = atoi(argv[4]), n_ctx = atoi(argv[5]);
+    const char *flash = argc > 7 ? argv[7] : "off";
+    const int depth = argc > 8 ? atoi(argv[8]) : 0;
+    const enum llama_flash_attn_type fa = strcmp(flash, "on") == 0     ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                                          : strcmp(flash, "auto") == 0 ? LLAMA_FLASH_ATTN_TYPE_AUTO
+                                                                       : LLAMA_FLASH_ATTN_TYPE_DISABLED;
     llama_log_set(quiet, NULL);
     ggml_backend_load_all_from_path(argv[6]);
     ggml_backend_dev_t cpu_dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
@@ -147,7 +160,7 @@ int main(int argc, char **argv) {
     cp.n_ubatch = N_BATCH;
     cp.n_threads = threads;
     cp.n_threads_batch = threads;
-    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    cp.flash_attn_type = fa;
     cp.type_k = GGML_TYPE_F16;
     cp.type_v = GGML_TYPE_F16;
     cp.no_perf = true;
@@ -166,22 +179,26 @@ int main(int argc, char **argv) {
     const double load_ms = now_ms() - t_load;
 
     const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
-    llama_token *ids = malloc(sizeof *ids * (size_t)(pp > TG_PROMPT ? pp : TG_PROMPT));
+    /* ids: the depth's tokens, then the prompt's (the runner worker's promptIds(depth + pp)) */
+    const int n_ids = depth + (pp > TG_PROMPT ? pp : TG_PROMPT);
+    llama_token *ids = malloc(sizeof *ids * (size_t)n_ids);
     llama_token *gen = malloc(sizeof *gen * (size_t)(tg + 1 > WARM_GEN ? tg + 1 : WARM_GEN));
-    for (int i = 0; i < (pp > TG_PROMPT ? pp : TG_PROMPT); i++) ids[i] = prompt_id(i, n_vocab);
+    for (int i = 0; i < n_ids; i++) ids[i] = prompt_id(i, n_vocab);
 
-    if (generate(ctx, ids, WARM_PROMPT, WARM_GEN, n_vocab, gen) < 0) return 1;
+    if (generate(ctx, ids, WARM_PROMPT, 0, WARM_GEN, n_vocab, gen) < 0) return 1;
     llama_memory_clear(llama_get_memory(ctx), true);
 
+    if (depth > 0 && decode(ctx, ids, depth, 0)) return 1;
     const double c0 = cpu_ms(), w0 = now_ms();
     const double t_pp = now_ms();
-    if (decode(ctx, ids, pp, 0)) {
+    if (decode(ctx, ids + depth, pp, depth)) {
         fprintf(stderr, "pp decode failed\n");
         return 1;
     }
     const double pp_ms = now_ms() - t_pp;
     llama_memory_clear(llama_get_memory(ctx), true);
-    const double tg_ms = generate(ctx, ids, TG_PROMPT, tg + 1, n_vocab, gen);
+    if (depth > 0 && decode(ctx, ids, depth, 0)) return 1;
+    const double tg_ms = generate(ctx, ids + depth, TG_PROMPT, depth, tg + 1, n_vocab, gen);
     if (tg_ms < 0) return 1;
     const double cores = (cpu_ms() - c0) / (now_ms() - w0);
     const double rss_anon = status_mib("RssAnon"), rss_file = status_mib("RssFile");
@@ -192,7 +209,7 @@ int main(int argc, char **argv) {
            "\"baseRssMiB\":%.1f,\"peakRssMiB\":%.1f,\"anonRssMiB\":%.1f,\"fileRssMiB\":%.1f,\"coresUsed\":%.3f,\"firstTokens\":[",
            threads, load_ms, pp, pp_ms, tg, tg_ms, base_rss, ru.ru_maxrss / 1024.0, rss_anon, rss_file, cores);
     for (int i = 0; i < 16 && i <= tg; i++) printf("%s%d", i ? "," : "", gen[i]);
-    printf("],\"notes\":{\"threadpool\":\"persistent\"}}\n");
+    printf("],\"notes\":{\"threadpool\":\"persistent\",\"flashAttention\":\"%s\",\"depth\":%d}}\n", flash, depth);
 
     llama_free(ctx);
     tp_free(tp);

@@ -28,8 +28,9 @@ runner_status runner_kv_cache_create(runner_kv_cache *kv, int32_t n_layer, const
                                      int32_t head_dim, int32_t n_ctx, int32_t type, char *err, int32_t err_len) {
     memset(kv, 0, sizeof *kv);
     const size_t elem = type == RUNNER_KV_F16 ? 2 : 4, n_kv = (size_t)n_head_kv * (size_t)head_dim;
-    size_t kv_row;
-    const int ok = runner_mul_ok((size_t)n_ctx, n_kv, &kv_row);
+    const int32_t n_blocks = (int32_t)(((int64_t)n_ctx + RUNNER_ATTN_BLOCK - 1) / RUNNER_ATTN_BLOCK);
+    size_t kv_row; /* values per layer for each of K and V, positions padded to whole blocks */
+    const int ok = runner_mul_ok((size_t)n_blocks * RUNNER_ATTN_BLOCK, n_kv, &kv_row);
     int32_t n_attn = 0;
     for (int32_t l = 0; l < n_layer; l++) n_attn += !attn_removed[l];
     size_t per_layer = 0, need = 0;
@@ -49,6 +50,9 @@ runner_status runner_kv_cache_create(runner_kv_cache *kv, int32_t n_layer, const
     kv->type = type;
     kv->elem_bytes = elem;
     kv->row_values = n_kv;
+    kv->n_head_kv = n_head_kv;
+    kv->head_dim = head_dim;
+    kv->n_blocks = n_blocks;
     kv->k = calloc((size_t)n_layer, sizeof(void *));
     kv->v = calloc((size_t)n_layer, sizeof(void *));
     int allocated = kv->k && kv->v;
@@ -75,15 +79,20 @@ runner_status runner_kv_cache_truncate(runner_kv_cache *kv, int32_t n_keep, char
 }
 
 void runner_kv_cache_store(const runner_kv_cache *kv, int32_t layer, int32_t pos, const float *k, const float *v) {
-    const size_t n_kv = kv->row_values, at = (size_t)pos * n_kv;
-    if (kv->type == RUNNER_KV_F16) {
-        uint16_t *kc = (uint16_t *)kv->k[layer] + at, *vc = (uint16_t *)kv->v[layer] + at;
-        for (size_t i = 0; i < n_kv; i++) {
-            kc[i] = runner_fp32_to_fp16(k[i]);
-            vc[i] = runner_fp32_to_fp16(v[i]);
+    const int32_t hd = kv->head_dim, b = pos / RUNNER_ATTN_BLOCK, in_block = pos % RUNNER_ATTN_BLOCK;
+    for (int32_t g = 0; g < kv->n_head_kv; g++) {
+        const float *kg = k + (size_t)g * hd, *vg = v + (size_t)g * hd;
+        uint8_t *kb = (uint8_t *)(uintptr_t)runner_kv_k_block(kv, layer, g, b), *vr = (uint8_t *)(uintptr_t)runner_kv_v_row(kv, layer, g, pos);
+        if (kv->type == RUNNER_KV_F16) {
+            uint16_t *kc = (uint16_t *)(void *)kb, *vc = (uint16_t *)(void *)vr;
+            for (int32_t d = 0; d < hd; d++) {
+                kc[(size_t)d * RUNNER_ATTN_BLOCK + in_block] = runner_fp32_to_fp16(kg[d]);
+                vc[d] = runner_fp32_to_fp16(vg[d]);
+            }
+        } else {
+            float *kc = (float *)(void *)kb;
+            for (int32_t d = 0; d < hd; d++) kc[(size_t)d * RUNNER_ATTN_BLOCK + in_block] = kg[d];
+            memcpy(vr, vg, (size_t)hd * sizeof(float));
         }
-    } else {
-        memcpy((float *)kv->k[layer] + at, k, n_kv * sizeof(float));
-        memcpy((float *)kv->v[layer] + at, v, n_kv * sizeof(float));
     }
 }

@@ -10,6 +10,7 @@
 #include "kv/kv_cache.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "ops/attention.h"
 #include "ops/rope.h"
 
 void runner_context_free(runner_context *ctx) {
@@ -17,7 +18,7 @@ void runner_context_free(runner_context *ctx) {
     if (ctx->pool) runner_pool_free(ctx->pool);
     runner_kv_cache_free(&ctx->kv);
     runner_scratch *s = &ctx->s;
-    void *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits, s->act_q, s->scores, s->qr,
+    void *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits, s->act_q, s->attn,
                     s->router, s->sel, s->sel_w, s->exp_gate, s->exp_up, s->exp_out, s->exp_act_q, s->exp_items};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(ctx->rope_cos);
@@ -70,11 +71,11 @@ static int alloc_scratch(runner_context *ctx) {
     s->up = runner_alloc_array(nb, (size_t)c->n_ff * sizeof(float));
     s->logits = runner_alloc_array(nb, (size_t)c->n_vocab * sizeof(float));
     s->act_q = runner_alloc_array(nb * RUNNER_ACT_SLOTS, s->act_q_row_bytes);
-    s->scores = runner_alloc_array((size_t)p->n_threads, (size_t)p->n_ctx * sizeof(float));
-    s->qr = runner_alloc_array((size_t)p->n_threads, (size_t)c->head_dim * sizeof(float));
+    s->attn_floats = runner_attention_workspace_floats(c->head_dim);
+    s->attn = runner_alloc_array((size_t)p->n_threads, s->attn_floats * sizeof(float));
     ctx->rope_cos = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
     ctx->rope_sin = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
-    int ok = s->x && s->xn && s->q && s->k && s->v && s->att && s->gate && s->up && s->logits && s->act_q && s->scores && s->qr &&
+    int ok = s->x && s->xn && s->q && s->k && s->v && s->att && s->gate && s->up && s->logits && s->act_q && s->attn &&
              ctx->rope_cos && ctx->rope_sin;
     if (ok && swa_rope_differs(c)) {
         ctx->rope_cos_swa = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));

@@ -7,8 +7,8 @@
  * the batch size or how a prompt was chunked.
  *
  * Numerics follow ggml where it makes a choice (ENGINE.md): RMS norm sums squares in double, rope
- * angles come from the per-context cache built by repeated multiplication, softmax sums in double
- * and scales by the float reciprocal, SiLU is x / (1 + e^-x), GELU goes through ggml's F16 table,
+ * angles come from the per-context cache built by repeated multiplication, attention is tiled with
+ * an online softmax in a fixed order (ops/attn_tile.h), SiLU is x / (1 + e^-x), GELU goes through ggml's F16 table,
  * and quantized weights dot against activations quantized once per matmul.
  */
 #include <math.h>
@@ -58,12 +58,14 @@ static void rope_store_task(void *arg, int64_t t0, int64_t t1, int ith) {
     const int32_t half = c->n_rot / 2;
     const int neox = c->rope_type == RUNNER_ROPE_NEOX;
     const runner_layer *L = &ctx->model->layers[st->layer];
-    const int swa_rope = L->swa && ctx->rope_cos_swa;
-    const float *rc = swa_rope ? ctx->rope_cos_swa : ctx->rope_cos, *rs = swa_rope ? ctx->rope_sin_swa : ctx->rope_sin;
     /* A NoPE block (smollm3) attends without positions: llama.cpp skips ggml_rope_ext there. */
     const int rope = !(c->nope_layers && c->nope_layers[st->layer]);
     for (int64_t t = t0; t < t1; t++) {
-        const int32_t p = st->pos + (int32_t)t;
+        const runner_segment *seg = runner_step_segment(st, t);
+        runner_context *seq = seg->seq;
+        const int32_t p = seg->pos + (int32_t)(t - seg->t0);
+        const int swa_rope = L->swa && seq->rope_cos_swa;
+        const float *rc = swa_rope ? seq->rope_cos_swa : seq->rope_cos, *rs = swa_rope ? seq->rope_sin_swa : seq->rope_sin;
         const float *cs = rc + (size_t)p * half, *sn = rs + (size_t)p * half;
         float *q = ctx->s.q + t * n_q, *k = ctx->s.k + t * n_kv, *v = ctx->s.v + t * n_kv;
         if (L->bq.data) add_row(q, (const float *)L->bq.data, (int64_t)n_q);
@@ -79,7 +81,7 @@ static void rope_store_task(void *arg, int64_t t0, int64_t t1, int ith) {
         }
         if (c->query_scale > 0.0f) /* gemma: the query is scaled before the scores (ggml_scale of Qcur) */
             for (size_t i = 0; i < n_q; i++) q[i] = q[i] * c->query_scale;
-        runner_kv_cache_store(&ctx->kv, st->layer, p, k, v);
+        runner_kv_cache_store(&seq->kv, st->layer, p, k, v);
     }
 }
 
@@ -143,7 +145,7 @@ static void attention_block(runner_context *ctx, const runner_layer *L, runner_s
     runner_group_add(&qkv, &L->wv, s->v, 0);
     runner_group_run(&qkv);
     runner_pool_for(ctx->pool, n, runner_token_chunk(ctx, n), rope_store_task, st);
-    runner_pool_for(ctx->pool, (int64_t)n * c->n_head, 1, runner_attention_task, st);
+    runner_attention(ctx, st);
     runner_matmul_group wo = {.ctx = ctx, .n_tok = n, .in = s->att, .n_in = (int64_t)c->n_head * c->head_dim};
     if (L->attn_post_norm.data) {
         runner_group_add(&wo, &L->wo, s->xn, 0);
@@ -198,11 +200,18 @@ static void softcap_task(void *arg, int64_t r0, int64_t r1, int ith) {
 
 runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
                              const volatile int32_t *abort_flag, char *err, int32_t err_len) {
+    const runner_segment one = {.seq = ctx, .t0 = 0, .n = n, .pos = pos};
+    return runner_forward_segments(ctx, tokens, n, &one, 1, NULL, logits_mode, abort_flag, err, err_len);
+}
+
+runner_status runner_forward_segments(runner_context *ctx, const int32_t *tokens, int32_t n, const runner_segment *segs, int32_t n_segs,
+                                      const int32_t *seg_of, int32_t logits_mode, const volatile int32_t *abort_flag, char *err,
+                                      int32_t err_len) {
     const runner_model *m = ctx->model;
     const runner_model_config *c = &m->cfg;
     runner_scratch *s = &ctx->s;
     const int64_t n_embd = c->n_embd;
-    runner_step st = {.ctx = ctx, .tokens = tokens, .n_tok = n, .pos = pos, .layer = 0};
+    runner_step st = {.ctx = ctx, .tokens = tokens, .n_tok = n, .layer = 0, .segs = segs, .n_segs = n_segs, .seg_of = seg_of};
 
     runner_pool_for(ctx->pool, n, runner_token_chunk(ctx, n), embed_task, &st);
     for (int32_t l = 0; l < c->n_layer; l++) {

@@ -10,4 +10,12 @@
 runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
                              const volatile int32_t *abort_flag, char *err, int32_t err_len);
 
+/* The same step over tokens of several sequences: segs[i] says whose KV cache and positions tokens
+ * [t0, t0 + n) use (seg_of[t]: token t's segment; NULL when n_segs is 1). ctx lends the scratch and
+ * pool (n <= its n_batch) and must share the model of every segment's context. Each token's results
+ * are bitwise those of running its sequence alone. */
+runner_status runner_forward_segments(runner_context *ctx, const int32_t *tokens, int32_t n, const runner_segment *segs, int32_t n_segs,
+                                      const int32_t *seg_of, int32_t logits_mode, const volatile int32_t *abort_flag, char *err,
+                                      int32_t err_len);
+
 #endif

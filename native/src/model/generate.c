@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "core/status.h"
+#include "model/group.h"
 #include "model/model.h"
 #include "runner.h"
 
@@ -77,6 +78,8 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
     if (p->matcher && runner_matcher_n_vocab(p->matcher) != n_vocab)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: the grammar's vocabulary has %d tokens, the model %d",
                            runner_matcher_n_vocab(p->matcher), n_vocab);
+    if (p->group && runner_group_model(p->group) != ctx->model)
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: the decode group belongs to another model");
     for (int32_t i = 0; i < p->n_eog; i++)
         if (p->eog_tokens[i] < 0 || p->eog_tokens[i] >= n_vocab)
             return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: eog token %d is outside the vocabulary", p->eog_tokens[i]);
@@ -102,6 +105,8 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         st = RUNNER_OK;
     }
     int32_t pos = p->pos + p->n_prompt;
+    /* The decode phase: in the group's steps when it has room (results are the same either way). */
+    const int grouped = p->group && runner_group_enter(p->group);
     int have_step = 0;        /* bits already hold this step's mask */
     int32_t next_forced = -1; /* and its forced token */
     while (st == RUNNER_OK && out->finish == RUNNER_FINISH_LENGTH && out->n_generated < p->max_tokens) {
@@ -167,7 +172,8 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
             out->finish = RUNNER_FINISH_CONTEXT;
             break;
         }
-        st = runner_decode(ctx, &token, 1, pos, RUNNER_LOGITS_LAST, NULL, abort_flag, err, err_len);
+        st = grouped ? runner_group_decode(p->group, ctx, token, pos, err, err_len)
+                     : runner_decode(ctx, &token, 1, pos, RUNNER_LOGITS_LAST, NULL, abort_flag, err, err_len);
         if (st == RUNNER_ERR_ABORTED) {
             out->finish = RUNNER_FINISH_ABORTED;
             st = RUNNER_OK;
@@ -175,6 +181,7 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         pos++;
     }
     out->decode_ms = now_ms() - t1;
+    if (grouped) runner_group_leave(p->group);
     runner_pool_idle(ctx->pool);
     runner_sampler_free(sampler);
     free(bits);

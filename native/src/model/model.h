@@ -70,8 +70,8 @@ typedef struct runner_scratch {
     float *logits;  /* [n_batch][n_vocab] */
     uint8_t *act_q; /* quantized activations: RUNNER_ACT_SLOTS x [n_batch][act_q_row_bytes] */
     size_t act_q_row_bytes;
-    float *scores;  /* attention scores, one row of n_ctx per thread */
-    float *qr;      /* per thread: the query rounded to F16 (F16 cache), as floats, head_dim */
+    float *attn;    /* per thread: the tiled attention's workspace, attn_floats each (ops/attention.h) */
+    size_t attn_floats;
     /* MoE (NULL for dense models): router probabilities, the choice per token, expert activations. */
     float *router;       /* [n_batch][n_expert] */
     int32_t *sel;        /* [n_batch][n_expert_used] chosen experts, best first */
@@ -99,13 +99,29 @@ struct runner_context {
     const float *last_logits;
 };
 
-/* One forward step's tokens and where they go; the argument of its per-token and per-head tasks. */
+/* Consecutive tokens [t0, t0 + n) of a step that continue one sequence: the context whose KV cache
+ * and rope tables they use, from position pos. A plain decode is one segment; a decode group's step
+ * (model/group.c) is one per member. */
+typedef struct runner_segment {
+    runner_context *seq;
+    int32_t t0, n, pos;
+} runner_segment;
+
+/* One forward step's tokens and where they go; the argument of its per-token and per-head tasks.
+ * ctx is where the step computes (scratch, pool); each token's KV cache and position come from its
+ * segment. */
 typedef struct runner_step {
     runner_context *ctx;
     const int32_t *tokens;
     int32_t n_tok;
-    int32_t pos;
     int32_t layer;
+    const runner_segment *segs;
+    int32_t n_segs;
+    const int32_t *seg_of; /* per token, its segment (NULL: every token is in segs[0]) */
 } runner_step;
+
+static inline const runner_segment *runner_step_segment(const runner_step *st, int64_t t) {
+    return &st->segs[st->seg_of ? st->seg_of[t] : 0];
+}
 
 #endif

@@ -1,12 +1,14 @@
-/* Causal attention over the KV cache (ops/attention.c). */
+/* Causal attention over the KV cache (ops/attention.c), tiled (ops/attn_tile.h). */
 #ifndef RUNNER_OPS_ATTENTION_H
 #define RUNNER_OPS_ATTENTION_H
 
 #include "model/model.h"
 
-/* Pool task over (token, head) pairs i in [i0, i1) of step st (a runner_step *): keys of positions
- * 0..p (a sliding-window layer: the last n_swa) in order, softmax summed in double, values in order,
- * into ctx->s.att. */
-void runner_attention_task(void *arg, int64_t i0, int64_t i1, int ith);
+/* The attention of step st's layer: every token's queries against the keys it sees (positions 0..p,
+ * or the last n_swa on a sliding-window layer), from ctx->s.q into ctx->s.att. */
+void runner_attention(runner_context *ctx, runner_step *st);
+
+/* Floats of per-thread workspace runner_attention needs (ctx->s.attn holds n_threads of them). */
+size_t runner_attention_workspace_floats(int32_t head_dim);
 
 #endif

@@ -19,7 +19,7 @@ import {cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 12
+export const ADDON_ABI_VERSION = 13
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -50,6 +50,7 @@ export type CpuFeatures = Readonly<Record<CpuFeatureName, boolean>>
 /** Opaque engine handles (Napi::External); only the functions below accept them. */
 export type NativeModelHandle = {readonly __brand: 'NativeModel'}
 export type NativeContextHandle = {readonly __brand: 'NativeContext'}
+export type NativeGroupHandle = {readonly __brand: 'NativeGroup'}
 
 /** runner_model_config as modelLoad reads it: runner.h's field names and C values (src/lib/arch/config-fields.ts). */
 export type {NativeModelConfig} from '../arch/index.js'
@@ -97,6 +98,8 @@ export interface NativeGenerateParams {
   sampling: NativeSamplingParams
   /** Constrained decoding: masks every draw, advanced by every token (busy for the generation). */
   matcher?: NativeMatcherHandle
+  /** Decode group: the generated tokens are evaluated in its steps, beside other members'. */
+  group?: NativeGroupHandle
 }
 
 /** runner_generate_stats; finish is runner_finish_reason. */
@@ -240,6 +243,10 @@ export interface NativeAddon {
     onToken: (token: number, logprob: number, topIds: Int32Array | null, topLogprobs: Float32Array | null, forced: boolean) => void,
     flags?: Int32Array,
   ): Promise<NativeGenerateStats>
+  /** A decode group of one model (runner.h runner_group_create): its pool, most members, wait per step (µs). */
+  groupCreate(model: NativeModelHandle, params: {threads: number; maxMembers: number; waitUs: number}): NativeGroupHandle
+  groupFree(group: NativeGroupHandle): void
+  groupStats(group: NativeGroupHandle): {steps: number; tokens: number}
   /** The weight-type table, in type-id order. */
   typeTraits(): NativeTypeTraits[]
   /** Weight quantizer: llama.cpp's quantize_row_*_ref bytes. */
@@ -282,6 +289,9 @@ export const ADDON_FUNCTIONS = [
   'kvBytes',
   'contextLogits',
   'generate',
+  'groupCreate',
+  'groupFree',
+  'groupStats',
   'typeTraits',
   'quantizeRef',
   'toFloat',

@@ -3,6 +3,7 @@ import type {SamplingOptions} from '../sampling/index.js'
 import {loadAddon, type NativeContextHandle, type NativeGenerateStats} from './addon.js'
 import {abortFlags} from './abort-flags.js'
 import {engineError} from './errors.js'
+import type {DecodeGroup} from './decode-group.js'
 import type {GrammarMatcher} from './grammar.js'
 import type {Model} from './model.js'
 
@@ -42,6 +43,12 @@ export interface GenerateOptions {
    * complete; a complete document nothing can extend ends the generation ("eos").
    */
   readonly matcher?: GrammarMatcher
+  /**
+   * Decode group (DecodeGroup, of this context's model): the generated tokens are evaluated in its
+   * steps, one forward pass for every member's next token; the tokens and log-probabilities are
+   * bitwise those of generating alone.
+   */
+  readonly group?: DecodeGroup
 }
 
 export interface GeneratedToken {
@@ -213,6 +220,7 @@ export class Context {
           logitBias: [...(s.logitBias ?? new Map<number, number>()).entries()],
         },
         ...(options.matcher ? {matcher: options.matcher.handle} : {}),
+        ...(options.group ? {group: options.group.handleFor(this.model)} : {}),
       },
       onToken,
       flags,

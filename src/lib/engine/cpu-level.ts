@@ -31,3 +31,29 @@ export function effectiveCpuLevel(features: CpuFeatures, env: NodeJS.ProcessEnv 
   if (cap === undefined) return best
   return CPU_LEVELS[Math.min(CPU_LEVELS.indexOf(best), CPU_LEVELS.indexOf(cap))]!
 }
+
+/** Which kernels the engine runs on this CPU (native/src/quant/type_table.c, ops/attn_kernels.c). */
+export interface KernelSet {
+  readonly level: CpuLevel
+  /** Integer block dots of the quantized types: VPDPBUSD (VNNI), VPMADDUBSW (AVX2 or AVX-512 without VNNI), scalar. */
+  readonly dots: 'avx512-vnni' | 'avx512' | 'avx2' | 'scalar'
+  /** The tiled attention's variant (ops/attn_tile_*.c). */
+  readonly attention: CpuLevel
+  /** AMX tiles: this build has no AMX kernel, so they are reported, never used. */
+  readonly amx: 'absent' | 'present, not used (no AMX kernels in this build)'
+}
+
+export function kernelSet(features: CpuFeatures, env: NodeJS.ProcessEnv = process.env): KernelSet {
+  const level = effectiveCpuLevel(features, env)
+  return {
+    level,
+    dots: level === 'avx512' ? (features.avx512_vnni ? 'avx512-vnni' : 'avx512') : level,
+    attention: level,
+    amx: features.amx && features.amx_int8 ? 'present, not used (no AMX kernels in this build)' : 'absent',
+  }
+}
+
+/** One line for stats and bench headers: "avx512 (dots avx512-vnni, attention avx512, AMX absent)". */
+export function describeKernels(k: KernelSet): string {
+  return `${k.level} (dots ${k.dots}, attention ${k.attention}, AMX ${k.amx})`
+}

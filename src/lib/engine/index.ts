@@ -4,7 +4,7 @@
  */
 export {ADDON_ABI_VERSION, addonPath, CPU_FEATURE_NAMES, cpuFeatures, findPackageRoot, KERNEL_VARIANTS, loadAddon} from './addon.js'
 export type {CpuFeatureName, CpuFeatures, KernelTile, KernelVariant, NativeAddon} from './addon.js'
-export {CPU_CAP_ENV, CPU_LEVELS, cpuCap, type CpuLevel, effectiveCpuLevel} from './cpu-level.js'
+export {CPU_CAP_ENV, CPU_LEVELS, cpuCap, type CpuLevel, describeKernels, effectiveCpuLevel, type KernelSet, kernelSet} from './cpu-level.js'
 export {engineError} from './errors.js'
 export {
   kernelTraits,
@@ -20,6 +20,7 @@ export {DEFAULT_CONTEXT_CAP, defaultContextSize} from './context-size.js'
 export {type LoadOptions, Model, nativeConfig, nativeTensor} from './model.js'
 // Everything context.ts and session.ts export (the generation loop's owner reshapes them).
 export * from './context.js'
+export * from './decode-group.js'
 export * from './session.js'
 export {GrammarMatcher, type MaskResult, maskAllows, NativeGrammar, tokenBytes} from './grammar.js'
 export {createNativeSampler, type NativeSampler, type NativeSamplerExtras, type SampleResult} from './sampler.js'

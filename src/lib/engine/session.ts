@@ -1,5 +1,6 @@
 import type {SamplingOptions} from '../sampling/index.js'
 import type {Context, GenerateOptions, GenerationResult, TokenStream} from './context.js'
+import type {DecodeGroup} from './decode-group.js'
 
 /** Length of the common prefix of two token sequences. */
 export function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
@@ -31,7 +32,11 @@ export interface SessionTurn {
 export class Session {
   private held: number[] = []
 
-  constructor(readonly context: Context) {}
+  /** group: the decode group this session's generations step in (serve's slots share one). */
+  constructor(
+    readonly context: Context,
+    readonly group?: DecodeGroup,
+  ) {}
 
   /** The tokens whose KV rows the cache holds, in position order. */
   get cached(): readonly number[] {
@@ -79,7 +84,12 @@ export class Session {
     this.context.kvTruncate(reuse)
     this.held = this.held.slice(0, reuse)
     const history = penaltyHistory(prompt, reuse, rest.sampling)
-    const stream = this.context.generate(prompt.slice(reuse), {...rest, pos: reuse, ...(history.length > 0 ? {history} : {})})
+    const stream = this.context.generate(prompt.slice(reuse), {
+      ...rest,
+      pos: reuse,
+      ...(history.length > 0 ? {history} : {}),
+      ...(this.group && !rest.group ? {group: this.group} : {}),
+    })
     const result = stream.result.then(
       (r) => {
         // Every position the cache holds is a prompt or generated token; the pending ones are not in it.

@@ -11,6 +11,9 @@ export interface GaugeReadings {
   readonly slotsTotal: number
   readonly prefixCacheTokens: number
   readonly prefixCacheBytes: number
+  /** The slots' decode group (absent without batched decode): its steps, and the tokens in them. */
+  readonly batchedSteps?: number
+  readonly batchedTokens?: number
 }
 
 export class Metrics {
@@ -78,6 +81,12 @@ export class Metrics {
     metric('runner_prefix_cache_misses_total', 'counter', 'Requests that reused no cached prompt token.', [['', this.prefixMisses]])
     metric('runner_prefix_cache_tokens', 'gauge', 'Tokens whose KV rows the slots hold for reuse.', [['', g.prefixCacheTokens]])
     metric('runner_prefix_cache_bytes', 'gauge', 'Bytes of KV cache holding those tokens.', [['', g.prefixCacheBytes]])
+    if (g.batchedSteps !== undefined) {
+      metric('runner_batched_decode_steps_total', 'counter', 'Forward steps the slots decoded together.', [['', g.batchedSteps]])
+      metric('runner_batched_decode_tokens_total', 'counter', 'Tokens in those steps (divided by the steps: the mean batch).', [
+        ['', g.batchedTokens ?? 0],
+      ])
+    }
     metric('process_resident_memory_bytes', 'gauge', 'Resident set size of the server process in bytes.', [['', process.memoryUsage.rss()]])
     return `${out.join('\n')}\n`
   }

@@ -101,6 +101,9 @@ export const serveFlags = {
     min: 1,
   }),
   'no-prefix-cache': Flags.boolean({description: 'never reuse KV rows between requests (every prompt is evaluated whole)'}),
+  'no-batch-decode': Flags.boolean({
+    description: "run each slot's decode steps on its own instead of one forward pass for all slots (same tokens, slower with -P above 1)",
+  }),
   ...limitFlags(),
 }
 
@@ -132,6 +135,7 @@ type ServeFlagValues = {
   readonly queue: number
   readonly 'body-limit': number
   readonly 'no-prefix-cache': boolean
+  readonly 'no-batch-decode': boolean
   readonly 'headers-timeout': string
   readonly 'body-timeout': string
   readonly 'max-connections': number
@@ -154,6 +158,7 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     apiKey: flags['api-key'],
     chatTemplate: readTemplateFlag(flags['chat-template']),
     prefixCache: !flags['no-prefix-cache'],
+    batchDecode: !flags['no-batch-decode'],
     aliases: flags.alias,
     acceptAnyModel: flags['accept-any-model'],
     corsOrigins: flags.cors,

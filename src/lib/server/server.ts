@@ -10,7 +10,7 @@ import {basename} from 'node:path'
 import Fastify, {type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest} from 'fastify'
 
 import {ChatTemplate} from '../chat/index.js'
-import {type Context, Model, Session, defaultContextSize} from '../engine/index.js'
+import {type Context, DecodeGroup, Model, Session, defaultContextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
 import {MAX_CHOICES} from './schemas.js'
@@ -58,6 +58,12 @@ export interface ServeOptions {
   /** "chatml" or the text of a Jinja chat template; wins over the model's. */
   readonly chatTemplate?: string
   readonly prefixCache?: boolean
+  /**
+   * The slots' decode steps run as one forward pass for all of them (a DecodeGroup on the machine's
+   * physical cores); each request's tokens are bitwise the same either way. Default true with
+   * --parallel above 1.
+   */
+  readonly batchDecode?: boolean
   /** Model ids clients may name besides the file name without .gguf; the first is the served id (./model-ids.ts). */
   readonly aliases?: readonly string[]
   /** Accept any `model` id, as llama-server does (default: only the file name and the aliases). */
@@ -77,6 +83,7 @@ export const SERVE_DEFAULTS = {
   timeoutSeconds: 600,
   bodyLimitBytes: 4 << 20,
   prefixCache: true,
+  batchDecode: true,
 } as const
 
 /** How long a graceful close lets in-flight requests finish before cancelling them. */
@@ -143,12 +150,15 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
 
   const model = await Model.load(o.modelPath)
   const contexts: Context[] = []
+  let group: DecodeGroup | undefined
   let work: PromptWorkers | undefined
   try {
     const template = ChatTemplate.forModel(model.gguf, model.tokenizer, o.chatTemplate)
     const nCtx = o.nCtx ?? defaultContextSize(model.config.nCtxTrain)
     const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
     for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
+    // Prompts still run on their slot's own threads; the decode steps of every slot run together here.
+    if (o.batchDecode && o.parallel > 1) group = DecodeGroup.create(model, {threads: defaultThreads(), maxMembers: o.parallel})
     const modelIds = ids(basename(o.modelPath).replace(/\.gguf$/i, ''), o.aliases, o.acceptAnyModel)
     const modelId = modelIds.served
     // Two workers, whatever the slots: a render that runs to its budget in one leaves the other for everyone else.
@@ -168,7 +178,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     toolFormatOf(template)
     thinkingSupport(env)
     const scheduler = new Scheduler(
-      contexts.map((c) => new Session(c)),
+      contexts.map((c) => new Session(c, group)),
       {queueLimit: o.queueLimit, prefixCache: o.prefixCache},
     )
     const bytesPerPosition = contexts[0]!.kvBytes / nCtx
@@ -181,6 +191,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         slotsTotal: scheduler.slots.length,
         prefixCacheTokens: tokens,
         prefixCacheBytes: Math.round(tokens * bytesPerPosition),
+        ...(group ? {batchedSteps: group.stats().steps, batchedTokens: group.stats().tokens} : {}),
       }
     })
     scheduler.onAssign = (_slot, reused) => metrics.recordPrefix(reused)
@@ -210,10 +221,15 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         concurrent_generations: concurrent,
         kv_type: o.kvType,
         kv_bytes_per_slot: contexts[0]!.kvBytes,
-        batched_decode: false,
+        batched_decode: group !== undefined,
+        ...(group ? {batched_decode_threads: group.options.threads} : {}),
         scheduling:
-          'each slot owns a context (its own KV cache) and runs its own native generation loop; slots run concurrently on OS threads ' +
-          '(threads_per_slot each); the engine has no multi-sequence batched decode, so decode steps of different slots are not batched together. ' +
+          "each slot owns a context (its own KV cache) and runs its own native generation loop; prompts run on the slot's own threads " +
+          '(threads_per_slot each). ' +
+          (group
+            ? "The slots' decode steps run together: each step evaluates the next token of every slot that has one in one forward pass " +
+              '(one read of the weights), on batched_decode_threads threads. '
+            : 'Decode steps of different slots run side by side, not batched (--parallel 1, or --no-batch-decode). ') +
           "A request's tokens do not depend on which slot runs it or what runs beside it.",
       },
       queue: {limit: o.queueLimit, full_status: 503},
@@ -327,6 +343,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
           await closed
           await work?.close()
           for (const c of contexts) c.dispose()
+          group?.dispose()
           model.dispose()
         })()
         return closing
@@ -335,6 +352,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   } catch (error) {
     await work?.close()
     for (const c of contexts) c.dispose()
+    group?.dispose()
     model.dispose()
     throw error
   }
