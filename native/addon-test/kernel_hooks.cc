@@ -183,9 +183,10 @@ Napi::Value KernelVecDot2(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// kernelVecDotTile(type, variant, n, x: Uint8Array, y: Uint8Array) -> [dot(x_r, y_c) at R*c + r]: the
+// kernelVecDotTile(type, variant, n, x: Uint8Array, y: Uint8Array, cols?) -> [dot(x_r, y_c) at R*c + r]: the
 // variant's R weight rows back to back in x, its C activation rows (vec_dot_type) back to back in y,
-// through vec_dot_tile (after packing y as the tile's tile_pack says, where it has one).
+// through vec_dot_tile (after packing y as the tile's tile_pack says, where it has one); with cols
+// below C, through vec_dot_tile_few on that many activation rows.
 Napi::Value KernelVecDotTile(const Napi::CallbackInfo& info) {
   RequireArgs(info, 5, "kernelVecDotTile(type, variant, n, x: Uint8Array, y: Uint8Array)");
   Napi::Env env = info.Env();
@@ -194,7 +195,15 @@ Napi::Value KernelVecDotTile(const Napi::CallbackInfo& info) {
   const int64_t n = RequireCount(env, info[2], "kernelVecDotTile: n");
   const runner_type_traits* yt = runner_type_traits_get(t->vec_dot_type);
   if (!yt) Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", std::string("kernelVecDotTile: ") + t->name + "'s vec_dot_type is not implemented");
-  const size_t rows = t->tile_rows[v], cols = t->tile_cols[v];
+  const size_t rows = t->tile_rows[v];
+  size_t cols = t->tile_cols[v];
+  const bool few = info.Length() > 5 && !info[5].IsUndefined();
+  if (few) {
+    const int64_t c = RequireCount(env, info[5], "kernelVecDotTile: cols");
+    if (!t->vec_dot_tile_few[v] || c < 1 || static_cast<size_t>(c) >= cols)
+      Throw(env, false, "KERNEL_BAD_ARGUMENT", std::string("kernelVecDotTile: ") + t->name + " has no tile on " + std::to_string(c) + " activation rows");
+    cols = static_cast<size_t>(c);
+  }
   const size_t row = RowBytes(env, t, n, "kernelVecDotTile: n");
   const size_t y_row = RowBytes(env, yt, n, "kernelVecDotTile: n");
   Napi::Uint8Array x = RequireBytes(env, info[3], "kernelVecDotTile: x");
@@ -210,7 +219,10 @@ Napi::Value KernelVecDotTile(const Napi::CallbackInfo& info) {
     const size_t packed_row = pack->bytes(n);
     std::vector<uint8_t> packed(cols * packed_row + 1);
     for (size_t c = 0; c < cols; c++) pack->pack(y.Data() + c * y_row, packed.data() + c * packed_row, n);
-    t->vec_dot_tile[v](n, s, x.Data(), row, packed.data(), packed_row);
+    if (few) t->vec_dot_tile_few[v](n, s, x.Data(), row, packed.data(), packed_row, static_cast<int>(cols));
+    else t->vec_dot_tile[v](n, s, x.Data(), row, packed.data(), packed_row);
+  } else if (few) {
+    t->vec_dot_tile_few[v](n, s, x.Data(), row, y.Data(), y_row, static_cast<int>(cols));
   } else {
     t->vec_dot_tile[v](n, s, x.Data(), row, y.Data(), y_row);
   }

@@ -1,4 +1,5 @@
 import {constraintFromFlags, contextFromFlags, loadProgress, RunnerCommand, samplingFromFlags, withInterrupt} from '../lib/cli/index.js'
+import {cpuFeatures, describeKernels, kernelSet} from '../lib/engine/index.js'
 import {ExitCode} from '../lib/errors.js'
 import {runFlags, runPrompt} from '../lib/run/index.js'
 import {formatBytes, readPrompt} from '../lib/util/index.js'
@@ -63,14 +64,18 @@ export default class Run extends RunnerCommand {
     )
     if (flags.json) {
       const {text, tokens, promptTokens, finishReason, timings, constraint: c, peakRssBytes} = r
-      this.log(JSON.stringify({text, tokens, promptTokens, finishReason, seed: r.seed.toString(), timings, constraint: c, peakRssBytes}))
+      const kernels = kernelSet(cpuFeatures())
+      this.log(
+        JSON.stringify({text, tokens, promptTokens, finishReason, seed: r.seed.toString(), timings, constraint: c, peakRssBytes, kernels}),
+      )
     } else {
       if (r.receipt) process.stderr.write(`receipt ${r.receipt.path} (chain ${r.receipt.chain}${r.receipt.signed ? ', signed' : ''})\n`)
       if (process.stdout.isTTY && !r.text.endsWith('\n')) process.stdout.write('\n')
       const t = r.timings
       process.stderr.write(
         `load ${t.loadMs} ms · prompt ${r.evaluatedTokens} tokens, ${t.promptTokensPerSecond} tok/s · decode ${r.tokens.length} tokens, ` +
-          `${t.decodeTokensPerSecond} tok/s · peak RSS ${formatBytes(r.peakRssBytes)} · ${r.finishReason} · seed ${r.seed}\n`,
+          `${t.decodeTokensPerSecond} tok/s · peak RSS ${formatBytes(r.peakRssBytes)} · ${r.finishReason} · seed ${r.seed} · ` +
+          `kernels ${describeKernels(kernelSet(cpuFeatures()))}\n`,
       )
     }
     if (r.finishReason === 'aborted') this.exit(ExitCode.interrupted)

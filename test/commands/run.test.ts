@@ -199,6 +199,11 @@ describe('runner run: the greedy story is the one llama.cpp prints', {skip: SKIP
     assert.match(r.stderr, /decode \d+ tokens, [\d.]+ tok\/s/)
     assert.match(r.stderr, /peak RSS [\d.]+ (KiB|MiB|GiB)/)
     assert.match(r.stderr, SUMMARY)
+    // The kernels the engine ran, as RUNNER_CPU_MAX caps them.
+    assert.match(r.stderr, / · kernels (scalar|avx2|avx512) \(dots [\w-]+, attention (scalar|avx2|avx512), AMX [^)]+\)/)
+    const capped = await runCliAsync(storiesArgs('-p', PROMPT, '-n', '2', '--temp', '0'), {env: {RUNNER_CPU_MAX: 'scalar'}})
+    ok(capped)
+    assert.match(capped.stderr, / · kernels scalar \(dots scalar, attention scalar, /)
   })
 
   test('--json: one document with the text, token ids (the reference greedy ids), finish reason, timings and peak RSS', async () => {
@@ -220,6 +225,8 @@ describe('runner run: the greedy story is the one llama.cpp prints', {skip: SKIP
       Number.isInteger(doc.peakRssBytes) && doc.peakRssBytes > 1_185_376 && doc.peakRssBytes < 4 * 2 ** 30,
       `peakRssBytes ${doc.peakRssBytes}`,
     )
+    assert.ok(['scalar', 'avx2', 'avx512'].includes(doc.kernels.level), `kernels ${JSON.stringify(doc.kernels)}`)
+    assert.equal(doc.kernels.attention, doc.kernels.level)
     assert.ok(!r.stderr.includes('tok/s'), 'with --json the summary is in the document, not on stderr')
   })
 

@@ -401,6 +401,33 @@ describe('vec_dot_tile (a register tile of weight rows by activation rows): each
   }
 })
 
+describe('vec_dot_tile_few (the tile on fewer activation rows: decode groups, prompt tails): each result equals the scalar vec_dot bitwise', () => {
+  for (const t of traits.filter((x) => x.name === 'Q4_0' || x.name === 'Q8_0')) {
+    for (const tile of t.vecDotTiles) {
+      it(`${t.name}: ${tile.variant} on 1 to ${tile.cols - 1} activation rows`, () => {
+        const rng = new SeededRandom(0x2e2f0000n + BigInt(t.type))
+        let k = 0
+        for (const blocks of BLOCK_COUNTS) {
+          const n = blocks * t.blockSize
+          for (let cols = 1; cols < tile.cols; cols++) {
+            const xs = Array.from({length: tile.rows}, (_, r) => dotInputs(rng, t, n, k + r).x)
+            const ys = Array.from({length: cols}, (_, c) => dotInputs(rng, t, n, k + c).y)
+            const got = vecDotTile(t.name, n, at(concat(xs), (k * 7) % 64), at(concat(ys), (k * 3) % 64), tile.variant, cols)
+            assert.equal(got.length, tile.rows * cols)
+            for (let c = 0; c < cols; c++)
+              for (let r = 0; r < tile.rows; r++) {
+                const want = vecDot(t.name, n, xs[r]!, ys[c]!, 'scalar')
+                if (!same(got[tile.rows * c + r]!, want))
+                  assert.fail(`n = ${n}, ${cols} rows: row ${r} x activation ${c} ${got[tile.rows * c + r]} != scalar ${want}`)
+              }
+            k++
+          }
+        }
+      })
+    }
+  }
+})
+
 describe('decode kernels on a packed activation (vec_dot_mv, vec_dot2_mv): each result equals the scalar vec_dot bitwise', () => {
   const raw = loadTestAddon()
   it('exist for the AVX-512 Q4_0 kernels', {skip: process.arch !== 'x64' || !T('Q4_0').variants.includes('avx512')}, () => {

@@ -187,7 +187,12 @@ runner_status runner_group_decode(runner_group *g, runner_context *ctx, int32_t 
             continue;
         }
         if (g->running) {
-            pthread_cond_wait(&g->cv, &g->mu);
+            /* A step is running without this entry: the wait for the others starts when it ends,
+             * or the entries that came during it would go on alone while the step's own members
+             * are still sampling (two half batches taking turns). */
+            while (g->running) pthread_cond_wait(&g->cv, &g->mu);
+            deadline_after(&until, g->wait_us);
+            timed_out = 0;
             continue;
         }
         if (pthread_cond_timedwait(&g->cv, &g->mu, &until) == ETIMEDOUT) timed_out = 1;

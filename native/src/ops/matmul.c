@@ -77,19 +77,36 @@ static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
         if (b <= 0 || a >= rows) continue;
         if (a < 0) a = 0;
         if (b > rows) b = rows;
-        const int64_t chunk = g->n_tok == 1 ? RUNNER_ROW_CHUNK_DECODE : RUNNER_ROW_TILE;
         const runner_type_traits *tt = w->traits;
         const int slot = g->slot[i];
+        /* A few tokens (a decode group's step) on the decode kernels' packed rows, the weight row
+         * unpacked once for all of them. */
+        const runner_act_pack *mvp = tt->mv_pack[w->variant];
+        const runner_vec_dot_mvn_fn mvn = g->n_tok > 1 && mvp && mvp == g->slot_pack[slot] ? tt->vec_dot_mvn[w->variant] : NULL;
+        const int64_t chunk = g->n_tok == 1 || mvn ? RUNNER_ROW_CHUNK_DECODE : RUNNER_ROW_TILE;
         const runner_act_pack *pack = tt->tile_pack[w->variant];
         /* a tile whose activation layout the slot was not packed in (another weight's took it) is skipped */
-        const runner_vec_dot_tile_fn tile = pack && pack != g->slot_pack[slot] ? NULL : tt->vec_dot_tile[w->variant];
+        const int packed_ok = !(pack && pack != g->slot_pack[slot]);
+        const runner_vec_dot_tile_fn tile = packed_ok ? tt->vec_dot_tile[w->variant] : NULL;
+        const runner_vec_dot_tile_few_fn few = packed_ok ? tt->vec_dot_tile_few[w->variant] : NULL;
         const size_t tile_off = pack ? g->slot_pack_off[slot] : 0;
         const int tr = tile ? tt->tile_rows[w->variant] : 0, tc = tile ? tt->tile_cols[w->variant] : 0;
-        float v[RUNNER_ROW_CHUNK_DECODE], vt[RUNNER_TILE_MAX][RUNNER_ROW_TILE];
+        float v[RUNNER_ROW_CHUNK_DECODE], vt[RUNNER_TILE_MAX][RUNNER_ROW_CHUNK_DECODE];
         for (int64_t rt = a; rt < b; rt += chunk) {
             const int64_t re = rt + chunk < b ? rt + chunk : b, nr = re - rt, nr_tiled = tile ? nr - nr % tr : 0;
             const uint8_t *x = w->data + (size_t)rt * w->row_bytes;
             int32_t t = 0;
+            for (; mvn && t < g->n_tok; t += RUNNER_MVN_MAX) {
+                const int nc = g->n_tok - t < RUNNER_MVN_MAX ? (int)(g->n_tok - t) : RUNNER_MVN_MAX;
+                const uint8_t *y0 = runner_packed_row(g, slot, t, mvp);
+                const size_t by = nc > 1 ? (size_t)(runner_packed_row(g, slot, t + 1, mvp) - y0) : 0;
+                for (int64_t r = 0; r < nr; r++) {
+                    float q[RUNNER_MVN_MAX];
+                    mvn(w->ne[0], q, x + (size_t)r * w->row_bytes, y0, by, nc);
+                    for (int c = 0; c < nc; c++) vt[c][r] = q[c];
+                }
+                for (int c = 0; c < nc; c++) store_rows(g, i, t + c, rt, re, vt[c]);
+            }
             /* Tokens tc at a time through the register tile, rows tr at a time (the rows past the
              * last whole tile per token through vec_dot). Every value is still bitwise one vec_dot
              * (the kernel table's contract). */
@@ -105,6 +122,22 @@ static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
                 for (int64_t r = nr_tiled; r < nr; r++)
                     for (int c = 0; c < tc; c++) tt->vec_dot[w->variant](w->ne[0], &vt[c][r], x + (size_t)r * w->row_bytes, runner_act_row(g, slot, t + c));
                 for (int c = 0; c < tc; c++) store_rows(g, i, t + c, rt, re, vt[c]);
+            }
+            /* Fewer than tc tokens left, at least two: the same tile on just those (same pack and rows). */
+            if (few && g->n_tok - t >= 2) {
+                const int nc = (int)(g->n_tok - t);
+                const uint8_t *y0 = runner_act_row(g, slot, t);
+                const size_t by = (size_t)(runner_act_row(g, slot, t + 1) - y0);
+                for (int64_t r = 0; r < nr_tiled; r += tr) {
+                    float q[RUNNER_TILE_MAX];
+                    few(w->ne[0], q, x + (size_t)r * w->row_bytes, w->row_bytes, y0 + tile_off, by, nc);
+                    for (int c = 0; c < nc; c++)
+                        for (int k = 0; k < tr; k++) vt[c][r + k] = q[tr * c + k];
+                }
+                for (int64_t r = nr_tiled; r < nr; r++)
+                    for (int c = 0; c < nc; c++) tt->vec_dot[w->variant](w->ne[0], &vt[c][r], x + (size_t)r * w->row_bytes, runner_act_row(g, slot, t + c));
+                for (int c = 0; c < nc; c++) store_rows(g, i, t + c, rt, re, vt[c]);
+                t = g->n_tok;
             }
             for (; t < g->n_tok; t++) {
                 runner_vec_dot_rows_packed(tt, w->variant, w->ne[0], v, x, w->row_bytes, nr, runner_act_row(g, slot, t),
@@ -126,9 +159,13 @@ void runner_group_add_scaled(runner_matmul_group *g, const runner_weight *w, flo
     while (s < g->n_slots && g->slot_type[s] != type) s++;
     if (s == g->n_slots) g->slot_type[g->n_slots++] = type;
     g->slot[i] = s;
-    /* the slot's packed layout: the decode kernels' for one token, the tile's for a batch that can use it */
-    runner_group_want_pack(g, s, g->n_tok == 1 ? w->traits->mv_pack[w->variant]
-                                        : g->n_tok >= w->traits->tile_cols[w->variant] ? w->traits->tile_pack[w->variant] : NULL);
+    /* the slot's packed layout: the decode kernels' for one token or a few (where a kernel takes a
+     * few at once), the tile's for a batch that can use it */
+    const runner_type_traits *tt = w->traits;
+    const int v = w->variant;
+    const int few_mv = g->n_tok > 1 && g->n_tok < tt->tile_cols[v] && tt->vec_dot_mvn[v];
+    const int tiled = g->n_tok >= tt->tile_cols[v] || (g->n_tok >= 2 && tt->vec_dot_tile_few[v]);
+    runner_group_want_pack(g, s, g->n_tok == 1 || few_mv ? tt->mv_pack[v] : tiled ? tt->tile_pack[v] : NULL);
 }
 
 /* An activation slot of this type without a weight of the group (MoE: the experts' input). */
@@ -152,5 +189,6 @@ void runner_group_run(runner_matmul_group *g) {
     int64_t rows = 0;
     for (int i = 0; i < g->n_w; i++) rows += g->w[i]->ne[1];
     runner_pool_for(g->ctx->pool, g->n_tok, runner_token_chunk(g->ctx, g->n_tok), group_prepare_task, g);
-    runner_pool_for(g->ctx->pool, rows, g->n_tok == 1 ? RUNNER_ROW_CHUNK_DECODE : RUNNER_ROW_TILE, group_dot_task, g);
+    /* decode-sized claims for one token or a few (a decode group's step), tile-sized for a prompt */
+    runner_pool_for(g->ctx->pool, rows, g->n_tok < RUNNER_TILE_COLS_MAX ? RUNNER_ROW_CHUNK_DECODE : RUNNER_ROW_TILE, group_dot_task, g);
 }

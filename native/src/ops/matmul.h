@@ -9,6 +9,8 @@
  * step takes longer runs so the two-row kernel streams two distant rows (runner_vec_dot_rows). */
 #define RUNNER_ROW_TILE 16
 #define RUNNER_ROW_CHUNK_DECODE 64
+/* Fewer tokens than this are decode-shaped (one token, or a decode group's few): decode-sized row claims. */
+#define RUNNER_TILE_COLS_MAX 8
 
 typedef struct runner_matmul_group {
     runner_context *ctx;

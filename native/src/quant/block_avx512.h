@@ -226,7 +226,11 @@ static ALWAYS_INLINE void transpose_words4(const __m512i z[4], __m512i out[4]) {
 #define PT_GROUP_BYTES (16 * QK + 16 * 4)
 #define PT_UNROLL _Pragma("GCC unroll 8")
 
-#define PACKED_TILE_AVX512(XB, XUNPACK)                                                             \
+/* The tile against the first NC (<= PT_C) activations only: decode steps of a few sequences at once
+ * (model/group.c) and a prompt's last tokens; every column is still bitwise vec_dot's. */
+#define PACKED_TILE_AVX512(XB, XUNPACK) PACKED_TILE_AVX512_N(XB, XUNPACK, PT_C)
+
+#define PACKED_TILE_AVX512_N(XB, XUNPACK, NC)                                                       \
     const uint8_t *const x = vx, *const y = vy;                                                     \
     const int64_t nb = n / QK;                                                                      \
     const __m512i u128 = _mm512_set1_epi8((char)0x80);                                              \
@@ -256,6 +260,7 @@ static ALWAYS_INLINE void transpose_words4(const __m512i z[4], __m512i out[4]) {
         const __mmask16 m = count == 16 ? (__mmask16)0xffff : _mm512_cmplt_epi32_mask(_mm512_loadu_si512(perm_4x4), _mm512_set1_epi32(count)); \
         PT_UNROLL                                                                                   \
         for (int c = 0; c < PT_C; c++) {                                                            \
+            if (c >= (NC)) break;                                                                   \
             const uint8_t *const g = yg + c * by;                                                   \
             __m512i z0 = _mm512_setzero_si512(), z1 = _mm512_setzero_si512(); /* two chains: latency */ \
             PT_UNROLL                                                                               \
@@ -269,6 +274,7 @@ static ALWAYS_INLINE void transpose_words4(const __m512i z[4], __m512i out[4]) {
         }                                                                                           \
     }                                                                                               \
     PT_UNROLL                                                                                       \
-    for (int c = 0; c < PT_C; c++) s[c] = reduce_block_lanes_avx512(_mm512_permutexvar_ps(_mm512_loadu_si512(inv_4x4), acc[c]));
+    for (int c = 0; c < PT_C; c++)                                                                  \
+        if (c < (NC)) s[c] = reduce_block_lanes_avx512(_mm512_permutexvar_ps(_mm512_loadu_si512(inv_4x4), acc[c]));
 
 #endif /* RUNNER_BLOCK_AVX512_H */

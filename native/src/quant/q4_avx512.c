@@ -72,6 +72,11 @@ void runner_vec_dot_tile_q4_0_q8_0_avx512(int64_t n, float *s, const void *vx, s
     PACKED_TILE_AVX512(Q4_0_BYTES, q4_0_unpack)
 }
 
+void runner_vec_dot_tile_few_q4_0_q8_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by, int nc) {
+    (void)bx;
+    PACKED_TILE_AVX512_N(Q4_0_BYTES, q4_0_unpack, nc)
+}
+
 /*
  * Q4_0 decode against the activation packed by runner_q8_0_mv_pack (q8.c), one row or two rows
  * sharing it: q4_group's integers with the activation's quants already in layout A and its
@@ -125,4 +130,51 @@ void runner_vec_dot_mv_q4_0_avx512(int64_t n, float *s, const void *vx, const vo
 
 void runner_vec_dot2_mv_q4_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy) {
     q4_0_mv(n, s, vx, (const uint8_t *)vx + bx, vy, 2);
+}
+
+/*
+ * Q4_0 decode of a few tokens at once (a decode group's step): one weight row against nc <= 4
+ * activations packed by runner_q8_0_mv_pack (stride by), the row's nibbles unpacked and its scales
+ * converted once for all of them. Per column exactly q4_0_mv's operations: bitwise vec_dot.
+ */
+void runner_vec_dot_mvn_q4_0_avx512(int64_t n, float *s, const void *vx, const void *vy, size_t by, int nc) {
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    const uint8_t *const x = vx, *const y = vy;
+    const int64_t nb = n / QK;
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t b0 = 0; b0 < nb; b0 += 16) {
+        const int count = nb - b0 < 16 ? (int)(nb - b0) : 16;
+        const uint8_t *const xg = x + b0 * Q4_0_BYTES;
+        for (int pf = 0; pf < 16 * Q4_0_BYTES; pf += 64) _mm_prefetch((const char *)(xg + 2048 + pf), _MM_HINT_T0);
+        __m512i z[4][4];
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const int valid = count - 4 * k;
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) z[c][k] = _mm512_setzero_si512(); /* columns past nc stay unused */
+            if (valid <= 0) continue;
+            const __m512i packed = load_chunks4(xg + 4 * k * Q4_0_BYTES + Q4_0_QS, Q4_0_BYTES, valid);
+            const __m512i lo = _mm512_and_si512(packed, mask);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), mask);
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                if (c >= nc) break;
+                const uint8_t *const yg = y + c * by + (b0 / 16) * MV_GROUP_BYTES;
+                const __m512i ylo = _mm512_loadu_si512((const void *)(yg + 128 * k)), yhi = _mm512_loadu_si512((const void *)(yg + 128 * k + 64));
+                z[c][k] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(z[c][k], lo, ylo), hi, yhi);
+            }
+        }
+        const __m512 dx = halves16(xg, Q4_0_BYTES, perm_4x4, count);
+        const __mmask16 m = count == 16 ? (__mmask16)0xffff : _mm512_cmplt_epi32_mask(_mm512_loadu_si512(perm_4x4), _mm512_set1_epi32(count));
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            if (c >= nc) break;
+            const uint8_t *const yg = y + c * by + (b0 / 16) * MV_GROUP_BYTES;
+            const __m512i off = _mm512_loadu_si512((const void *)(yg + 16 * QK));
+            const __m512 dy = _mm512_loadu_ps((const void *)(yg + 16 * QK + 64));
+            const __m512i isum = _mm512_sub_epi32(reduce_4x4(z[c][0], z[c][1], z[c][2], z[c][3]), off);
+            acc[c] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dx, dy), acc[c], m);
+        }
+    }
+    for (int c = 0; c < nc && c < 4; c++) s[c] = reduce_block_lanes_avx512(_mm512_permutexvar_ps(_mm512_loadu_si512(inv_4x4), acc[c]));
 }

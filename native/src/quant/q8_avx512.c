@@ -119,3 +119,8 @@ void runner_vec_dot_tile_q8_0_q8_0_avx512(int64_t n, float *s, const void *vx, s
     (void)bx; /* one row */
     PACKED_TILE_AVX512(Q8_0_BYTES, q8_0_unpack)
 }
+
+void runner_vec_dot_tile_few_q8_0_q8_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by, int nc) {
+    (void)bx; /* one row */
+    PACKED_TILE_AVX512_N(Q8_0_BYTES, q8_0_unpack, nc)
+}

@@ -61,6 +61,11 @@ typedef void (*runner_vec_dot2_fn)(int64_t n, float *s, const void *x, size_t bx
  * what vec_dot gives. Each weight block is unpacked once for all C activations and each activation
  * block loaded once for all R rows. */
 typedef void (*runner_vec_dot_tile_fn)(int64_t n, float *s, const void *x, size_t bx, const void *y, size_t by);
+/* One weight row against nc (1..RUNNER_MVN_MAX) activations packed by mv_pack, by bytes apart. */
+typedef void (*runner_vec_dot_mvn_fn)(int64_t n, float *s, const void *x, const void *y, size_t by, int nc);
+#define RUNNER_MVN_MAX 4
+/* The tile against its first nc (1 <= nc < tile_cols) activation rows only. */
+typedef void (*runner_vec_dot_tile_few_fn)(int64_t n, float *s, const void *x, size_t bx, const void *y, size_t by, int nc);
 #define RUNNER_TILE_MAX 16 /* R * C never exceeds this */
 /* An activation layout a kernel reads instead of vec_dot_type rows (see tile_pack, mv_pack): pack
  * writes bytes(n) bytes for one row of n values of the vec_dot_type at y. The kernels load it
@@ -97,6 +102,9 @@ typedef struct runner_type_traits {
     /* The prompt tile and its shape (AVX-512 Q4_0 and Q8_0: 1 x 8 on packed activations, Q4_K, Q5_K, Q6_K: 1 x 8); NULL and 0 elsewhere.
      * Needs what vec_dot[v] needs. */
     runner_vec_dot_tile_fn vec_dot_tile[RUNNER_KERNEL_COUNT];
+    /* The same tile on fewer activation rows (AVX-512 Q4_0 and Q8_0): a decode group's step of a few
+     * sequences, a prompt's last tokens. NULL elsewhere. */
+    runner_vec_dot_tile_few_fn vec_dot_tile_few[RUNNER_KERNEL_COUNT];
     uint8_t tile_rows[RUNNER_KERNEL_COUNT];
     uint8_t tile_cols[RUNNER_KERNEL_COUNT];
     /* The layout the tile's activation rows are in: NULL for vec_dot_type rows as they are, else
@@ -107,6 +115,9 @@ typedef struct runner_type_traits {
     const runner_act_pack *mv_pack[RUNNER_KERNEL_COUNT];
     runner_vec_dot_fn vec_dot_mv[RUNNER_KERNEL_COUNT];
     runner_vec_dot2_fn vec_dot2_mv[RUNNER_KERNEL_COUNT];
+    /* A few tokens at once (a decode group's step) on mv_pack rows, the weight unpacked once for all
+     * (AVX-512 Q4_0); NULL elsewhere. Bitwise vec_dot[v] per token. */
+    runner_vec_dot_mvn_fn vec_dot_mvn[RUNNER_KERNEL_COUNT];
     runner_cpu_mask needs[RUNNER_KERNEL_COUNT];          /* features each vec_dot variant requires */
     runner_cpu_mask from_float_needs[RUNNER_KERNEL_COUNT]; /* features each from_float variant requires */
 } runner_type_traits;

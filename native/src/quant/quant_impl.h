@@ -198,6 +198,7 @@ RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q8_0_q8_0_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q8_1_q8_1_avx512);
 RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_q8_0_q8_0_avx512);
 RUNNER_DECLARE_VEC_DOT_TILE(runner_vec_dot_tile_q8_0_q8_0_avx512);
+void runner_vec_dot_tile_few_q8_0_q8_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by, int nc);
 RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_q8_1_q8_1_avx512);
 
 /* q4.c / q4_avx2.c / q4_avx512.c */
@@ -213,8 +214,10 @@ RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q4_0_q8_0_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_q4_1_q8_1_avx512);
 RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_q4_0_q8_0_avx512);
 RUNNER_DECLARE_VEC_DOT_TILE(runner_vec_dot_tile_q4_0_q8_0_avx512);
+void runner_vec_dot_tile_few_q4_0_q8_0_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by, int nc);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_mv_q4_0_avx512);
 RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_mv_q4_0_avx512);
+void runner_vec_dot_mvn_q4_0_avx512(int64_t n, float *s, const void *vx, const void *vy, size_t by, int nc);
 RUNNER_DECLARE_VEC_DOT2(runner_vec_dot2_q4_1_q8_1_avx512);
 
 /* q5.c / q5_avx2.c / q5_avx512.c */

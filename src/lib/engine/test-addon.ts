@@ -20,7 +20,7 @@ export interface TestAddon {
   abiVersion(): number
   kernelVecDot(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number
   kernelVecDot2(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array, bx?: number): [number, number]
-  kernelVecDotTile(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number[]
+  kernelVecDotTile(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array, cols?: number): number[]
   kernelVecDotMv(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number[]
   kernelBenchVecDot(
     type: number | string,
@@ -130,8 +130,9 @@ export function vecDot2(
  * The variant's register tile: `x` holds its `rows` weight rows back to back, `y` its `cols` activation
  * rows; result[rows * c + r] is row r against activation c (each bitwise vec_dot's).
  */
-export function vecDotTile(type: KernelTypeRef, n: number, x: Uint8Array, y: Uint8Array, variant: KernelVariant): number[] {
-  return call(() => hooks().kernelVecDotTile(kernelTypeId(type), variant, n, x, y))
+/** cols below the tile's width: its vec_dot_tile_few on that many activation rows. */
+export function vecDotTile(type: KernelTypeRef, n: number, x: Uint8Array, y: Uint8Array, variant: KernelVariant, cols?: number): number[] {
+  return call(() => hooks().kernelVecDotTile(kernelTypeId(type), variant, n, x, y, cols))
 }
 
 /** The decode kernels on y packed by the variant's mv_pack: [vec_dot2_mv row 0, row 1, vec_dot_mv row 0]. */
