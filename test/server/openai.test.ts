@@ -61,7 +61,7 @@ describe('runner serve with the openai client', {skip: SKIP}, () => {
     assert.equal(caps.chat_template.origin, 'fallback-chatml')
     assert.deepEqual(
       [caps.slots.parallel, caps.slots.n_ctx_per_slot, caps.slots.threads_per_slot, caps.slots.batched_decode],
-      [4, 256, 1, false],
+      [4, 256, 1, true], // four slots: their decode steps run together (test/server/batched-decode.test.ts)
     )
     assert.equal(caps.prefix_cache.enabled, true)
   })
