@@ -674,7 +674,7 @@ function markdown(header: Record<string, string | number>, cases: CaseSummary[])
   for (const [k, v] of Object.entries(header)) lines.push(`- ${k}: ${v}`)
   lines.push(
     '',
-    'Speed: tokens per second, median (min–max) over the reps. "C" is llama.cpp driven from C with a persistent thread pool, with flash attention off and at its default (auto: on for CPU); "node" is the same library through node-llama-cpp. Depth: tokens already in the cache (llama-bench -d). Ratios: median ours / median theirs (above 1: we are faster).',
+    'Speed: tokens per second, median (min–max) over the reps. "C" is llama.cpp driven from C with a persistent thread pool, with flash attention off and at its default (auto: on for CPU); "node" is the same library through node-llama-cpp. Depth: tokens already in the cache (llama-bench -d). Ratios: median ours / median theirs (above 1: we are faster). Every pp case also measures tg at its depth; the tg table shows the first case of each depth (--json has them all).',
     '',
   )
   const cell = (e: EngineSummary | undefined, pick: (e: EngineSummary) => Stats) => (e ? (e.runs.length ? range(pick(e)) : 'failed') : '-')
@@ -689,7 +689,7 @@ function markdown(header: Record<string, string | number>, cases: CaseSummary[])
     for (const c of cases) {
       const n = k === 'pp' ? c.pp : c.tg
       const key = `${c.model}/${c.threads}/${n}/${c.depth}`
-      if (seen.has(key)) continue // tg of another pp length at the same depth: the same measurement
+      if (seen.has(key)) continue // tg at this depth again (each pp case measures it once more): the first case's is shown
       seen.add(key)
       const cols = refs.map((r) => `${cell(c.engines[r], pick)} | ${ratio(c, r, k)}`)
       lines.push(`| ${c.model} | ${c.threads} | ${n} | ${c.depth} | ${cell(c.engines.runner, pick)} | ${cols.join(' | ')} |`)

@@ -369,6 +369,37 @@ Napi::Value KernelVecDotMv(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// kernelVecDotMvn(type, variant, n, x: Uint8Array (one row), y: Uint8Array (nc activation rows)) -> nc
+// dots through vec_dot_mvn, each activation packed on its own by the variant's mv_pack (as the
+// engine's prepare step writes them, a fixed stride apart).
+Napi::Value KernelVecDotMvn(const Napi::CallbackInfo& info) {
+  RequireArgs(info, 5, "kernelVecDotMvn(type, variant, n, x: Uint8Array, y: Uint8Array)");
+  Napi::Env env = info.Env();
+  const runner_type_traits* t = RequireType(env, info[0], "kernelVecDotMvn");
+  const runner_kernel_variant v = RequireVariant(env, info[1], t, Slot::kVecDot, "kernelVecDotMvn");
+  if (!t->mv_pack[v] || !t->vec_dot_mvn[v])
+    Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", std::string("kernelVecDotMvn: ") + t->name + " has no few-token decode kernel in that variant");
+  const int64_t n = RequireCount(env, info[2], "kernelVecDotMvn: n");
+  const runner_type_traits* yt = runner_type_traits_get(t->vec_dot_type);
+  if (!yt) Throw(env, false, "KERNEL_UNSUPPORTED_TYPE", std::string("kernelVecDotMvn: ") + t->name + "'s vec_dot_type is not implemented");
+  const size_t row = RowBytes(env, t, n, "kernelVecDotMvn: n");
+  const size_t y_row = RowBytes(env, yt, n, "kernelVecDotMvn: n");
+  Napi::Uint8Array x = RequireBytes(env, info[3], "kernelVecDotMvn: x");
+  Napi::Uint8Array y = RequireBytes(env, info[4], "kernelVecDotMvn: y");
+  if (x.ByteLength() != row) Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelVecDotMvn: x must hold one row, " + std::to_string(row) + " bytes");
+  const size_t nc = y_row ? y.ByteLength() / y_row : 0;
+  if (nc < 1 || nc > RUNNER_MVN_MAX || nc * y_row != y.ByteLength())
+    Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelVecDotMvn: y must hold 1 to " + std::to_string(RUNNER_MVN_MAX) + " activation rows of " + std::to_string(y_row) + " bytes");
+  const size_t packed_row = (t->mv_pack[v]->bytes(n) + 63) & ~static_cast<size_t>(63);
+  std::vector<uint8_t> packed(nc * packed_row + 1);
+  for (size_t c = 0; c < nc; c++) t->mv_pack[v]->pack(y.Data() + c * y_row, packed.data() + c * packed_row, n);
+  float s[RUNNER_MVN_MAX] = {0.0f};
+  t->vec_dot_mvn[v](n, s, x.Data(), packed.data(), packed_row, static_cast<int>(nc));
+  Napi::Array out = Napi::Array::New(env, nc);
+  for (uint32_t i = 0; i < nc; i++) out.Set(i, Napi::Number::New(env, s[i]));
+  return out;
+}
+
 // kernelRoundF16(variant, a, x: Float32Array) -> Float32Array: the float of the half nearest x[i] * a,
 // through runner_round_f16's variant (test hook for its bitwise contract).
 Napi::Value KernelRoundF16(const Napi::CallbackInfo& info) {
@@ -393,6 +424,7 @@ void RegisterKernelHooks(Napi::Env env, Napi::Object exports) {
   exports.Set("kernelAxpy", Napi::Function::New(env, KernelAxpy, "kernelAxpy"));
   exports.Set("kernelRoundF16", Napi::Function::New(env, KernelRoundF16, "kernelRoundF16"));
   exports.Set("kernelVecDotMv", Napi::Function::New(env, KernelVecDotMv, "kernelVecDotMv"));
+  exports.Set("kernelVecDotMvn", Napi::Function::New(env, KernelVecDotMvn, "kernelVecDotMvn"));
   exports.Set("kernelVecDot", Napi::Function::New(env, KernelVecDot, "kernelVecDot"));
   exports.Set("kernelVecDot2", Napi::Function::New(env, KernelVecDot2, "kernelVecDot2"));
   exports.Set("kernelVecDotTile", Napi::Function::New(env, KernelVecDotTile, "kernelVecDotTile"));

@@ -4,7 +4,7 @@
  * uses it), no Node host in between. Measures what the runner worker measures, on the same ids:
  *   pp: DEPTH tokens already in the cache (not timed), then PP tokens at position DEPTH in batches of
  *       512 (batch and ubatch 512), logits of the last;
- *   tg: DEPTH tokens and an 8-token prompt (not timed), then TG + 1 greedy tokens; the time covers
+ *   tg: the DEPTH tokens kept and an 8-token prompt (not timed), then TG + 1 greedy tokens; the time covers
  *       evaluating TG generated tokens and picking each next one (argmax over the logits).
  * FLASH is llama.cpp's flash attention: off, on or auto (its default; on for CPU).
  * Prints one line "BENCH_RESULT {json}" on stdout.
@@ -196,8 +196,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     const double pp_ms = now_ms() - t_pp;
-    llama_memory_clear(llama_get_memory(ctx), true);
-    if (depth > 0 && decode(ctx, ids, depth, 0)) return 1;
+    /* keep the depth, drop pp's tokens (as the runner worker truncates to the depth) */
+    if (!llama_memory_seq_rm(llama_get_memory(ctx), 0, depth, -1)) {
+        fprintf(stderr, "cannot drop pp's tokens from the cache\n");
+        return 1;
+    }
     const double tg_ms = generate(ctx, ids + depth, TG_PROMPT, depth, tg + 1, n_vocab, gen);
     if (tg_ms < 0) return 1;
     const double cores = (cpu_ms() - c0) / (now_ms() - w0);

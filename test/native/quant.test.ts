@@ -451,6 +451,29 @@ describe('decode kernels on a packed activation (vec_dot_mv, vec_dot2_mv): each 
       k++
     }
   })
+  it(
+    "Q4_0 avx512 on 1 to 4 activations at once (vec_dot_mvn, a decode group's step)",
+    {skip: process.arch !== 'x64' || !T('Q4_0').variants.includes('avx512')},
+    () => {
+      const t = T('Q4_0')
+      const rng = new SeededRandom(0x3e3f0000n)
+      assert.throws(() => raw.kernelVecDotMvn('Q8_0', 'avx512', 32, new Uint8Array(34), new Uint8Array(34)), /no few-token decode kernel/)
+      let k = 0
+      for (const blocks of BLOCK_COUNTS)
+        for (let nc = 1; nc <= 4; nc++) {
+          const n = blocks * 32
+          const x = dotInputs(rng, t, n, k).x
+          const ys = Array.from({length: nc}, (_, c) => dotInputs(rng, t, n, k + c + 1).y)
+          const got = raw.kernelVecDotMvn('Q4_0', 'avx512', n, at(x, (k * 7) % 64), at(concat(ys), (k * 3) % 64))
+          assert.equal(got.length, nc)
+          for (let c = 0; c < nc; c++) {
+            const want = vecDot('Q4_0', n, x, ys[c]!, 'scalar')
+            if (!same(got[c]!, want)) assert.fail(`n = ${n}, ${nc} activations: activation ${c} ${got[c]} != scalar ${want}`)
+          }
+          k++
+        }
+    },
+  )
 })
 
 function concat(parts: Uint8Array[]): Uint8Array {

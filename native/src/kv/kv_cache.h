@@ -16,7 +16,7 @@
 #include "runner.h"
 
 typedef struct runner_kv_cache {
-    void **k;           /* per layer: [n_ctx][n_head_kv][head_dim]; NULL where the attention is removed */
+    void **k;           /* per layer, as above; NULL where the attention is removed */
     void **v;
     int32_t n_layer;
     int32_t n_ctx;

@@ -107,6 +107,7 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
     int32_t pos = p->pos + p->n_prompt;
     /* The decode phase: in the group's steps when it has room (results are the same either way). */
     const int grouped = p->group && runner_group_enter(p->group);
+    if (grouped) runner_pool_idle(ctx->pool); /* the group's pool runs the steps from here */
     int have_step = 0;        /* bits already hold this step's mask */
     int32_t next_forced = -1; /* and its forced token */
     while (st == RUNNER_OK && out->finish == RUNNER_FINISH_LENGTH && out->n_generated < p->max_tokens) {

@@ -70,8 +70,12 @@ runner_status runner_group_create(runner_model *model, int32_t n_threads, int32_
         runner_group_free(g);
         return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "group: out of memory");
     }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&g->mu, NULL);
-    pthread_cond_init(&g->cv, NULL);
+    pthread_cond_init(&g->cv, &ca);
+    pthread_condattr_destroy(&ca);
     g->mu_ready = 1;
     *out = g;
     return RUNNER_OK;
@@ -120,7 +124,7 @@ void runner_group_leave(runner_group *g) {
 }
 
 /* The leader's step over the n entries taken (the lock is not held). */
-static void run_step(runner_group *g, int32_t n) {
+static int32_t run_step(runner_group *g, int32_t n) {
     const int32_t n_vocab = g->compute->model->cfg.n_vocab;
     group_entry **batch = g->valid;
     int32_t m = 0;
@@ -138,7 +142,7 @@ static void run_step(runner_group *g, int32_t n) {
         g->segs[m] = (runner_segment){.seq = e->ctx, .t0 = m, .n = 1, .pos = e->pos};
         batch[m++] = e;
     }
-    if (m == 0) return;
+    if (m == 0) return 0;
     char err[256] = {0};
     const runner_status st =
         runner_forward_segments(g->compute, g->tokens, m, g->segs, m, g->seg_of, RUNNER_LOGITS_ALL, NULL, err, (int32_t)sizeof err);
@@ -146,7 +150,10 @@ static void run_step(runner_group *g, int32_t n) {
         group_entry *e = batch[i];
         e->status = st;
         if (st != RUNNER_OK) {
+            /* as runner_decode leaves a context whose step failed: the position not evaluated */
             memcpy(e->err, err, sizeof e->err);
+            e->ctx->kv.n_past = e->pos;
+            e->ctx->last_logits = NULL;
             continue;
         }
         /* The member's own logits row, as its runner_decode would leave it. */
@@ -154,12 +161,13 @@ static void run_step(runner_group *g, int32_t n) {
         e->ctx->last_logits = e->ctx->s.logits;
         e->ctx->kv.n_past = e->pos + 1;
     }
-    g->stats.steps++;
-    g->stats.tokens += (uint64_t)m;
+    return st == RUNNER_OK ? m : 0;
 }
 
+/* The condition variable waits on the monotonic clock (runner_group_create), so a clock step cannot
+ * stretch a wait. */
 static void deadline_after(struct timespec *t, int32_t us) {
-    clock_gettime(CLOCK_REALTIME, t);
+    clock_gettime(CLOCK_MONOTONIC, t);
     t->tv_nsec += (long)us * 1000L;
     while (t->tv_nsec >= 1000000000L) t->tv_sec++, t->tv_nsec -= 1000000000L;
 }
@@ -179,8 +187,9 @@ runner_status runner_group_decode(runner_group *g, runner_context *ctx, int32_t 
             g->n_pending = 0;
             g->running = 1;
             pthread_mutex_unlock(&g->mu);
-            run_step(g, n);
+            const int32_t evaluated = run_step(g, n);
             pthread_mutex_lock(&g->mu);
+            if (evaluated > 0) g->stats.steps++, g->stats.tokens += (uint64_t)evaluated;
             for (int32_t i = 0; i < n; i++) g->taken[i]->done = 1;
             g->running = 0;
             pthread_cond_broadcast(&g->cv);

@@ -140,7 +140,7 @@ static void attention_tile_task(void *arg, int64_t i0, int64_t i1, int ith) {
                         *s = tanhf(*s * inv_cap) * cap;
                     }
             K->softmax(nq, scale, w.s, w.lo, w.hi, w.m, w.l, w.c, w.e);
-            K->accum(nq, hd, j_lo, j_hi, w.e, v, w.c, w.acc);
+            K->accum(nq, hd, j_lo, j_hi, w.lo, w.hi, w.e, v, w.c, w.acc);
         }
         for (int32_t qi = 0; qi < nq; qi++) {
             const int32_t t = t0 + qi / nh, h = h0 + qi % nh;

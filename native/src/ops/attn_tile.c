@@ -70,12 +70,14 @@ void runner_attn_softmax_scalar(int nq, float scale, const float *s, const int32
     }
 }
 
-void runner_attn_accum_scalar(int nq, int hd, int j_lo, int j_hi, const float *e, const float *v, const float *c, float *acc) {
+void runner_attn_accum_scalar(int nq, int hd, int j_lo, int j_hi, const int32_t *lo, const int32_t *hi, const float *e, const float *v,
+                              const float *c, float *acc) {
     for (int i = 0; i < nq; i++) {
         float *a = acc + (size_t)i * hd;
         if (c[i] != 1.0f)
             for (int d = 0; d < hd; d++) a[d] = a[d] * c[i];
-        for (int j = j_lo; j <= j_hi; j++) {
+        const int from = lo[i] > j_lo ? lo[i] : j_lo, to = hi[i] < j_hi ? hi[i] : j_hi;
+        for (int j = from; j <= to; j++) {
             const float w = e[i * RUNNER_ATTN_BLOCK + j];
             for (int d = 0; d < hd; d++) a[d] = fmaf(w, v[(size_t)j * hd + d], a[d]);
         }

@@ -13,14 +13,14 @@
  *     m'    = max(m, max_j s[j]);  c = m' > m ? exp_ref(m - m') : 1
  *     e[j]  = exp_ref(s[j] - m')                                             (masked: exactly 0)
  *     l     = l * c + tree(e)      tree: t[i] = e[i] + e[i + 16], then halves 8, 4, 2, 1
- *     acc[d] = acc[d] * c (when c != 1); for j ascending: acc[d] = fmaf(e[j], v_j[d], acc[d])
+ *     acc[d] = acc[d] * c (when c != 1); for the query's keys j ascending: acc[d] = fmaf(e[j], v_j[d], acc[d])
  *   out[d] = acc[d] * (1 / l)
  * exp_ref is a Cephes-style expf written in fmaf, adds and bit operations (attn_tile.c), so every
  * variant evaluates it the same; libm's expf could not be vectorised bitwise.
  *
- * The V sum of a block runs over the positions any query of the tile sees, with e = 0 for the keys a
- * query does not: fmaf(0, v, acc) is acc itself (a -0 accumulator could become +0, which nothing
- * downstream can tell apart: the output projection adds it to sums that start at +0).
+ * The tile loads the V rows any of its queries sees, but each query's sum takes only its own keys
+ * (a masked FMA, not e = 0: 0 * Inf, from an F16 value past 65504, would be NaN), so a query's
+ * output is bitwise the same alone or in any tile.
  */
 #ifndef RUNNER_OPS_ATTN_TILE_H
 #define RUNNER_OPS_ATTN_TILE_H
@@ -65,9 +65,11 @@ typedef void (*runner_attn_scores_fn)(int nq, int hd, const float *q, const floa
 typedef void (*runner_attn_softmax_fn)(int nq, float scale, const float *s, const int32_t *lo, const int32_t *hi, float *m, float *l,
                                        float *c, float *e);
 
-/* acc[i][d] = acc[i][d] * c[i] (when c[i] != 1), then for j in [j_lo, j_hi] ascending:
- * acc[i][d] = fmaf(e[i][j], v_j[d], acc[i][d]); v_j = v + j * hd (the block's rows, F32). */
-typedef void (*runner_attn_accum_fn)(int nq, int hd, int j_lo, int j_hi, const float *e, const float *v, const float *c, float *acc);
+/* acc[i][d] = acc[i][d] * c[i] (when c[i] != 1), then for j in [lo[i], hi[i]] ascending:
+ * acc[i][d] = fmaf(e[i][j], v_j[d], acc[i][d]); v_j = v + j * hd (the block's rows, F32, valid for j in
+ * [j_lo, j_hi], the union of the queries' ranges). */
+typedef void (*runner_attn_accum_fn)(int nq, int hd, int j_lo, int j_hi, const int32_t *lo, const int32_t *hi, const float *e,
+                                     const float *v, const float *c, float *acc);
 
 typedef struct runner_attn_kernels {
     runner_attn_widen_fn widen;
@@ -82,19 +84,22 @@ void runner_attn_widen_scalar(size_t n, const uint16_t *src, float *dst);
 void runner_attn_scores_scalar(int nq, int hd, const float *q, const float *kt, float *s);
 void runner_attn_softmax_scalar(int nq, float scale, const float *s, const int32_t *lo, const int32_t *hi, float *m, float *l, float *c,
                                 float *e);
-void runner_attn_accum_scalar(int nq, int hd, int j_lo, int j_hi, const float *e, const float *v, const float *c, float *acc);
+void runner_attn_accum_scalar(int nq, int hd, int j_lo, int j_hi, const int32_t *lo, const int32_t *hi, const float *e, const float *v,
+                              const float *c, float *acc);
 
 void runner_attn_widen_avx2(size_t n, const uint16_t *src, float *dst);
 void runner_attn_scores_avx2(int nq, int hd, const float *q, const float *kt, float *s);
 void runner_attn_softmax_avx2(int nq, float scale, const float *s, const int32_t *lo, const int32_t *hi, float *m, float *l, float *c,
                               float *e);
-void runner_attn_accum_avx2(int nq, int hd, int j_lo, int j_hi, const float *e, const float *v, const float *c, float *acc);
+void runner_attn_accum_avx2(int nq, int hd, int j_lo, int j_hi, const int32_t *lo, const int32_t *hi, const float *e, const float *v,
+                            const float *c, float *acc);
 
 void runner_attn_widen_avx512(size_t n, const uint16_t *src, float *dst);
 void runner_attn_scores_avx512(int nq, int hd, const float *q, const float *kt, float *s);
 void runner_attn_softmax_avx512(int nq, float scale, const float *s, const int32_t *lo, const int32_t *hi, float *m, float *l, float *c,
                                 float *e);
-void runner_attn_accum_avx512(int nq, int hd, int j_lo, int j_hi, const float *e, const float *v, const float *c, float *acc);
+void runner_attn_accum_avx512(int nq, int hd, int j_lo, int j_hi, const int32_t *lo, const int32_t *hi, const float *e, const float *v,
+                              const float *c, float *acc);
 
 /* The variant's kernels (NULL members where this build lacks it), and the best one this CPU mask allows. */
 const runner_attn_kernels *runner_attn_kernels_variant(runner_kernel_variant v);

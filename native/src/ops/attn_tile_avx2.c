@@ -115,8 +115,8 @@ void runner_attn_softmax_avx2(int nq, float scale, const float *s, const int32_t
 }
 
 /* ni queries x nv vectors of 8 dimensions from d0. */
-ALWAYS_INLINE void accum_tile(const int ni, const int nv, int hd, int d0, int j_lo, int j_hi, const float *e, const float *v,
-                              const float *c, float *acc) {
+ALWAYS_INLINE void accum_tile(const int ni, const int nv, int hd, int d0, int j_lo, int j_hi, const int32_t *lo, const int32_t *hi,
+                              const float *e, const float *v, const float *c, float *acc) {
     __m256 a[2][4];
 #pragma GCC unroll 2
     for (int i = 0; i < 2; i++)
@@ -136,7 +136,7 @@ ALWAYS_INLINE void accum_tile(const int ni, const int nv, int hd, int d0, int j_
             if (t < nv) vv[t] = _mm256_loadu_ps(v + (size_t)j * hd + d0 + 8 * t);
 #pragma GCC unroll 2
         for (int i = 0; i < 2; i++)
-            if (i < ni) {
+            if (i < ni && j >= lo[i] && j <= hi[i]) { /* the query's own keys only */
                 const __m256 w = _mm256_set1_ps(e[i * RUNNER_ATTN_BLOCK + j]);
 #pragma GCC unroll 4
                 for (int t = 0; t < 4; t++)
@@ -151,25 +151,29 @@ ALWAYS_INLINE void accum_tile(const int ni, const int nv, int hd, int d0, int j_
                 if (t < nv) _mm256_storeu_ps(acc + (size_t)i * hd + d0 + 8 * t, a[i][t]);
 }
 
-ALWAYS_INLINE void accum_rows(const int ni, int hd, int j_lo, int j_hi, const float *e, const float *v, const float *c, float *acc) {
+ALWAYS_INLINE void accum_rows(const int ni, int hd, int j_lo, int j_hi, const int32_t *lo, const int32_t *hi, const float *e,
+                              const float *v, const float *c, float *acc) {
     const int hd8 = hd & ~7;
     for (int d0 = 0; d0 < hd8; d0 += 32) {
         const int nv = (hd8 - d0) / 8;
-        if (nv >= 4) accum_tile(ni, 4, hd, d0, j_lo, j_hi, e, v, c, acc);
-        else if (nv == 3) accum_tile(ni, 3, hd, d0, j_lo, j_hi, e, v, c, acc);
-        else if (nv == 2) accum_tile(ni, 2, hd, d0, j_lo, j_hi, e, v, c, acc);
-        else accum_tile(ni, 1, hd, d0, j_lo, j_hi, e, v, c, acc);
+        if (nv >= 4) accum_tile(ni, 4, hd, d0, j_lo, j_hi, lo, hi, e, v, c, acc);
+        else if (nv == 3) accum_tile(ni, 3, hd, d0, j_lo, j_hi, lo, hi, e, v, c, acc);
+        else if (nv == 2) accum_tile(ni, 2, hd, d0, j_lo, j_hi, lo, hi, e, v, c, acc);
+        else accum_tile(ni, 1, hd, d0, j_lo, j_hi, lo, hi, e, v, c, acc);
     }
-    for (int i = 0; i < ni; i++) /* the reference's own loop for dimensions past hd8 */
+    for (int i = 0; i < ni; i++) { /* the reference's own loop for dimensions past hd8 */
+        const int from = lo[i] > j_lo ? lo[i] : j_lo, to = hi[i] < j_hi ? hi[i] : j_hi;
         for (int d = hd8; d < hd; d++) {
             float *a = acc + (size_t)i * hd + d;
             if (c[i] != 1.0f) *a = *a * c[i];
-            for (int j = j_lo; j <= j_hi; j++) *a = fmaf(e[i * RUNNER_ATTN_BLOCK + j], v[(size_t)j * hd + d], *a);
+            for (int j = from; j <= to; j++) *a = fmaf(e[i * RUNNER_ATTN_BLOCK + j], v[(size_t)j * hd + d], *a);
         }
+    }
 }
 
-void runner_attn_accum_avx2(int nq, int hd, int j_lo, int j_hi, const float *e, const float *v, const float *c, float *acc) {
+void runner_attn_accum_avx2(int nq, int hd, int j_lo, int j_hi, const int32_t *lo, const int32_t *hi, const float *e, const float *v,
+                            const float *c, float *acc) {
     int i = 0;
-    for (; i + 2 <= nq; i += 2) accum_rows(2, hd, j_lo, j_hi, e + i * RUNNER_ATTN_BLOCK, v, c + i, acc + (size_t)i * hd);
-    if (i < nq) accum_rows(1, hd, j_lo, j_hi, e + i * RUNNER_ATTN_BLOCK, v, c + i, acc + (size_t)i * hd);
+    for (; i + 2 <= nq; i += 2) accum_rows(2, hd, j_lo, j_hi, lo + i, hi + i, e + i * RUNNER_ATTN_BLOCK, v, c + i, acc + (size_t)i * hd);
+    if (i < nq) accum_rows(1, hd, j_lo, j_hi, lo + i, hi + i, e + i * RUNNER_ATTN_BLOCK, v, c + i, acc + (size_t)i * hd);
 }

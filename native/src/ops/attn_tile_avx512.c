@@ -113,8 +113,8 @@ void runner_attn_softmax_avx512(int nq, float scale, const float *s, const int32
 }
 
 /* ni queries x nv vectors of 16 dimensions from d0 (the last one masked to hd). */
-ALWAYS_INLINE void accum_tile(const int ni, const int nv, int hd, int d0, int j_lo, int j_hi, const float *e, const float *v,
-                              const float *c, float *acc) {
+ALWAYS_INLINE void accum_tile(const int ni, const int nv, int hd, int d0, int j_lo, int j_hi, const int32_t *lo, const int32_t *hi,
+                              const float *e, const float *v, const float *c, float *acc) {
     __mmask16 mk[4];
     __m512 a[4][4];
 #pragma GCC unroll 4
@@ -142,9 +142,10 @@ ALWAYS_INLINE void accum_tile(const int ni, const int nv, int hd, int d0, int j_
         for (int i = 0; i < 4; i++)
             if (i < ni) {
                 const __m512 w = _mm512_set1_ps(e[i * RUNNER_ATTN_BLOCK + j]);
+                const __mmask16 own = j >= lo[i] && j <= hi[i] ? (__mmask16)0xffff : (__mmask16)0; /* the query's own keys only */
 #pragma GCC unroll 4
                 for (int t = 0; t < 4; t++)
-                    if (t < nv) a[i][t] = _mm512_fmadd_ps(w, vv[t], a[i][t]);
+                    if (t < nv) a[i][t] = _mm512_mask3_fmadd_ps(w, vv[t], a[i][t], own);
             }
     }
 #pragma GCC unroll 4
@@ -155,22 +156,26 @@ ALWAYS_INLINE void accum_tile(const int ni, const int nv, int hd, int d0, int j_
                 if (t < nv) _mm512_mask_storeu_ps(acc + (size_t)i * hd + d0 + 16 * t, mk[t], a[i][t]);
 }
 
-ALWAYS_INLINE void accum_rows(const int ni, int hd, int j_lo, int j_hi, const float *e, const float *v, const float *c, float *acc) {
+ALWAYS_INLINE void accum_rows(const int ni, int hd, int j_lo, int j_hi, const int32_t *lo, const int32_t *hi, const float *e,
+                              const float *v, const float *c, float *acc) {
     for (int d0 = 0; d0 < hd; d0 += 64) {
         const int nv = (hd - d0 + 15) / 16;
-        if (nv >= 4) accum_tile(ni, 4, hd, d0, j_lo, j_hi, e, v, c, acc);
-        else if (nv == 3) accum_tile(ni, 3, hd, d0, j_lo, j_hi, e, v, c, acc);
-        else if (nv == 2) accum_tile(ni, 2, hd, d0, j_lo, j_hi, e, v, c, acc);
-        else accum_tile(ni, 1, hd, d0, j_lo, j_hi, e, v, c, acc);
+        if (nv >= 4) accum_tile(ni, 4, hd, d0, j_lo, j_hi, lo, hi, e, v, c, acc);
+        else if (nv == 3) accum_tile(ni, 3, hd, d0, j_lo, j_hi, lo, hi, e, v, c, acc);
+        else if (nv == 2) accum_tile(ni, 2, hd, d0, j_lo, j_hi, lo, hi, e, v, c, acc);
+        else accum_tile(ni, 1, hd, d0, j_lo, j_hi, lo, hi, e, v, c, acc);
     }
 }
 
-void runner_attn_accum_avx512(int nq, int hd, int j_lo, int j_hi, const float *e, const float *v, const float *c, float *acc) {
+void runner_attn_accum_avx512(int nq, int hd, int j_lo, int j_hi, const int32_t *lo, const int32_t *hi, const float *e, const float *v,
+                              const float *c, float *acc) {
     int i = 0;
-    for (; i + 4 <= nq; i += 4) accum_rows(4, hd, j_lo, j_hi, e + i * RUNNER_ATTN_BLOCK, v, c + i, acc + (size_t)i * hd);
+#define ROWS(N) accum_rows(N, hd, j_lo, j_hi, lo + i, hi + i, e + i * RUNNER_ATTN_BLOCK, v, c + i, acc + (size_t)i * hd)
+    for (; i + 4 <= nq; i += 4) ROWS(4);
     if (nq - i >= 2) {
-        accum_rows(2, hd, j_lo, j_hi, e + i * RUNNER_ATTN_BLOCK, v, c + i, acc + (size_t)i * hd);
+        ROWS(2);
         i += 2;
     }
-    if (nq - i >= 1) accum_rows(1, hd, j_lo, j_hi, e + i * RUNNER_ATTN_BLOCK, v, c + i, acc + (size_t)i * hd);
+    if (nq - i >= 1) ROWS(1);
+#undef ROWS
 }

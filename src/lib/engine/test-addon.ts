@@ -22,6 +22,7 @@ export interface TestAddon {
   kernelVecDot2(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array, bx?: number): [number, number]
   kernelVecDotTile(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array, cols?: number): number[]
   kernelVecDotMv(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number[]
+  kernelVecDotMvn(type: number | string, variant: string, n: number, x: Uint8Array, y: Uint8Array): number[]
   kernelBenchVecDot(
     type: number | string,
     variant: string,
@@ -47,6 +48,7 @@ export const TEST_ADDON_FUNCTIONS = [
   'kernelVecDot2',
   'kernelVecDotTile',
   'kernelVecDotMv',
+  'kernelVecDotMvn',
   'kernelBenchVecDot',
   'kernelFromFloat',
   'kernelAxpy',

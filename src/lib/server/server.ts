@@ -158,7 +158,9 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
     for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
     // Prompts still run on their slot's own threads; the decode steps of every slot run together here.
-    if (o.batchDecode && o.parallel > 1) group = DecodeGroup.create(model, {threads: defaultThreads(), maxMembers: o.parallel})
+    // Its threads: the slots' own budget when --threads gave one (threads x slots), else the physical cores.
+    const groupThreads = Math.min(256, o.threadsPerSlot !== undefined ? o.threadsPerSlot * o.parallel : defaultThreads())
+    if (o.batchDecode && o.parallel > 1) group = DecodeGroup.create(model, {threads: groupThreads, maxMembers: o.parallel})
     const modelIds = ids(basename(o.modelPath).replace(/\.gguf$/i, ''), o.aliases, o.acceptAnyModel)
     const modelId = modelIds.served
     // Two workers, whatever the slots: a render that runs to its budget in one leaves the other for everyone else.
