@@ -4,8 +4,9 @@
 // bitwise identity of results with the cache.
 //
 // The slow cases use a random-weight llama written by scripts/make-test-model.ts (256 wide, 4
-// layers, 2048 context): its 1,800-token prefill takes about a second on one thread, long enough to
-// time out in, to queue behind, and to walk away from.
+// layers, 2048 context): its 1,800-token prefill takes a few hundred milliseconds on one thread
+// (about a second before the tiled attention), long enough to time out in, to queue behind, and to
+// walk away from.
 import assert from 'node:assert/strict'
 import {mkdtempSync, rmSync} from 'node:fs'
 import {tmpdir} from 'node:os'
@@ -20,6 +21,8 @@ import {metric, startTestServer, type TestServer, waitIdle} from './helpers.js'
 
 const STORIES = sharedPath('models', 'stories260K.gguf')
 const SKIP = hasShared() ? false : NO_SHARED_REASON
+/** The timeout of the server the timeout cases use: well under the slow model's long prefill. */
+const TIMEOUT_MS = 100
 const LONG = 'The little dog ran to the park and played with a big red ball. '.repeat(120)
 
 async function status(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
@@ -35,14 +38,21 @@ async function status(promise: Promise<unknown>): Promise<InstanceType<typeof Op
 describe('slots, queue, timeouts and disconnects (slow model)', {skip: SKIP}, () => {
   const dir = mkdtempSync(join(tmpdir(), 'runner-serve-'))
   const slow = join(dir, 'slow.gguf')
-  /** One slot, a 0.4 s timeout. */
+  /** One slot, a TIMEOUT_MS timeout. */
   let t: TestServer
   /** One slot, one queue place, the default timeout. */
   let q: TestServer
   let longPrompt: number[]
   before(async () => {
     await makeSlowModel(slow)
-    t = await startTestServer({modelPath: slow, parallel: 1, nCtx: 2048, threadsPerSlot: 1, queueLimit: 1, timeoutSeconds: 0.4})
+    t = await startTestServer({
+      modelPath: slow,
+      parallel: 1,
+      nCtx: 2048,
+      threadsPerSlot: 1,
+      queueLimit: 1,
+      timeoutSeconds: TIMEOUT_MS / 1000,
+    })
     q = await startTestServer({modelPath: slow, parallel: 1, nCtx: 2048, threadsPerSlot: 1, queueLimit: 1})
     longPrompt = Array.from({length: 1800}, (_, i) => 1 + (i % 400))
   })
@@ -79,12 +89,17 @@ describe('slots, queue, timeouts and disconnects (slow model)', {skip: SKIP}, ()
     let t0 = performance.now()
     await q.client.completions.create({model: 'slow', prompt: longPrompt, max_tokens: 1})
     const prefillMs = performance.now() - t0
+    // The premise: the prefill outlives the timeout by a margin (else the slow model got fast).
+    assert.ok(prefillMs > 2 * TIMEOUT_MS, `the prefill takes only ${prefillMs.toFixed(0)} ms, not well over the ${TIMEOUT_MS} ms timeout`)
     t0 = performance.now()
     const e = await status(t.client.completions.create({model: 'slow', prompt: longPrompt, max_tokens: 4}))
     const ms = performance.now() - t0
     assert.equal(e.status, 408)
     assert.equal(e.code, 'request_timeout')
-    assert.ok(ms < 400 + (prefillMs - 400) / 2, `408 after ${ms.toFixed(0)} ms; the prefill alone takes ${prefillMs.toFixed(0)} ms`)
+    assert.ok(
+      ms < TIMEOUT_MS + (prefillMs - TIMEOUT_MS) / 2,
+      `408 after ${ms.toFixed(0)} ms; the prefill alone takes ${prefillMs.toFixed(0)} ms`,
+    )
     await waitIdle(t.url, 3000)
     const ok = await t.client.completions.create({model: 'slow', prompt: 'Once upon a time', max_tokens: 4, temperature: 0})
     assert.equal(ok.usage?.completion_tokens, 4)
