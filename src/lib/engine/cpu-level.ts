@@ -35,8 +35,11 @@ export function effectiveCpuLevel(features: CpuFeatures, env: NodeJS.ProcessEnv 
 /** Which kernels the engine runs on this CPU (native/src/quant/type_table.c, ops/attn_kernels.c). */
 export interface KernelSet {
   readonly level: CpuLevel
-  /** Integer block dots of the quantized types: VPDPBUSD (VNNI), VPMADDUBSW (AVX2 or AVX-512 without VNNI), scalar. */
-  readonly dots: 'avx512-vnni' | 'avx512' | 'avx2' | 'scalar'
+  /**
+   * Integer block dots of the quantized types: VPDPBUSD (AVX-512 VNNI), else the AVX2 kernels
+   * (VPMADDUBSW: the AVX-512 block kernels need VNNI, type_table.c NEEDS_AVX512_VNNI), else scalar.
+   */
+  readonly dots: 'avx512-vnni' | 'avx2' | 'scalar'
   /** The tiled attention's variant (ops/attn_tile_*.c). */
   readonly attention: CpuLevel
   /** AMX tiles: this build has no AMX kernel, so they are reported, never used. */
@@ -47,7 +50,7 @@ export function kernelSet(features: CpuFeatures, env: NodeJS.ProcessEnv = proces
   const level = effectiveCpuLevel(features, env)
   return {
     level,
-    dots: level === 'avx512' ? (features.avx512_vnni ? 'avx512-vnni' : 'avx512') : level,
+    dots: level === 'avx512' ? (features.avx512_vnni ? 'avx512-vnni' : 'avx2') : level,
     attention: level,
     amx: features.amx && features.amx_int8 ? 'present, not used (no AMX kernels in this build)' : 'absent',
   }
