@@ -59,10 +59,7 @@ async function workerRunner(o: WorkerOptions): Promise<WorkerResult> {
   const contexts = await Promise.all(
     Array.from({length: o.streams}, () => model.createContext({nCtx: 512, threads: perSlot, kvType: 'f16'})),
   )
-  const waitUs = process.env.RUNNER_BENCH_GROUP_WAIT_US ? Number(process.env.RUNNER_BENCH_GROUP_WAIT_US) : undefined
-  const group = batched
-    ? DecodeGroup.create(model, {threads: o.threads, maxMembers: o.streams, ...(waitUs !== undefined ? {waitUs} : {})})
-    : undefined
+  const group = batched ? DecodeGroup.create(model, {threads: o.threads, maxMembers: o.streams}) : undefined
   const sampling = resolveSamplingOptions({temperature: 0, topK: 0, topP: 1, minP: 0, seed: 0n})
   await contexts[0]!.generate(promptOf(0), {maxTokens: 4, sampling, stopTokens: [], pos: 0}).result // warm-up, not timed
   // Prompts first (not timed), so every stream's decode starts together.

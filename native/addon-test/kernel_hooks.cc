@@ -294,7 +294,7 @@ Napi::Value KernelFromFloat(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// The variant an element-wise hook (kernelAxpy, kernelRoundF16) names: its index, or -1 when no
+// The variant an element-wise hook (kernelRoundF16) names: its index, or -1 when no
 // variant has that name. The AVX2 ones need what the F16 AVX2 kernels need; refused where this CPU lacks it.
 int ElementwiseVariant(const Napi::Env& env, const Napi::Value& value, const char* fn) {
   if (!value.IsString()) Throw(env, true, "KERNEL_BAD_ARGUMENT", std::string(fn) + ": variant must be a string");
@@ -305,39 +305,6 @@ int ElementwiseVariant(const Napi::Env& env, const Napi::Value& value, const cha
   if (v == RUNNER_KERNEL_AVX2 && !runner_kernel_vec_dot_usable(runner_type_traits_get(RUNNER_TYPE_F16), RUNNER_KERNEL_AVX2, runner_cpu_features()))
     Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", std::string(fn) + ": this CPU cannot run avx2");
   return v;
-}
-
-// kernelAxpy(type, variant, a: number | Float32Array, x: Uint8Array, y: Float32Array) -> Float32Array:
-// a copy of y after y[i] = fmaf(a[r], x_r[i], y[i]) for each row r in turn with that variant (x holds
-// a.length rows of y.length values back to back; a number is one row). Test hook for the contract.
-Napi::Value KernelAxpy(const Napi::CallbackInfo& info) {
-  RequireArgs(info, 5, "kernelAxpy(type, variant, a, x: Uint8Array, y: Float32Array)");
-  Napi::Env env = info.Env();
-  const runner_type_traits* t = RequireType(env, info[0], "kernelAxpy");
-  const int v = ElementwiseVariant(env, info[1], "kernelAxpy");
-  const runner_axpy_fn fn = v < 0 ? nullptr : runner_axpy_variant(t->type, static_cast<runner_kernel_variant>(v));
-  if (!fn) Throw(env, false, "KERNEL_UNSUPPORTED_VARIANT", "kernelAxpy: no " + info[1].As<Napi::String>().Utf8Value() + " axpy for " + t->name);
-  std::vector<float> a;
-  if (info[2].IsNumber()) {
-    a.push_back(info[2].As<Napi::Number>().FloatValue());
-  } else if (info[2].IsTypedArray() && info[2].As<Napi::TypedArray>().TypedArrayType() == napi_float32_array) {
-    Napi::Float32Array arr = info[2].As<Napi::Float32Array>();
-    a.assign(arr.Data(), arr.Data() + arr.ElementLength());
-  } else {
-    Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelAxpy: a must be a number or a Float32Array");
-  }
-  Napi::Uint8Array x = RequireBytes(env, info[3], "kernelAxpy: x");
-  if (!info[4].IsTypedArray() || info[4].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
-    Throw(env, true, "KERNEL_BAD_ARGUMENT", "kernelAxpy: y must be a Float32Array");
-  Napi::Float32Array y = info[4].As<Napi::Float32Array>();
-  const int64_t n = static_cast<int64_t>(y.ElementLength());
-  const size_t row = static_cast<size_t>(n) * t->type_size;
-  if (x.ByteLength() != a.size() * row)
-    Throw(env, false, "KERNEL_BAD_ARGUMENT", "kernelAxpy: x must hold " + std::to_string(a.size()) + " rows of as many values as y");
-  Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(n));
-  std::copy(y.Data(), y.Data() + n, out.Data());
-  fn(n, static_cast<int64_t>(a.size()), a.data(), x.Data(), row, out.Data());
-  return out;
 }
 
 // kernelVecDotMv(type, variant, n, x: Uint8Array (two rows), y: Uint8Array) -> [x0.y, x1.y, x0.y]: the
@@ -421,7 +388,6 @@ Napi::Value KernelRoundF16(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void RegisterKernelHooks(Napi::Env env, Napi::Object exports) {
-  exports.Set("kernelAxpy", Napi::Function::New(env, KernelAxpy, "kernelAxpy"));
   exports.Set("kernelRoundF16", Napi::Function::New(env, KernelRoundF16, "kernelRoundF16"));
   exports.Set("kernelVecDotMv", Napi::Function::New(env, KernelVecDotMv, "kernelVecDotMv"));
   exports.Set("kernelVecDotMvn", Napi::Function::New(env, KernelVecDotMvn, "kernelVecDotMvn"));

@@ -13,8 +13,12 @@ export default class Serve extends RunnerCommand {
   static override examples = [
     {description: 'Serve on http://127.0.0.1:8080', command: '<%= config.bin %> serve -m ../shared/models/stories260K.gguf'},
     {
-      description: 'Four slots, 2048 tokens each, any free port',
+      description: 'Four slots, 2048 tokens each, any free port; their decode steps run as one forward pass',
       command: '<%= config.bin %> serve -m model.gguf --parallel 4 --ctx 2048 --port 0',
+    },
+    {
+      description: 'The same with each slot stepping on its own (the same tokens; to compare speed)',
+      command: '<%= config.bin %> serve -m model.gguf --parallel 4 --no-batch-decode',
     },
     {
       description: 'On every interface, with a key clients must send',

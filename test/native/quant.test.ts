@@ -634,35 +634,7 @@ describe('F16 x F16 (attention against an F16 KV cache): every SIMD variant equa
   }
 })
 
-describe('axpy (the attention value sum): every SIMD variant equals the scalar reference bitwise, rows at once equal rows one by one', () => {
-  const raw = loadTestAddon()
-  const bitsEqual = (got: Float32Array, want: Float32Array, what: string) => {
-    for (let i = 0; i < want.length; i++) if (!same(got[i]!, want[i]!)) assert.fail(`${what}, i = ${i}: ${got[i]} != ${want[i]}`)
-  }
-  for (const type of ['F32', 'F16']) {
-    for (const variant of ['scalar', ...simd(T(type).variants).filter((v) => v === 'avx2')]) {
-      it(`${type}: ${variant}`, () => {
-        const rng = new SeededRandom(0xa8b9n)
-        const bytes = type === 'F32' ? 4 : 2
-        for (const n of FLOAT_COUNTS) {
-          for (const rows of n < 300 ? [1, 3] : [1, 3, 17]) {
-            const xf = edgyFloats(rng, n * rows)
-            const x = type === 'F32' ? new Uint8Array(xf.buffer) : quantizeRef('F16', xf)
-            const y = edgyFloats(rng, n)
-            const a = Float32Array.from({length: rows}, () => rng.normal())
-            // the reference: the scalar kernel one row at a time
-            let want = y
-            for (let r = 0; r < rows; r++)
-              want = raw.kernelAxpy(type, 'scalar', a[r]!, x.subarray(r * n * bytes, (r + 1) * n * bytes), want)
-            bitsEqual(raw.kernelAxpy(type, variant, a, at(x, n % 64), y), want, `n = ${n}, ${rows} rows`)
-          }
-        }
-      })
-    }
-  }
-})
-
-describe('round_f16 (the attention query and weights for an F16 cache)', () => {
+describe('round_f16 (the attention query for an F16 cache)', () => {
   const raw = loadTestAddon()
   it('scalar: the float of the half nearest x * a, by the TypeScript conversions', () => {
     const rng = new SeededRandom(0xf16f16n)

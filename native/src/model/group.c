@@ -39,7 +39,6 @@ struct runner_group {
     int32_t *tokens, *seg_of;
     runner_segment *segs;
     runner_group_stats stats;
-    int mu_ready;
 };
 
 runner_status runner_group_create(runner_model *model, int32_t n_threads, int32_t max_members, int32_t wait_us, runner_group **out,
@@ -51,11 +50,17 @@ runner_status runner_group_create(runner_model *model, int32_t n_threads, int32_
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "group: wait_us %d out of range [0, 1000000]", wait_us);
     runner_group *g = calloc(1, sizeof *g);
     if (!g) return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "group: out of memory");
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, &ca);
+    pthread_condattr_destroy(&ca);
     /* The smallest cache (one block): the steps use the members' caches. */
     const runner_context_params cp = {.n_ctx = 1, .n_batch = max_members, .n_threads = n_threads, .kv_type = RUNNER_KV_F16};
     runner_status st = runner_context_create(model, &cp, &g->compute, err, err_len);
     if (st != RUNNER_OK) {
-        free(g);
+        runner_group_free(g);
         return st;
     }
     g->max_members = max_members;
@@ -70,23 +75,14 @@ runner_status runner_group_create(runner_model *model, int32_t n_threads, int32_
         runner_group_free(g);
         return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "group: out of memory");
     }
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_mutex_init(&g->mu, NULL);
-    pthread_cond_init(&g->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    g->mu_ready = 1;
     *out = g;
     return RUNNER_OK;
 }
 
 void runner_group_free(runner_group *g) {
     if (!g) return;
-    if (g->mu_ready) {
-        pthread_mutex_destroy(&g->mu);
-        pthread_cond_destroy(&g->cv);
-    }
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
     runner_context_free(g->compute);
     free(g->pending);
     free(g->taken);

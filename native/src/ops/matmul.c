@@ -108,36 +108,25 @@ static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
                 for (int c = 0; c < nc; c++) store_rows(g, i, t + c, rt, re, vt[c]);
             }
             /* Tokens tc at a time through the register tile, rows tr at a time (the rows past the
-             * last whole tile per token through vec_dot). Every value is still bitwise one vec_dot
-             * (the kernel table's contract). */
-            for (; tile && g->n_tok > 1 && t + tc <= g->n_tok; t += tc) {
+             * last whole tile per token through vec_dot); fewer than tc left, at least two, through
+             * the same tile on just those where the type has it. Every value is still bitwise one
+             * vec_dot (the kernel table's contract). */
+            while (tile && g->n_tok > 1 && (g->n_tok - t >= tc || (few && g->n_tok - t >= 2))) {
+                const int nc = g->n_tok - t >= tc ? tc : (int)(g->n_tok - t);
                 const uint8_t *y0 = runner_act_row(g, slot, t);
                 const size_t by = (size_t)(runner_act_row(g, slot, t + 1) - y0);
                 for (int64_t r = 0; r < nr_tiled; r += tr) {
                     float q[RUNNER_TILE_MAX];
-                    tile(w->ne[0], q, x + (size_t)r * w->row_bytes, w->row_bytes, y0 + tile_off, by);
-                    for (int c = 0; c < tc; c++)
-                        for (int k = 0; k < tr; k++) vt[c][r + k] = q[tr * c + k];
-                }
-                for (int64_t r = nr_tiled; r < nr; r++)
-                    for (int c = 0; c < tc; c++) tt->vec_dot[w->variant](w->ne[0], &vt[c][r], x + (size_t)r * w->row_bytes, runner_act_row(g, slot, t + c));
-                for (int c = 0; c < tc; c++) store_rows(g, i, t + c, rt, re, vt[c]);
-            }
-            /* Fewer than tc tokens left, at least two: the same tile on just those (same pack and rows). */
-            if (few && g->n_tok - t >= 2) {
-                const int nc = (int)(g->n_tok - t);
-                const uint8_t *y0 = runner_act_row(g, slot, t);
-                const size_t by = (size_t)(runner_act_row(g, slot, t + 1) - y0);
-                for (int64_t r = 0; r < nr_tiled; r += tr) {
-                    float q[RUNNER_TILE_MAX];
-                    few(w->ne[0], q, x + (size_t)r * w->row_bytes, w->row_bytes, y0 + tile_off, by, nc);
+                    const uint8_t *xr = x + (size_t)r * w->row_bytes;
+                    if (nc == tc) tile(w->ne[0], q, xr, w->row_bytes, y0 + tile_off, by);
+                    else few(w->ne[0], q, xr, w->row_bytes, y0 + tile_off, by, nc);
                     for (int c = 0; c < nc; c++)
                         for (int k = 0; k < tr; k++) vt[c][r + k] = q[tr * c + k];
                 }
                 for (int64_t r = nr_tiled; r < nr; r++)
                     for (int c = 0; c < nc; c++) tt->vec_dot[w->variant](w->ne[0], &vt[c][r], x + (size_t)r * w->row_bytes, runner_act_row(g, slot, t + c));
                 for (int c = 0; c < nc; c++) store_rows(g, i, t + c, rt, re, vt[c]);
-                t = g->n_tok;
+                t += nc;
             }
             for (; t < g->n_tok; t++) {
                 runner_vec_dot_rows_packed(tt, w->variant, w->ne[0], v, x, w->row_bytes, nr, runner_act_row(g, slot, t),

@@ -98,20 +98,6 @@ void runner_vec_dot_bf16_scalar(int64_t n, float *s, const void *vx, const void 
     *s = reduce_float_lanes(acc);
 }
 
-void runner_axpy_f32_scalar(int64_t n, int64_t rows, const float *a, const void *vx, size_t bx, float *y) {
-    for (int64_t r = 0; r < rows; r++) {
-        const uint8_t *x = (const uint8_t *)vx + (size_t)r * bx;
-        for (int64_t i = 0; i < n; i++) y[i] = fmaf(a[r], rd_f32(x + 4 * i), y[i]);
-    }
-}
-
-void runner_axpy_f16_scalar(int64_t n, int64_t rows, const float *a, const void *vx, size_t bx, float *y) {
-    for (int64_t r = 0; r < rows; r++) {
-        const uint8_t *x = (const uint8_t *)vx + (size_t)r * bx;
-        for (int64_t i = 0; i < n; i++) y[i] = fmaf(a[r], runner_fp16_to_fp32(rd_u16(x + 2 * i)), y[i]);
-    }
-}
-
 void runner_round_f16_scalar(int64_t n, float a, const float *x, float *y) {
     for (int64_t i = 0; i < n; i++) y[i] = runner_fp16_to_fp32(runner_fp32_to_fp16(x[i] * a));
 }

@@ -165,43 +165,6 @@ void runner_from_float_bf16_avx2(const float *x, void *vy, int64_t n) {
     runner_from_float_bf16_scalar(x + i, y + 2 * i, n - i);
 }
 
-/*
- * axpy over rows: y in up to eight ymm registers (64 values) at a time while every row passes, FMA
- * per value as fmaf does (one rounding), the last n % 8 values with fmaf: each value sees the same
- * FMAs in the same row order as the scalar loop. Keeping y in registers saves a load and a store of
- * y per row and value (the attention's value sum: one row per key).
- */
-#define AXPY_ROWS_CHUNK(LOAD8, ELEM, K)                                                             \
-    {                                                                                               \
-        __m256 acc[8];                                                                              \
-        for (int j = 0; j < (K); j++) acc[j] = _mm256_loadu_ps(y + i + 8 * j);                      \
-        for (int64_t r = 0; r < rows; r++) {                                                        \
-            const __m256 va = _mm256_set1_ps(a[r]);                                                 \
-            const uint8_t *const xr = x + (size_t)r * bx + (ELEM) * i;                              \
-            for (int j = 0; j < (K); j++) acc[j] = _mm256_fmadd_ps(va, LOAD8(xr + (ELEM) * 8 * j), acc[j]); \
-        }                                                                                           \
-        for (int j = 0; j < (K); j++) _mm256_storeu_ps(y + i + 8 * j, acc[j]);                      \
-        i += 8 * (K);                                                                               \
-    }
-
-#define AXPY_ROWS_AVX2(LOAD8, ELEM, SCALAR)                                                         \
-    const uint8_t *const x = vx;                                                                    \
-    int64_t i = 0;                                                                                  \
-    while (n - i >= 64) AXPY_ROWS_CHUNK(LOAD8, ELEM, 8)                                             \
-    if (n - i >= 8) {                                                                               \
-        const int k = (int)((n - i) / 8);                                                           \
-        AXPY_ROWS_CHUNK(LOAD8, ELEM, k)                                                             \
-    }                                                                                               \
-    SCALAR(n - i, rows, a, x + (ELEM) * i, bx, y + i);
-
-void runner_axpy_f32_avx2(int64_t n, int64_t rows, const float *a, const void *vx, size_t bx, float *y) {
-    AXPY_ROWS_AVX2(load_f32x8, 4, runner_axpy_f32_scalar)
-}
-
-void runner_axpy_f16_avx2(int64_t n, int64_t rows, const float *a, const void *vx, size_t bx, float *y) {
-    AXPY_ROWS_AVX2(load_f16x8, 2, runner_axpy_f16_scalar)
-}
-
 /* F16C's conversion rounds to nearest even and quiets NaNs keeping the payload's top bits, as
  * runner_fp32_to_fp16 does; the tail goes through the scalar loop. */
 void runner_round_f16_avx2(int64_t n, float a, const float *x, float *y) {

@@ -126,17 +126,8 @@ typedef struct runner_type_traits {
  * table, since F16 weights dot against F32 activations. Its vec_dot variants obey the same contract. */
 const runner_type_traits *runner_kv_f16_traits(void);
 
-/* For r = 0 .. rows-1 in turn: y[i] = fmaf(a[r], x_r[i], y[i]) for i < n, x_r = x + r*bx of F32 or
- * F16 (the attention's weighted sum of values, one row per key). Each element sees its FMAs in row
- * order, so every variant is bitwise the scalar one, and bitwise one call per row; the SIMD ones keep
- * y in registers across the rows. NULL where a variant is absent. */
-typedef void (*runner_axpy_fn)(int64_t n, int64_t rows, const float *a, const void *x, size_t bx, float *y);
-runner_axpy_fn runner_axpy_variant(int32_t type, runner_kernel_variant v);
-/* The fastest usable variant for this CPU (never NULL for F32 and F16). */
-runner_axpy_fn runner_axpy_pick(int32_t type, runner_cpu_mask cpu);
-
 /* y[i] = the float of the half nearest x[i] * a (the product rounded to float first; halves round to
- * nearest even, as runner_fp32_to_fp16): the attention's query and weights against an F16 cache.
+ * nearest even, as runner_fp32_to_fp16): the attention's query against an F16 cache.
  * Every variant is bitwise the scalar one. NULL where a variant is absent. */
 typedef void (*runner_round_f16_fn)(int64_t n, float a, const float *x, float *y);
 runner_round_f16_fn runner_round_f16_variant(runner_kernel_variant v);

@@ -363,16 +363,6 @@ int runner_type_row_bytes(const runner_type_traits *t, int64_t n, size_t *bytes)
     return 0;
 }
 
-/* axpy has no AVX-512 variant: its 256-bit AVX2 one already streams at memory speed here. */
-runner_axpy_fn runner_axpy_variant(int32_t type, runner_kernel_variant v) {
-    static const runner_axpy_fn f32[RUNNER_KERNEL_COUNT] = {runner_axpy_f32_scalar, X86(runner_axpy_f32_avx2), NULL};
-    static const runner_axpy_fn f16[RUNNER_KERNEL_COUNT] = {runner_axpy_f16_scalar, X86(runner_axpy_f16_avx2), NULL};
-    if ((int)v < 0 || v >= RUNNER_KERNEL_COUNT) return NULL;
-    if (type == RUNNER_TYPE_F32) return f32[v];
-    if (type == RUNNER_TYPE_F16) return f16[v];
-    return NULL;
-}
-
 runner_round_f16_fn runner_round_f16_variant(runner_kernel_variant v) {
     static const runner_round_f16_fn fns[RUNNER_KERNEL_COUNT] = {runner_round_f16_scalar, X86(runner_round_f16_avx2), NULL};
     return (int)v < 0 || v >= RUNNER_KERNEL_COUNT ? NULL : fns[v];
@@ -381,10 +371,4 @@ runner_round_f16_fn runner_round_f16_variant(runner_kernel_variant v) {
 runner_round_f16_fn runner_round_f16_pick(runner_cpu_mask cpu) {
     const runner_round_f16_fn avx2 = runner_round_f16_variant(RUNNER_KERNEL_AVX2);
     return avx2 && (cpu & NEEDS_AVX2) == NEEDS_AVX2 ? avx2 : runner_round_f16_scalar;
-}
-
-runner_axpy_fn runner_axpy_pick(int32_t type, runner_cpu_mask cpu) {
-    const runner_axpy_fn avx2 = runner_axpy_variant(type, RUNNER_KERNEL_AVX2);
-    if (avx2 && (cpu & NEEDS_AVX2) == NEEDS_AVX2) return avx2;
-    return runner_axpy_variant(type, RUNNER_KERNEL_SCALAR);
 }

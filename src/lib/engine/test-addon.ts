@@ -33,7 +33,6 @@ export interface TestAddon {
     rowsPerCall?: number,
   ): number
   kernelFromFloat(type: number | string, variant: string, x: Float32Array, dstOffset?: number): Uint8Array
-  kernelAxpy(type: number | string, variant: string, a: number | Float32Array, x: Uint8Array, y: Float32Array): Float32Array
   kernelRoundF16(variant: string, a: number, x: Float32Array): Float32Array
   samplerTestSplitMix64(seed: bigint, n: number): BigUint64Array
   samplerTestXoshiro256ss(state: readonly [bigint, bigint, bigint, bigint], n: number): BigUint64Array
@@ -51,7 +50,6 @@ export const TEST_ADDON_FUNCTIONS = [
   'kernelVecDotMvn',
   'kernelBenchVecDot',
   'kernelFromFloat',
-  'kernelAxpy',
   'kernelRoundF16',
   'samplerTestSplitMix64',
   'samplerTestXoshiro256ss',
@@ -90,8 +88,6 @@ function call<T>(fn: () => T): T {
     throw engineError(error)
   }
 }
-
-const hookType = (type: HookTypeRef): number | string => (type === 'F16xF16' ? type : kernelTypeId(type))
 
 /**
  * Activation quantizer of `variant` (default: the one the engine picks). `dstOffset` (0..63) places
@@ -140,11 +136,6 @@ export function vecDotTile(type: KernelTypeRef, n: number, x: Uint8Array, y: Uin
 /** The decode kernels on y packed by the variant's mv_pack: [vec_dot2_mv row 0, row 1, vec_dot_mv row 0]. */
 export function vecDotMv(type: KernelTypeRef, n: number, x: Uint8Array, y: Uint8Array, variant: KernelVariant): number[] {
   return call(() => hooks().kernelVecDotMv(kernelTypeId(type), variant, n, x, y))
-}
-
-/** A copy of y after y[i] = fmaf(a[r], x_r[i], y[i]) for each row r of x (F32 or F16) in turn. */
-export function axpy(type: HookTypeRef, variant: string, a: number | Float32Array, x: Uint8Array, y: Float32Array): Float32Array {
-  return call(() => hooks().kernelAxpy(hookType(type), variant, a, x, y))
 }
 
 /** The float of the half nearest x[i] * a, through a variant of runner_round_f16. */
