@@ -291,6 +291,8 @@ describe('typeTraits(): the native type table', () => {
 /** Block counts: every tail of a 16-block group (the AVX-512 grouping) and of an 8-block one, twice over. */
 const BLOCK_COUNTS = [...Array.from({length: 40}, (_, i) => i + 1), 128, 344]
 const FLOAT_COUNTS = [...Array.from({length: 300}, (_, i) => i + 1), 4096, 11008]
+// every tail of a 64-lane step (odd counts split a BF16 word), two whole steps plus tails, long rows
+const TILE_FLOAT_COUNTS = [...Array.from({length: 130}, (_, i) => i + 1), 191, 255, 4096, 5632 + 33]
 
 describe('vec_dot: every SIMD variant equals the scalar reference bitwise', () => {
   for (const name of WEIGHT_TYPES) {
@@ -360,24 +362,42 @@ describe('vec_dot2 (two rows per call): each result equals the scalar vec_dot of
 describe('vec_dot_tile (a register tile of weight rows by activation rows): each result equals the scalar vec_dot bitwise', () => {
   // The shapes the engine's prompt path relies on: a tile that vanished would silently fall back to
   // the one-row kernel, and a changed shape changes how forward.c walks the rows.
-  const SHAPES: Record<string, string> = {Q4_0: '1x8', Q8_0: '1x8', Q4_K: '1x8', Q5_K: '1x8', Q6_K: '1x8'}
-  it('exists for the AVX-512 Q4_0, Q8_0 (1 x 8) and Q4_K, Q5_K, Q6_K (1 x 8) kernels only', {skip: process.arch !== 'x64'}, () => {
-    for (const t of traits) {
-      const want = SHAPES[t.name] && t.variants.includes('avx512') ? [`avx512:${SHAPES[t.name]}`] : []
-      assert.deepEqual(
-        t.vecDotTiles.map((s) => `${s.variant}:${s.rows}x${s.cols}`),
-        want,
-        t.name,
-      )
-    }
-  })
+  const SHAPES: Record<string, string> = {
+    Q4_0: '1x8',
+    Q8_0: '1x8',
+    Q4_K: '1x8',
+    Q5_K: '1x8',
+    Q6_K: '1x8',
+    F32: '2x3',
+    F16: '2x3',
+    BF16: '2x3',
+  }
+  it(
+    'exists for the AVX-512 Q4_0, Q8_0, Q4_K, Q5_K, Q6_K (1 x 8) and F32, F16, BF16 (2 x 3) kernels only',
+    {skip: process.arch !== 'x64'},
+    () => {
+      for (const t of traits) {
+        const want = SHAPES[t.name] && t.variants.includes('avx512') ? [`avx512:${SHAPES[t.name]}`] : []
+        assert.deepEqual(
+          t.vecDotTiles.map((s) => `${s.variant}:${s.rows}x${s.cols}`),
+          want,
+          t.name,
+        )
+      }
+    },
+  )
 
   for (const t of traits) {
     for (const tile of t.vecDotTiles) {
       it(`${t.name}: ${tile.variant} ${tile.rows} x ${tile.cols}`, () => {
         const rng = new SeededRandom(0x2e2e0000n + BigInt(t.type))
-        // every tail of the kernels' block groups (16 blocks of 32, 8 super-blocks of 256), and long rows
-        const counts = t.blockSize === 256 ? [...Array.from({length: 18}, (_, i) => i + 1), 43, 86] : BLOCK_COUNTS
+        // every tail of the kernels' block groups (16 blocks of 32, 8 super-blocks of 256, 64 float lanes), and long rows
+        const counts =
+          t.blockSize === 256
+            ? [...Array.from({length: 18}, (_, i) => i + 1), 43, 86]
+            : t.blockSize === 1
+              ? TILE_FLOAT_COUNTS
+              : BLOCK_COUNTS
         let k = 0
         for (const blocks of counts) {
           const n = blocks * t.blockSize
@@ -402,12 +422,12 @@ describe('vec_dot_tile (a register tile of weight rows by activation rows): each
 })
 
 describe('vec_dot_tile_few (the tile on fewer activation rows: decode groups, prompt tails): each result equals the scalar vec_dot bitwise', () => {
-  for (const t of traits.filter((x) => x.name === 'Q4_0' || x.name === 'Q8_0')) {
+  for (const t of traits.filter((x) => ['Q4_0', 'Q8_0', 'F32', 'F16', 'BF16'].includes(x.name))) {
     for (const tile of t.vecDotTiles) {
       it(`${t.name}: ${tile.variant} on 1 to ${tile.cols - 1} activation rows`, () => {
         const rng = new SeededRandom(0x2e2f0000n + BigInt(t.type))
         let k = 0
-        for (const blocks of BLOCK_COUNTS) {
+        for (const blocks of t.blockSize === 1 ? TILE_FLOAT_COUNTS : BLOCK_COUNTS) {
           const n = blocks * t.blockSize
           for (let cols = 1; cols < tile.cols; cols++) {
             const xs = Array.from({length: tile.rows}, (_, r) => dotInputs(rng, t, n, k + r).x)

@@ -174,6 +174,13 @@ RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f32_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f16_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_f16_f16_avx512);
 RUNNER_DECLARE_VEC_DOT(runner_vec_dot_bf16_avx512);
+/* float_tile_avx512.c: 2 x 3 prompt tiles, and the same on 1 or 2 activation rows */
+RUNNER_DECLARE_VEC_DOT_TILE(runner_vec_dot_tile_f32_avx512);
+RUNNER_DECLARE_VEC_DOT_TILE(runner_vec_dot_tile_f16_avx512);
+RUNNER_DECLARE_VEC_DOT_TILE(runner_vec_dot_tile_bf16_avx512);
+void runner_vec_dot_tile_few_f32_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by, int nc);
+void runner_vec_dot_tile_few_f16_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by, int nc);
+void runner_vec_dot_tile_few_bf16_avx512(int64_t n, float *s, const void *vx, size_t bx, const void *vy, size_t by, int nc);
 
 /* q8.c / q8_avx2.c / q8_avx512.c */
 RUNNER_DECLARE_TO_FLOAT(runner_to_float_q8_0);

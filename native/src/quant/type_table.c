@@ -38,6 +38,10 @@ static const runner_type_traits type_f32 = {
     .from_float_ref = runner_from_float_f32,
     .from_float = {runner_from_float_f32, NULL, NULL}, /* a copy: nothing for SIMD to do */
     .vec_dot = {runner_vec_dot_f32_scalar, X86(runner_vec_dot_f32_avx2), X86(runner_vec_dot_f32_avx512)},
+    .vec_dot_tile = {NULL, NULL, X86(runner_vec_dot_tile_f32_avx512)},
+    .vec_dot_tile_few = {NULL, NULL, X86(runner_vec_dot_tile_few_f32_avx512)},
+    .tile_rows = {0, 0, 2},
+    .tile_cols = {0, 0, 3},
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512},
     .from_float_needs = NO_NEEDS,
 };
@@ -52,6 +56,11 @@ static const runner_type_traits type_f16 = {
     .from_float_ref = runner_from_float_f16_scalar,
     .from_float = {runner_from_float_f16_scalar, X86(runner_from_float_f16_avx2), X86(runner_from_float_f16_avx512)},
     .vec_dot = {runner_vec_dot_f16_scalar, X86(runner_vec_dot_f16_avx2), X86(runner_vec_dot_f16_avx512)},
+    /* the prompt tile (float_tile_avx512.c): each weight value widened once for three tokens */
+    .vec_dot_tile = {NULL, NULL, X86(runner_vec_dot_tile_f16_avx512)},
+    .vec_dot_tile_few = {NULL, NULL, X86(runner_vec_dot_tile_few_f16_avx512)},
+    .tile_rows = {0, 0, 2},
+    .tile_cols = {0, 0, 3},
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512},
     .from_float_needs = {0, NEEDS_AVX2, NEEDS_AVX512},
 };
@@ -258,6 +267,10 @@ static const runner_type_traits type_bf16 = {
     .from_float_ref = runner_from_float_bf16_scalar,
     .from_float = {runner_from_float_bf16_scalar, X86(runner_from_float_bf16_avx2), X86(runner_from_float_bf16_avx512)},
     .vec_dot = {runner_vec_dot_bf16_scalar, X86(runner_vec_dot_bf16_avx2), X86(runner_vec_dot_bf16_avx512)},
+    .vec_dot_tile = {NULL, NULL, X86(runner_vec_dot_tile_bf16_avx512)},
+    .vec_dot_tile_few = {NULL, NULL, X86(runner_vec_dot_tile_few_bf16_avx512)},
+    .tile_rows = {0, 0, 2},
+    .tile_cols = {0, 0, 3},
     .needs = {0, NEEDS_AVX2, NEEDS_AVX512},
     .from_float_needs = {0, NEEDS_AVX2, NEEDS_AVX512},
 };
