@@ -11,8 +11,8 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "ops/attention.h"
-#include "quant/amx.h"
 #include "ops/rope.h"
+#include "quant/amx.h"
 
 void runner_context_free(runner_context *ctx) {
     if (!ctx) return;
