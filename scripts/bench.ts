@@ -39,7 +39,7 @@ import {basename, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 
-import {cpuFeatures, describeKernels, kernelSet} from '../src/lib/engine/index.js'
+import {amxStatus, cpuFeatures, describeKernels, kernelSet} from '../src/lib/engine/index.js'
 import {readGgufModel} from '../src/lib/gguf/index.js'
 import {defaultThreads} from '../src/lib/util/index.js'
 
@@ -847,7 +847,7 @@ async function main(): Promise<void> {
     addon: process.env.RUNNER_NATIVE_ADDON ?? 'native/build (default)',
     threads: threads.join(', '),
     'node-llama-cpp flash attention': flashAttention,
-    kernels: describeKernels(kernelSet(cpuFeatures())),
+    kernels: describeKernels(kernelSet(cpuFeatures(), amxStatus().state)),
     reps,
     pp: ppList.join(', '),
     depth: depthList.join(', '),

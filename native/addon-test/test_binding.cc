@@ -51,6 +51,7 @@ Napi::Value TestWorkerThrow(const Napi::CallbackInfo& info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterKernelHooks(env, exports);
+  RegisterAmxHooks(env, exports);
   RegisterSamplerHooks(env, exports);
   exports.Set("abiVersion", Napi::Function::New(env, AbiVersion, "abiVersion"));
   exports.Set("testWorkerThrow", Napi::Function::New(env, TestWorkerThrow, "testWorkerThrow"));

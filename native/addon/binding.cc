@@ -30,6 +30,20 @@ Napi::Value CpuFeatures(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// amxStatus() -> {state: "absent" | "off" | "not-built" | "permission-denied" | "selfcheck-failed" |
+// "active" | "emulated", tiles: number}: whether prompt matmuls use AMX in this process (decided on
+// the first call, self-check included) and how many 16 x 16 tiles they have computed with it.
+Napi::Value AmxStatus(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int state = runner_amx_state_get();
+  const char* name = runner_amx_state_name(state);
+  if (name == nullptr) throw runner_addon::StatusError(env, RUNNER_ERR_INTERNAL, "engine AMX state " + std::to_string(state) + " has no name");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("state", Napi::String::New(env, name));
+  out.Set("tiles", Napi::Number::New(env, static_cast<double>(runner_amx_tiles())));
+  return out;
+}
+
 // version() -> package version the engine was built as, e.g. "0.1.0".
 Napi::Value Version(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), runner_version());
@@ -55,6 +69,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   runner_addon::RegisterEngineBindings(env, exports);
   runner_addon::RegisterGrammarBindings(env, exports);
   exports.Set("cpuFeatures", Napi::Function::New(env, CpuFeatures, "cpuFeatures"));
+  exports.Set("amxStatus", Napi::Function::New(env, AmxStatus, "amxStatus"));
   exports.Set("version", Napi::Function::New(env, Version, "version"));
   exports.Set("abiVersion", Napi::Function::New(env, AbiVersion, "abiVersion"));
   exports.Set("statusCodes", Napi::Function::New(env, StatusCodes, "statusCodes"));

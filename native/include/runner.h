@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 13
+#define RUNNER_ABI_VERSION 14
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -70,6 +70,33 @@ const char *runner_cpu_feature_name(int feature);
 static inline int runner_cpu_has(runner_cpu_mask mask, runner_cpu_feature feature) {
     return (unsigned)feature < (unsigned)RUNNER_CPU_FEATURE_COUNT && ((mask >> (unsigned)feature) & 1u) != 0;
 }
+
+/*
+ * AMX-INT8 tiles for prompt matmuls (Q8_0 and Q4_0 weights; docs/kernels.md, "AMX"). Decided once
+ * per process, on the first call of any function below or the first context: in use only when the
+ * CPU mask (capped by RUNNER_CPU_MAX) has AMX-TILE and AMX-INT8, the OS granted the tile state,
+ * and a built-in self-check gave bitwise the vec_dot kernels' results, so AMX never changes a logit.
+ * RUNNER_AMX=off keeps it off; RUNNER_AMX=emulate runs the algorithm on a scalar emulation of the
+ * tile instructions instead (for tests only: slow). Append; never renumber.
+ */
+typedef enum runner_amx_state {
+    RUNNER_AMX_ABSENT = 0,            /* the CPU (or OS, or the RUNNER_CPU_MAX cap) lacks AMX-INT8 */
+    RUNNER_AMX_OFF = 1,               /* present, RUNNER_AMX=off */
+    RUNNER_AMX_NOT_BUILT = 2,         /* present, this build has no AMX code (compiler or target) */
+    RUNNER_AMX_PERMISSION_DENIED = 3, /* present, the OS refused the tile state (Linux arch_prctl) */
+    RUNNER_AMX_SELFCHECK_FAILED = 4,  /* present, the self-check found a difference: not used */
+    RUNNER_AMX_ACTIVE = 5,            /* prompt matmuls of Q8_0 and Q4_0 weights use AMX */
+    RUNNER_AMX_EMULATED = 6,          /* RUNNER_AMX=emulate: the same algorithm on emulated tiles */
+    RUNNER_AMX_STATE_COUNT
+} runner_amx_state;
+
+runner_amx_state runner_amx_state_get(void);
+/* Stable name of a state ("absent", "off", "not-built", "permission-denied", "selfcheck-failed",
+ * "active", "emulated"), or NULL when out of range. */
+const char *runner_amx_state_name(int state);
+/* 16-row x 16-token tiles the prompt matmuls have computed with AMX (active or emulated) so far in
+ * this process. */
+uint64_t runner_amx_tiles(void);
 
 
 /* ---- status ---------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 import {constraintFromFlags, contextFromFlags, loadProgress, RunnerCommand, samplingFromFlags, withInterrupt} from '../lib/cli/index.js'
-import {cpuFeatures, describeKernels, kernelSet} from '../lib/engine/index.js'
+import {amxStatus, cpuFeatures, describeKernels, kernelSet} from '../lib/engine/index.js'
 import {ExitCode} from '../lib/errors.js'
 import {runFlags, runPrompt} from '../lib/run/index.js'
 import {formatBytes, readPrompt} from '../lib/util/index.js'
@@ -64,7 +64,7 @@ export default class Run extends RunnerCommand {
     )
     if (flags.json) {
       const {text, tokens, promptTokens, finishReason, timings, constraint: c, peakRssBytes} = r
-      const kernels = kernelSet(cpuFeatures())
+      const kernels = kernelSet(cpuFeatures(), amxStatus().state)
       this.log(
         JSON.stringify({text, tokens, promptTokens, finishReason, seed: r.seed.toString(), timings, constraint: c, peakRssBytes, kernels}),
       )
@@ -75,7 +75,7 @@ export default class Run extends RunnerCommand {
       process.stderr.write(
         `load ${t.loadMs} ms · prompt ${r.evaluatedTokens} tokens, ${t.promptTokensPerSecond} tok/s · decode ${r.tokens.length} tokens, ` +
           `${t.decodeTokensPerSecond} tok/s · peak RSS ${formatBytes(r.peakRssBytes)} · ${r.finishReason} · seed ${r.seed} · ` +
-          `kernels ${describeKernels(kernelSet(cpuFeatures()))}\n`,
+          `kernels ${describeKernels(kernelSet(cpuFeatures(), amxStatus().state))}\n`,
       )
     }
     if (r.finishReason === 'aborted') this.exit(ExitCode.interrupted)

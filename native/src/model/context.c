@@ -12,13 +12,14 @@
 #include "model/model.h"
 #include "ops/attention.h"
 #include "ops/rope.h"
+#include "quant/amx.h"
 
 void runner_context_free(runner_context *ctx) {
     if (!ctx) return;
     if (ctx->pool) runner_pool_free(ctx->pool);
     runner_kv_cache_free(&ctx->kv);
     runner_scratch *s = &ctx->s;
-    void *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits, s->act_q, s->attn,
+    void *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits, s->act_q, s->attn, s->amx,
                     s->router, s->sel, s->sel_w, s->exp_gate, s->exp_up, s->exp_out, s->exp_act_q, s->exp_items};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(ctx->rope_cos);
@@ -77,6 +78,14 @@ static int alloc_scratch(runner_context *ctx) {
     ctx->rope_sin = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
     int ok = s->x && s->xn && s->q && s->k && s->v && s->att && s->gate && s->up && s->logits && s->act_q && s->attn &&
              ctx->rope_cos && ctx->rope_sin;
+    /* AMX tiles need a prompt's worth of tokens; a context of smaller batches never reaches them. */
+    const runner_amx_isa *amx = nb >= RUNNER_AMX_TOKENS ? runner_amx_isa_in_use() : NULL;
+    if (ok && amx) {
+        s->amx_bytes = runner_amx_workspace_bytes((int64_t)((widest + 31) / 32 * 32)); /* every AMX weight's row fits */
+        s->amx = runner_alloc_array((size_t)p->n_threads, s->amx_bytes);
+        s->amx_isa = amx;
+        ok = s->amx != NULL;
+    }
     if (ok && swa_rope_differs(c)) {
         ctx->rope_cos_swa = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
         ctx->rope_sin_swa = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));

@@ -72,6 +72,11 @@ typedef struct runner_scratch {
     size_t act_q_row_bytes;
     float *attn;    /* per thread: the tiled attention's workspace, attn_floats each (ops/attention.h) */
     size_t attn_floats;
+    /* AMX prompt tiles (quant/amx.h), when the process uses them (else all NULL / 0): the ISA, and per
+     * thread a workspace of amx_bytes for the repacked weight rows and the tile's accumulators. */
+    const struct runner_amx_isa *amx_isa;
+    uint8_t *amx;
+    size_t amx_bytes;
     /* MoE (NULL for dense models): router probabilities, the choice per token, expert activations. */
     float *router;       /* [n_batch][n_expert] */
     int32_t *sel;        /* [n_batch][n_expert_used] chosen experts, best first */

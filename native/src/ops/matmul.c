@@ -7,6 +7,11 @@
 #include "ops/matmul.h"
 
 #include "ops/norm.h"
+#include "quant/amx.h"
+
+/* The AMX tile covers one prompt row claim, and its tokens fit the row buffers of group_dot_task. */
+_Static_assert(RUNNER_ROW_TILE == RUNNER_AMX_ROWS, "a prompt's row claim is one AMX tile of rows");
+_Static_assert(RUNNER_AMX_TOKENS <= RUNNER_TILE_MAX && RUNNER_AMX_ROWS <= RUNNER_ROW_CHUNK_DECODE, "AMX results fit vt");
 
 const uint8_t *runner_act_row(const runner_matmul_group *g, int slot, int32_t t) {
     const runner_scratch *s = &g->ctx->s;
@@ -64,9 +69,35 @@ static void store_rows(const runner_matmul_group *g, int i, int32_t t, int64_t r
     for (int64_t r = rt; r < re; r++) o[r] = g->accumulate[i] ? o[r] + v[r - rt] : v[r - rt];
 }
 
+/* The AMX packer for weight w where this process uses AMX tiles (quant/amx.h) and w can take them:
+ * Q8_0 or Q4_0 on the AVX-512 kernels the self-check held the tiles to, a prompt of at least one
+ * tile of tokens, rows that fit the workspace. NULL otherwise. */
+static runner_amx_pack_fn amx_pack_of(const runner_matmul_group *g, const runner_weight *w) {
+    const runner_scratch *s = &g->ctx->s;
+    if (!s->amx_isa || g->n_tok < RUNNER_AMX_TOKENS || w->variant != RUNNER_KERNEL_AVX512) return NULL;
+    const size_t need = runner_amx_workspace_bytes(w->ne[0]);
+    return need && need <= s->amx_bytes ? runner_amx_pack_for(w->traits->type) : NULL;
+}
+
+/* Rows [rt, rt + RUNNER_AMX_ROWS) of weight i, repacked once into ws, against the tokens 16 at a time
+ * from the first; returns the first token left for the other kernels. Each value is bitwise vec_dot's. */
+static int32_t amx_rows(const runner_matmul_group *g, int i, int64_t rt, runner_amx_pack_fn pack, uint8_t *ws,
+                        float vt[][RUNNER_ROW_CHUNK_DECODE]) {
+    const runner_weight *w = g->w[i];
+    const int slot = g->slot[i];
+    pack(w->ne[0], w->data + (size_t)rt * w->row_bytes, w->row_bytes, ws);
+    int32_t t = 0;
+    for (; g->n_tok - t >= RUNNER_AMX_TOKENS; t += RUNNER_AMX_TOKENS) {
+        const uint8_t *y0 = runner_act_row(g, slot, t);
+        const size_t by = (size_t)(runner_act_row(g, slot, t + 1) - y0);
+        runner_amx_tile(g->ctx->s.amx_isa, w->ne[0], ws, y0, by, vt[0], RUNNER_ROW_CHUNK_DECODE);
+        for (int c = 0; c < RUNNER_AMX_TOKENS; c++) store_rows(g, i, t + c, rt, rt + RUNNER_AMX_ROWS, vt[c]);
+    }
+    return t;
+}
+
 /* Task 2: a range of output rows of the group's weights, concatenated. */
 static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
-    (void)ith;
     runner_matmul_group *g = arg;
     int64_t base = 0;
     for (int i = 0; i < g->n_w && r0 < r1; i++) {
@@ -91,11 +122,14 @@ static void group_dot_task(void *arg, int64_t r0, int64_t r1, int ith) {
         const runner_vec_dot_tile_few_fn few = packed_ok ? tt->vec_dot_tile_few[w->variant] : NULL;
         const size_t tile_off = pack ? g->slot_pack_off[slot] : 0;
         const int tr = tile ? tt->tile_rows[w->variant] : 0, tc = tile ? tt->tile_cols[w->variant] : 0;
+        const runner_amx_pack_fn amx = amx_pack_of(g, w);
+        uint8_t *amx_ws = amx ? g->ctx->s.amx + (size_t)ith * g->ctx->s.amx_bytes : NULL;
         float v[RUNNER_ROW_CHUNK_DECODE], vt[RUNNER_TILE_MAX][RUNNER_ROW_CHUNK_DECODE];
         for (int64_t rt = a; rt < b; rt += chunk) {
             const int64_t re = rt + chunk < b ? rt + chunk : b, nr = re - rt, nr_tiled = tile ? nr - nr % tr : 0;
             const uint8_t *x = w->data + (size_t)rt * w->row_bytes;
-            int32_t t = 0;
+            /* Whole AMX tiles first (16 rows x 16 tokens); a short row claim and the last tokens go on below. */
+            int32_t t = amx && nr == RUNNER_AMX_ROWS ? amx_rows(g, i, rt, amx, amx_ws, vt) : 0;
             for (; mvn && t < g->n_tok; t += RUNNER_MVN_MAX) {
                 const int nc = g->n_tok - t < RUNNER_MVN_MAX ? (int)(g->n_tok - t) : RUNNER_MVN_MAX;
                 const uint8_t *y0 = runner_packed_row(g, slot, t, mvp);

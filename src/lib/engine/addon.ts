@@ -13,13 +13,13 @@ import {fileURLToPath} from 'node:url'
 
 import type {NativeModelConfig} from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
-import {cpuCap} from './cpu-level.js'
+import {amxMode, type AmxStatus, cpuCap} from './cpu-level.js'
 
 /**
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 13
+export const ADDON_ABI_VERSION = 14
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -196,6 +196,8 @@ export interface NativeAddon {
   /** package.json version the engine was built as. */
   version(): string
   cpuFeatures(): CpuFeatures
+  /** Whether prompt matmuls use AMX tiles in this process (decided, self-check included, on the first call or context). */
+  amxStatus(): AmxStatus
   /** The code name of every runner_status, in value order (runner.h RUNNER_STATUS_LIST). */
   statusCodes(): string[]
   /** Role names in runner_tensor_role order. */
@@ -275,6 +277,7 @@ export const ADDON_FUNCTIONS = [
   'abiVersion',
   'version',
   'cpuFeatures',
+  'amxStatus',
   'statusCodes',
   'tensorRoles',
   'modelConfigFields',
@@ -412,7 +415,8 @@ let cached: NativeAddon | undefined
 
 /** The addon, loaded once per process. Throws RunnerError ADDON_NOT_BUILT / ADDON_STALE. */
 export function loadAddon(): NativeAddon {
-  cpuCap() // a mistyped RUNNER_CPU_MAX is refused here, before the engine could read it
+  cpuCap() // a mistyped RUNNER_CPU_MAX or RUNNER_AMX is refused here, before the engine could read it
+  amxMode()
   cached ??= loadAddonFrom(addonPath())
   return cached
 }
@@ -420,4 +424,9 @@ export function loadAddon(): NativeAddon {
 /** CPU features usable by this process, as the engine's run-time dispatch sees them. */
 export function cpuFeatures(): CpuFeatures {
   return loadAddon().cpuFeatures()
+}
+
+/** Whether prompt matmuls use AMX tiles in this process, and how many tiles they have computed with them. */
+export function amxStatus(): AmxStatus {
+  return loadAddon().amxStatus()
 }

@@ -32,6 +32,46 @@ export function effectiveCpuLevel(features: CpuFeatures, env: NodeJS.ProcessEnv 
   return CPU_LEVELS[Math.min(CPU_LEVELS.indexOf(best), CPU_LEVELS.indexOf(cap))]!
 }
 
+/**
+ * Whether prompt matmuls use AMX-INT8 tiles (runner.h runner_amx_state, native/src/quant/amx.c): the
+ * engine decides once per process, and only a self-check that gives bitwise the VNNI kernels'
+ * results turns them on.
+ */
+export const AMX_STATES = ['absent', 'off', 'not-built', 'permission-denied', 'selfcheck-failed', 'active', 'emulated'] as const
+export type AmxState = (typeof AMX_STATES)[number]
+
+/** amxStatus() of the addon: the state and the 16 x 16 tiles computed with AMX so far in this process. */
+export interface AmxStatus {
+  readonly state: AmxState
+  readonly tiles: number
+}
+
+export const AMX_ENV = 'RUNNER_AMX'
+/** RUNNER_AMX: auto (unset: AMX where it passes the self-check), off, or emulate (tests only: slow). */
+export const AMX_MODES = ['auto', 'off', 'emulate'] as const
+export type AmxMode = (typeof AMX_MODES)[number]
+
+/** The AMX mode the environment asks for; any value but the documented ones is refused by name. */
+export function amxMode(env: NodeJS.ProcessEnv = process.env): AmxMode {
+  const v = env[AMX_ENV]
+  if (v === undefined || v === '') return 'auto'
+  if (!(AMX_MODES as readonly string[]).includes(v)) {
+    throw new RunnerError('BAD_ENV', `${AMX_ENV}=${quoted(v)} must be one of ${AMX_MODES.join(', ')}`, ExitCode.usage)
+  }
+  return v as AmxMode
+}
+
+/** How each AMX state reads in stats and bench headers. */
+const AMX_DESCRIPTIONS: Readonly<Record<AmxState, string>> = {
+  absent: 'absent',
+  off: 'present, off (RUNNER_AMX=off)',
+  'not-built': 'present, not used (no AMX kernels in this build)',
+  'permission-denied': 'present, not used (the OS refused the tile state)',
+  'selfcheck-failed': 'present, not used (self-check failed)',
+  active: 'active (Q8_0, Q4_0 prompt matmuls)',
+  emulated: 'emulated (RUNNER_AMX=emulate, tests only)',
+}
+
 /** Which kernels the engine runs on this CPU (native/src/quant/type_table.c, ops/attn_kernels.c). */
 export interface KernelSet {
   readonly level: CpuLevel
@@ -42,17 +82,20 @@ export interface KernelSet {
   readonly dots: 'avx512-vnni' | 'avx2' | 'scalar'
   /** The tiled attention's variant (ops/attn_tile_*.c). */
   readonly attention: CpuLevel
-  /** AMX tiles: this build has no AMX kernel, so they are reported, never used. */
-  readonly amx: 'absent' | 'present, not used (no AMX kernels in this build)'
+  /** The engine's AMX state (amxStatus().state): 'active' means Q8_0 and Q4_0 prompt matmuls run on tiles. */
+  readonly amxState: AmxState
+  /** The same, as a phrase: "active (Q8_0, Q4_0 prompt matmuls)", "absent", ... */
+  readonly amx: string
 }
 
-export function kernelSet(features: CpuFeatures, env: NodeJS.ProcessEnv = process.env): KernelSet {
+export function kernelSet(features: CpuFeatures, amx: AmxState, env: NodeJS.ProcessEnv = process.env): KernelSet {
   const level = effectiveCpuLevel(features, env)
   return {
     level,
     dots: level === 'avx512' ? (features.avx512_vnni ? 'avx512-vnni' : 'avx2') : level,
     attention: level,
-    amx: features.amx && features.amx_int8 ? 'present, not used (no AMX kernels in this build)' : 'absent',
+    amxState: amx,
+    amx: AMX_DESCRIPTIONS[amx],
   }
 }
 

@@ -2,9 +2,34 @@
  * Public face of the engine area: what every other area uses. Only ./addon.ts loads the native
  * addon (./test-addon.ts the test one); the rest of this folder wraps it.
  */
-export {ADDON_ABI_VERSION, addonPath, CPU_FEATURE_NAMES, cpuFeatures, findPackageRoot, KERNEL_VARIANTS, loadAddon} from './addon.js'
+export {
+  ADDON_ABI_VERSION,
+  addonPath,
+  amxStatus,
+  CPU_FEATURE_NAMES,
+  cpuFeatures,
+  findPackageRoot,
+  KERNEL_VARIANTS,
+  loadAddon,
+} from './addon.js'
 export type {CpuFeatureName, CpuFeatures, KernelTile, KernelVariant, NativeAddon} from './addon.js'
-export {CPU_CAP_ENV, CPU_LEVELS, cpuCap, type CpuLevel, describeKernels, effectiveCpuLevel, type KernelSet, kernelSet} from './cpu-level.js'
+export {
+  AMX_ENV,
+  AMX_MODES,
+  AMX_STATES,
+  amxMode,
+  type AmxMode,
+  type AmxState,
+  type AmxStatus,
+  CPU_CAP_ENV,
+  CPU_LEVELS,
+  cpuCap,
+  type CpuLevel,
+  describeKernels,
+  effectiveCpuLevel,
+  type KernelSet,
+  kernelSet,
+} from './cpu-level.js'
 export {engineError} from './errors.js'
 export {
   kernelTraits,

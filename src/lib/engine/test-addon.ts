@@ -34,6 +34,16 @@ export interface TestAddon {
   ): number
   kernelFromFloat(type: number | string, variant: string, x: Float32Array, dstOffset?: number): Uint8Array
   kernelRoundF16(variant: string, a: number, x: Float32Array): Float32Array
+  kernelAmxIsas(): string[]
+  kernelAmxTile(
+    type: number | string,
+    isa: string,
+    n: number,
+    x: Uint8Array,
+    y: Uint8Array,
+    by?: number,
+  ): {values: number[]; faults: number}
+  kernelAmxSelfCheck(isa: string): boolean
   samplerTestSplitMix64(seed: bigint, n: number): BigUint64Array
   samplerTestXoshiro256ss(state: readonly [bigint, bigint, bigint, bigint], n: number): BigUint64Array
   samplerTestGenerator(seed: bigint, n: number): BigUint64Array
@@ -51,6 +61,9 @@ export const TEST_ADDON_FUNCTIONS = [
   'kernelBenchVecDot',
   'kernelFromFloat',
   'kernelRoundF16',
+  'kernelAmxIsas',
+  'kernelAmxTile',
+  'kernelAmxSelfCheck',
   'samplerTestSplitMix64',
   'samplerTestXoshiro256ss',
   'samplerTestGenerator',
@@ -158,4 +171,35 @@ export function benchVecDot(
   rowsPerCall: 1 | 2 = 1,
 ): number {
   return call(() => hooks().kernelBenchVecDot(kernelTypeId(type), variant, n, x, y, iters, rowsPerCall))
+}
+
+/**
+ * The AMX tile ISAs the driver can run on in this process (native/src/quant/amx.h): 'emulated' and
+ * its deliberately wrong forms 'emulated-unsigned' and 'emulated-saturating' on AVX-512 CPUs, and
+ * 'hardware' only where the CPU has AMX-INT8 and the OS granted the tile state.
+ */
+export function amxIsas(): string[] {
+  return call(() => hooks().kernelAmxIsas())
+}
+
+/**
+ * The AMX driver on `isa`: 16 weight rows of `type` (Q8_0 or Q4_0) back to back in x against 16 Q8_0
+ * activation rows `by` bytes apart in y (default: back to back), as the prompt matmuls run it.
+ * values[16 * c + r] is row r against token c; faults counts emulated instructions the hardware
+ * would have faulted on.
+ */
+export function amxTile(
+  type: KernelTypeRef,
+  isa: string,
+  n: number,
+  x: Uint8Array,
+  y: Uint8Array,
+  by?: number,
+): {values: number[]; faults: number} {
+  return call(() => hooks().kernelAmxTile(kernelTypeId(type), isa, n, x, y, by))
+}
+
+/** The engine's once-per-process AMX self-check, run on `isa`. */
+export function amxSelfCheck(isa: string): boolean {
+  return call(() => hooks().kernelAmxSelfCheck(isa))
 }
