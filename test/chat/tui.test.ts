@@ -123,11 +123,13 @@ describe('runner chat in a terminal (tmux)', {skip: SKIP}, () => {
   before(async () => {
     if (SKIP) return
     // Random weights, big enough that a reply takes seconds (stories260K writes 2000 tokens in well
-    // under one), so there is a generation in progress to interrupt.
+    // under one), so there is a generation in progress to interrupt. 12 layers, not 4: at 4 the
+    // first reply (about 330 tokens, then end of text) was over in 0.4 s on a fast CI run, before the
+    // keys that stop it arrived.
     await makeTestModel(slowModel, {
       arch: 'llama',
       nEmbd: 512,
-      nLayer: 4,
+      nLayer: 12,
       nHead: 8,
       nHeadKv: 8,
       nFf: 1376,
