@@ -44,6 +44,8 @@ export interface Figure {
   /** Allowed relative move against the baseline (0.2: 20 %). */
   readonly tolerance: number
   readonly unit?: string
+  /** The figure depends on the machine (a speed): compared only against a baseline from the same CPU model and core count. */
+  readonly machine?: boolean
 }
 
 /** What every check may use: a scratch folder of its own and the run's abort signal. */
@@ -71,8 +73,16 @@ export interface CheckClass {
   run(row: RosterRow, params: CheckParams, env: CheckEnv): Promise<CheckOutput>
 }
 
-export const pass = (evidence: string, figures?: CheckOutput['figures']): CheckOutput => ({outcome: 'pass', evidence, ...(figures ? {figures} : {})})
-export const fail = (evidence: string, figures?: CheckOutput['figures']): CheckOutput => ({outcome: 'fail', evidence, ...(figures ? {figures} : {})})
+export const pass = (evidence: string, figures?: CheckOutput['figures']): CheckOutput => ({
+  outcome: 'pass',
+  evidence,
+  ...(figures ? {figures} : {}),
+})
+export const fail = (evidence: string, figures?: CheckOutput['figures']): CheckOutput => ({
+  outcome: 'fail',
+  evidence,
+  ...(figures ? {figures} : {}),
+})
 
 /** A number parameter of a check, with its default; refuses a wrong type by name. */
 export function numberParam(params: CheckParams, key: string, fallback: number): number {

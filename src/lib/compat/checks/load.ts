@@ -18,7 +18,8 @@ export function dominantType(s: ModelSummary): string {
 
 export const load: CheckClass = {
   name: 'load',
-  summary: "the file's sha256 is the roster's; inspect's checks pass; architecture and weight type are the roster's; the engine loads it and one step gives finite logits",
+  summary:
+    "the file's sha256 is the roster's; inspect's checks pass; architecture and weight type are the roster's; the engine loads it and one step gives finite logits",
   params: {},
   async when() {
     return undefined
@@ -46,6 +47,8 @@ export const load: CheckClass = {
     } finally {
       model.dispose()
     }
-    return pass(`sha256 ${sha.slice(0, 16)}…, ${row.architecture} ${type}, ${s.tensorCount} tensors, one step's ${s.vocabSize ?? '?'} logits finite`)
+    return pass(
+      `sha256 ${sha.slice(0, 16)}…, ${row.architecture} ${type}, ${s.tensorCount} tensors, one step's ${s.vocabSize ?? '?'} logits finite`,
+    )
   },
 }
