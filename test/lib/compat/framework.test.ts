@@ -13,6 +13,7 @@ import {join} from 'node:path'
 import {after, describe, test} from 'node:test'
 
 import {
+  CHECK_CLASSES,
   compareToBaseline,
   compatMatrix,
   ledger,
@@ -22,7 +23,7 @@ import {
   reportSchemaErrors,
   runMatrix,
 } from '../../../src/lib/compat/index.js'
-import {hasShared, NO_SHARED_REASON, sharedPath} from '../../helpers/shared.js'
+import {hasShared, NO_SHARED_REASON, REPO_ROOT, sharedPath} from '../../helpers/shared.js'
 
 const STORIES_SHA = '270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d'
 const dir = mkdtempSync(join(tmpdir(), 'runner-compat-test-'))
@@ -138,6 +139,14 @@ describe('the matrix', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
     assert.ok(r.results.length >= 1 && r.results.length < 6, `${r.results.length} results`)
     assert.deepEqual(reportSchemaErrors(r), [])
   })
+})
+
+test('docs/compat-matrix.md names every check class and parameter', () => {
+  const docs = readFileSync(join(REPO_ROOT, 'docs', 'compat-matrix.md'), 'utf8')
+  for (const c of CHECK_CLASSES) {
+    assert.ok(docs.includes(`| \`${c.name}\` |`), `no row for ${c.name}`)
+    for (const p of Object.keys(c.params)) assert.ok(docs.includes(`\`${p}\` (`), `${c.name}'s parameter ${p} is not documented`)
+  }
 })
 
 describe('the baseline gate', () => {

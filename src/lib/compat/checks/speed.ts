@@ -28,8 +28,8 @@ export function median(xs: readonly number[]): number {
 export function speedFigures(ppPerSecond: number, tgPerSecond: number, tolerance: number): Record<string, Figure> {
   const round = (x: number) => Math.round(x * 10) / 10
   return {
-    ppTokensPerSecond: {value: round(ppPerSecond), better: 'higher', tolerance, unit: 'tokens/s'},
-    tgTokensPerSecond: {value: round(tgPerSecond), better: 'higher', tolerance, unit: 'tokens/s'},
+    ppTokensPerSecond: {value: round(ppPerSecond), better: 'higher', tolerance, unit: 'tokens/s', machine: true},
+    tgTokensPerSecond: {value: round(tgPerSecond), better: 'higher', tolerance, unit: 'tokens/s', machine: true},
   }
 }
 
