@@ -8,6 +8,7 @@
  * row exits 2. The shipped roster and baseline are themselves checked for schema conformance.
  */
 import assert from 'node:assert/strict'
+import {spawn, spawnSync} from 'node:child_process'
 import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -161,6 +162,51 @@ describe('runner compat-matrix', {skip: hasShared() ? false : NO_SHARED_REASON},
     assert.equal(baseline.summary.fail, 0)
     assert.ok(baseline.summary.pass > 100, `${baseline.summary.pass} passes`)
   })
+})
+
+test(
+  'Ctrl+C: exit 130, the checks that finished written to --out, marked incomplete',
+  {skip: hasShared() ? false : NO_SHARED_REASON},
+  async () => {
+    const file = join(dir, 'long-roster.json')
+    const rows = Array.from({length: 40}, (_, i) => ({
+      id: `s${i}`,
+      path: sharedPath('models/stories260K.gguf'),
+      sha256: STORIES_SHA,
+      architecture: 'llama',
+      type: 'F32',
+      checks: {load: {}, speed: {reps: 3}},
+    }))
+    writeFileSync(file, JSON.stringify({format: 'runner.compat-roster', version: 1, rows}))
+    const out = join(dir, 'partial.json')
+    const child = spawn(process.execPath, ['bin/run.js', 'compat-matrix', '--roster', file, '--out', out], {
+      cwd: REPO_ROOT,
+      env: {...process.env, NO_COLOR: '1'},
+    })
+    let stderr = ''
+    let sent = false
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d
+      if (!sent && /s1: load pass/.test(stderr)) {
+        sent = true
+        child.kill('SIGINT')
+      }
+    })
+    const code = await new Promise<number | null>((res) => child.on('close', res))
+    assert.ok(sent, `no progress line seen: ${stderr.slice(-400)}`)
+    assert.equal(code, 130, stderr.slice(-400))
+    const report = JSON.parse(readFileSync(out, 'utf8'))
+    assert.equal(report.incomplete, true)
+    assert.ok(report.results.length >= 3 && report.results.length < 80, `${report.results.length} results`)
+    assert.throws(() => loadBaseline(out), /interrupted run/)
+  },
+)
+
+test("our sha256 is sha256sum's", {skip: hasShared() ? false : NO_SHARED_REASON}, async (t) => {
+  const r = spawnSync('sha256sum', [sharedPath('models/stories260K.gguf')], {encoding: 'utf8'})
+  if (r.error) return t.skip('sha256sum is not installed')
+  assert.equal(r.stdout.split(/\s/)[0], await sha256File(sharedPath('models/stories260K.gguf')))
+  assert.equal(r.stdout.split(/\s/)[0], STORIES_SHA)
 })
 
 test('--roster-schema and --report-schema print JSON Schemas', async () => {

@@ -34,6 +34,11 @@ export function loadBaseline(path: string): Report {
   if (errors.length > 0) throw refuse(path, errors.join('; '))
   const report = doc as Report
   if (report.incomplete) throw refuse(path, 'it is an interrupted run (incomplete); a baseline must be a whole run')
+  if (report.selection.rows !== null || report.selection.checks !== null)
+    throw refuse(
+      path,
+      'its selection is not the whole roster (it was made with --only or --checks); a baseline must cover every row and check',
+    )
   return report
 }
 
@@ -41,9 +46,15 @@ function selected(sel: Report['selection'], r: {row: string; check: string}): bo
   return (sel.rows === null || sel.rows.includes(r.row)) && (sel.checks === null || sel.checks.includes(r.check))
 }
 
-/** A speed measured on another CPU model or core count says nothing about this build: such figures are not compared. */
-function sameMachine(a: Report['host'], b: Report['host']): boolean {
-  return a.cpu === b.cpu && a.cores === b.cores && a.platform === b.platform
+/**
+ * A speed measured on another machine, or with other jobs or threads, says nothing about this build.
+ * The CPU's model name alone does not tell machines apart (two EPYC generations both read "AMD EPYC"),
+ * so the kernel level and the CPU features must agree too.
+ */
+function sameMachine(a: Report, b: Report): boolean {
+  const host = a.host.cpu === b.host.cpu && a.host.cores === b.host.cores && a.host.platform === b.host.platform
+  const cpu = a.build.kernels.level === b.build.kernels.level && a.build.cpuFeatures.join() === b.build.cpuFeatures.join()
+  return host && cpu && a.run.jobs === b.run.jobs && a.run.threads === b.run.threads
 }
 
 function figureRegressions(base: CheckRecord, now: CheckRecord, machineMatches: boolean): string[] {
@@ -55,8 +66,9 @@ function figureRegressions(base: CheckRecord, now: CheckRecord, machineMatches: 
       out.push(`figure ${name} is no longer reported (baseline ${b.value})`)
       continue
     }
-    const tol = b.tolerance
-    const worse = b.better === 'higher' ? n.value < b.value * (1 - tol) : b.value === 0 ? n.value > tol : n.value > b.value * (1 + tol)
+    // The tolerance is the one the roster gives now (a roster that tightens it is held to it at once).
+    const tol = n.tolerance
+    const worse = b.better === 'higher' ? n.value < b.value * (1 - tol) : b.value === 0 ? n.value > 0 : n.value > b.value * (1 + tol)
     if (worse)
       out.push(
         `${name} ${n.value}${b.unit ? ` ${b.unit}` : ''} against the baseline's ${b.value} (${b.better} is better, tolerance ${Math.round(tol * 100)} %)`,
@@ -70,7 +82,7 @@ export function compareToBaseline(now: Report, base: Report): Regression[] {
   const out: Regression[] = []
   const key = (r: {row: string; check: string}) => `${r.row}\u0000${r.check}`
   const current = new Map(now.results.map((r) => [key(r), r]))
-  const machineMatches = sameMachine(now.host, base.host)
+  const machineMatches = sameMachine(now, base)
   for (const b of base.results) {
     if (b.outcome !== 'pass' || !selected(now.selection, b)) continue
     const n = current.get(key(b))

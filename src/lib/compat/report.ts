@@ -9,6 +9,7 @@ import {cpus, totalmem} from 'node:os'
 import {Ajv} from 'ajv'
 
 import {ADDON_ABI_VERSION, amxStatus, cpuFeatures, findPackageRoot, kernelSet, loadAddon} from '../engine/index.js'
+import {printable} from '../util/index.js'
 import type {Figure, Outcome} from './types.js'
 
 export const REPORT_FORMAT = 'runner.compat-report'
@@ -60,6 +61,8 @@ export interface Report {
   readonly roster: {readonly path: string; readonly sha256: string; readonly rows: number}
   /** --only / --checks as given (null: all). */
   readonly selection: {readonly rows: readonly string[] | null; readonly checks: readonly string[] | null}
+  /** Rows run at once and threads each check had: speeds are comparable only at the same values. */
+  readonly run: {readonly jobs: number; readonly threads: number}
   readonly results: readonly CheckRecord[]
   readonly summary: Summary
 }
@@ -110,6 +113,7 @@ export const REPORT_SCHEMA = {
     }),
     roster: obj({path: {type: 'string'}, sha256: {type: 'string', pattern: '^[0-9a-f]{64}$'}, rows: {type: 'integer', minimum: 1}}),
     selection: obj({rows: {anyOf: [{type: 'null'}, strings]}, checks: {anyOf: [{type: 'null'}, strings]}}),
+    run: obj({jobs: {type: 'integer', minimum: 1}, threads: {type: 'integer', minimum: 1}}),
     results: {
       type: 'array',
       items: obj(
@@ -134,7 +138,8 @@ export const REPORT_SCHEMA = {
   }),
 } as const
 
-const validate = new Ajv({allErrors: true, strict: false}).compile<Report>(REPORT_SCHEMA)
+// strictNumbers: a NaN or an infinity (which JSON would write as null) is not a number here either.
+const validate = new Ajv({allErrors: true, strict: false, strictNumbers: true}).compile<Report>(REPORT_SCHEMA)
 
 /** The schema's complaints about a document ([] when it is a report). */
 export function reportSchemaErrors(doc: unknown): string[] {
@@ -192,8 +197,9 @@ export function summarize(results: readonly CheckRecord[]): Summary {
 
 const MARK: Record<Outcome, string> = {pass: 'pass', fail: 'FAIL', not_executed: '-'}
 
+/** A table cell: one line, printable (evidence quotes model files and their text), pipes escaped. */
 function cell(text: string): string {
-  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ')
+  return printable(text.replace(/\r?\n/g, ' '), {max: 2000}).replace(/\|/g, '\\|')
 }
 
 /** The ledger: one table of rows x checks, then every failure and every check that did not run, with why. */
@@ -205,7 +211,7 @@ export function ledger(r: Report): string {
     `# compat-matrix ledger${r.incomplete ? ' (incomplete: interrupted)' : ''}`,
     '',
     `runner ${r.build.runner}${r.build.gitCommit ? ` (${r.build.gitCommit.slice(0, 12)})` : ''}, ABI ${r.build.abi}, kernels ${r.build.kernels.level ?? '?'} · ` +
-      `${r.host.cpu}, ${r.host.cores} cores, ${r.host.platform}, node ${r.host.node} · roster ${r.roster.path} (sha256 ${r.roster.sha256.slice(0, 12)}) · ${r.started}`,
+      `${r.host.cpu}, ${r.host.cores} cores, ${r.host.platform}, node ${r.host.node} · ${r.run.jobs} job(s), ${r.run.threads} thread(s) per check · roster ${r.roster.path} (sha256 ${r.roster.sha256.slice(0, 12)}) · ${r.started}`,
     '',
     `**${r.summary.pass} pass, ${r.summary.fail} fail, ${r.summary.expectedFailures} expected failures, ${r.summary.notExecuted} not executed**`,
     '',

@@ -23,7 +23,12 @@ const paramsSchema = (name: string) => {
   return {
     type: 'object',
     additionalProperties: false,
-    properties: Object.fromEntries(Object.entries(c.params).map(([k, p]) => [k, {type: p.type, description: p.description}])),
+    properties: Object.fromEntries(
+      Object.entries(c.params).map(([k, p]) => [
+        k,
+        {type: p.type, description: p.description, ...(p.minimum !== undefined ? {minimum: p.minimum} : {})},
+      ]),
+    ),
   }
 }
 
@@ -145,6 +150,7 @@ export function loadRoster(path: string): Roster {
     const expectedFailures: Record<string, string> = {}
     for (const e of r.expected_failures ?? []) {
       if (!(e.check in checks)) throw rosterError(path, `row ${r.id}: expected failure of ${e.check}, which the row does not run`)
+      if (e.check in expectedFailures) throw rosterError(path, `row ${r.id}: two expected failures of ${e.check}; give one reason`)
       expectedFailures[e.check] = e.reason
     }
     return {

@@ -14,6 +14,7 @@ import {printable} from '../util/index.js'
 import {CHECK_CLASSES} from './checks/index.js'
 import {buildInfo, type CheckRecord, hostInfo, type Report, REPORT_FORMAT, REPORT_VERSION, summarize} from './report.js'
 import type {Roster} from './roster.js'
+import {fileSha256} from './sha-cache.js'
 import type {CheckEnv, CheckOutput, RosterRow} from './types.js'
 
 export interface MatrixOptions {
@@ -46,17 +47,82 @@ function notExecuted(evidence: string): CheckOutput {
   return {outcome: 'not_executed', evidence}
 }
 
-async function runOne(row: RosterRow, name: string, env: CheckEnv, loadFailed: string | undefined): Promise<CheckOutput> {
+/**
+ * Why none of a row's checks but `load` may run: the file is not there, or is not the one the roster
+ * pins (checked here once per row, whichever checks were selected, so --checks cannot skip the pin).
+ */
+async function rowBlocker(row: RosterRow): Promise<string | undefined> {
+  if (!existsSync(row.path))
+    return `the model file ${row.rosterPath} is not there${row.url ? ` (the roster says it comes from ${row.url}; compat-matrix does not download)` : ''}`
+  try {
+    const sha = await fileSha256(row.path)
+    return sha === row.sha256 ? undefined : `sha256 ${sha}, the roster pins ${row.sha256}`
+  } catch (error) {
+    return `the model file cannot be read: ${(error as Error).message}`
+  }
+}
+
+async function runOne(
+  row: RosterRow,
+  name: string,
+  env: CheckEnv,
+  blocked: string | undefined,
+  loadFailed: string | undefined,
+): Promise<CheckOutput> {
   const cls = CHECK_CLASSES.find((c) => c.name === name)!
   const params = row.checks[name] ?? {}
-  if (!existsSync(row.path))
-    return notExecuted(
-      `the model file ${row.rosterPath} is not there${row.url ? ` (the roster says it comes from ${row.url}; compat-matrix does not download)` : ''}`,
-    )
+  // A broken pin is load's failure; every other check of the row does not run (and says why).
+  if (blocked !== undefined) return name === 'load' && existsSync(row.path) ? {outcome: 'fail', evidence: blocked} : notExecuted(blocked)
   if (loadFailed !== undefined && name !== 'load') return notExecuted(`the row's load check failed: ${loadFailed}`)
   const why = await cls.when(row, params, env)
   if (why !== undefined) return notExecuted(why)
   return cls.run(row, params, env)
+}
+
+/** JSON has no NaN or infinity: a figure that is not finite is left out, and the evidence says so. */
+function finiteFigures(out: CheckOutput): CheckOutput {
+  if (!out.figures) return out
+  const bad = Object.entries(out.figures).filter(([, f]) => !Number.isFinite(f.value))
+  if (bad.length === 0) return out
+  const figures = Object.fromEntries(Object.entries(out.figures).filter(([, f]) => Number.isFinite(f.value)))
+  return {...out, evidence: `${out.evidence} (figure ${bad.map(([k, f]) => `${k} = ${f.value}`).join(', ')} not finite: left out)`, figures}
+}
+
+/** One check in a scratch folder of its own; undefined when the interrupt cut it short (its outcome says nothing). */
+async function runInDir(
+  row: RosterRow,
+  check: string,
+  signal: AbortSignal,
+  threads: number,
+  blocked: string | undefined,
+  loadFailed: string | undefined,
+) {
+  let dir: string | undefined
+  let out: CheckOutput
+  try {
+    dir = await mkdtemp(join(tmpdir(), `runner-compat-${check}-`))
+    out = await runOne(row, check, {tmpDir: dir, signal, threads}, blocked, loadFailed)
+  } catch (error) {
+    out = {outcome: 'fail', evidence: `the check threw: ${error instanceof Error ? error.message : String(error)}`}
+  }
+  const cutShort = signal.aborted && out.outcome !== 'pass'
+  if (dir) await rm(dir, {recursive: true, force: true}).catch(() => {}) // a scratch folder left behind is not a result
+  return cutShort ? undefined : finiteFigures(out)
+}
+
+function recordOf(row: RosterRow, check: string, out: CheckOutput, ms: number): CheckRecord {
+  const expected = out.outcome === 'fail' ? row.expectedFailures[check] : undefined
+  const stale = out.outcome === 'pass' ? row.expectedFailures[check] : undefined
+  return {
+    row: row.id,
+    check,
+    outcome: out.outcome,
+    evidence:
+      stale === undefined ? out.evidence : `${out.evidence} [listed as an expected failure (${stale}), but it passes: remove the entry]`,
+    ...(expected !== undefined ? {expectedFailure: expected} : {}),
+    ms: Math.round(ms),
+    ...(out.figures ? {figures: out.figures} : {}),
+  }
 }
 
 export async function runMatrix(roster: Roster, o: MatrixOptions = {}): Promise<Report> {
@@ -70,32 +136,16 @@ export async function runMatrix(roster: Roster, o: MatrixOptions = {}): Promise<
   const worker = async () => {
     while (!signal.aborted && next < work.length) {
       const {row, checks} = work[next++]!
+      const blocked = await rowBlocker(row)
       let loadFailed: string | undefined
       for (const check of checks) {
         if (signal.aborted) return
         o.onStart?.(row.id, check)
-        const dir = await mkdtemp(join(tmpdir(), `runner-compat-${check}-`))
         const t0 = performance.now()
-        let out: CheckOutput
-        try {
-          out = await runOne(row, check, {tmpDir: dir, signal, threads}, loadFailed)
-        } catch (error) {
-          out = {outcome: 'fail', evidence: `the check threw: ${error instanceof Error ? error.message : String(error)}`}
-        } finally {
-          await rm(dir, {recursive: true, force: true})
-        }
-        if (signal.aborted && out.outcome !== 'pass') return // an interrupted check's outcome says nothing
+        const out = await runInDir(row, check, signal, threads, blocked, loadFailed)
+        if (!out) return
         if (check === 'load' && out.outcome === 'fail') loadFailed = out.evidence
-        const expected = out.outcome === 'fail' ? row.expectedFailures[check] : undefined
-        const record: CheckRecord = {
-          row: row.id,
-          check,
-          outcome: out.outcome,
-          evidence: out.evidence,
-          ...(expected !== undefined ? {expectedFailure: expected} : {}),
-          ms: Math.round(performance.now() - t0),
-          ...(out.figures ? {figures: out.figures} : {}),
-        }
+        const record = recordOf(row, check, out, performance.now() - t0)
         results.push(record)
         o.onResult?.(record)
       }
@@ -115,6 +165,7 @@ export async function runMatrix(roster: Roster, o: MatrixOptions = {}): Promise<
     host: hostInfo(),
     roster: {path: roster.path, sha256: roster.sha256, rows: roster.rows.length},
     selection: {rows: o.only ? [...o.only] : null, checks: o.checks ? [...o.checks] : null},
+    run: {jobs, threads},
     results,
     summary: summarize(results),
   }

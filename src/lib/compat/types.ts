@@ -60,6 +60,8 @@ export interface CheckEnv {
 export interface ParamSpec {
   readonly type: 'number' | 'integer' | 'string' | 'boolean'
   readonly description: string
+  /** The smallest value the roster may give (the schema refuses less, naming the parameter). */
+  readonly minimum?: number
 }
 
 export interface CheckClass {

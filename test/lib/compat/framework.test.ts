@@ -63,6 +63,7 @@ describe('the roster', () => {
     ['an unknown check', doc([row({checks: ['load', 'no_such_check']})]), /rows\/0\/checks/],
     ['an unknown parameter', doc([row({checks: {load: {speed: 1}}})]), /additional properties \(speed\)/],
     ['a bad sha256', doc([row({sha256: 'abc'})]), /sha256/],
+    ['a parameter below its minimum', doc([row({checks: {load: {}, speed: {reps: 0}}})]), /reps must be >= 1/],
     ['a duplicate id', doc([row(), row()]), /row id stories appears twice/],
     ['another format', {format: 'x', version: 1, rows: []}, /format/],
   ]
@@ -160,6 +161,7 @@ describe('the baseline gate', () => {
     host: {platform: 'linux-x64', cpu: 'X', cores: 2, memoryBytes: 1, node: 'v20'},
     roster: {path: 'r', sha256: '0'.repeat(64), rows: 1},
     selection: {rows: null, checks: null},
+    run: {jobs: 1, threads: 2},
     results,
     summary: {pass: 0, fail: 0, notExecuted: 0, expectedFailures: 0},
     ...over,
@@ -197,6 +199,11 @@ describe('the baseline gate', () => {
     assert.equal(compareToBaseline(base([rec('s', 'pass', speed(60))]), base([rec('s', 'pass', speed(100))])).length, 0)
     const other = base([rec('s', 'pass', speed(10))], {host: {platform: 'linux-x64', cpu: 'Y', cores: 2, memoryBytes: 1, node: 'v20'}})
     assert.equal(compareToBaseline(other, base([rec('s', 'pass', speed(100))])).length, 0)
+    const twoJobs = base([rec('s', 'pass', speed(10))], {run: {jobs: 2, threads: 1}})
+    assert.equal(compareToBaseline(twoJobs, base([rec('s', 'pass', speed(100))])).length, 0)
+    // the tolerance the roster gives now: tightened to 10 %, a 20 % drop fails against a 50 % baseline
+    const tight = {figures: {decode: {value: 80, better: 'higher' as const, tolerance: 0.1, machine: true}}}
+    assert.equal(compareToBaseline(base([rec('s', 'pass', tight)]), base([rec('s', 'pass', speed(100))])).length, 1)
   })
   test('refuses a baseline that is incomplete, has no version, or is not a report', () => {
     const write = (name: string, v: unknown) => {
@@ -208,6 +215,10 @@ describe('the baseline gate', () => {
     const {version: _v, ...noVersion} = base([])
     assert.throws(() => loadBaseline(write('b2.json', noVersion)), /records no version/)
     assert.throws(() => loadBaseline(write('b3.json', {format: 'other'})), /not a compat-matrix report/)
+    assert.throws(
+      () => loadBaseline(write('b5.json', base([], {selection: {rows: ['a'], checks: null}}))),
+      /selection is not the whole roster/,
+    )
     assert.equal(loadBaseline(write('b4.json', base([]))).version, 1)
   })
 })

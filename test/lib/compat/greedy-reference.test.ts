@@ -65,8 +65,12 @@ describe('greedy_reference', {skip: hasShared() ? false : NO_SHARED_REASON}, () 
     assert.match(out.evidence, /max \|Δ logprob\| \S+ \(position \d+, bound 1e-9\)/)
   })
 
-  test('not executed without a reference', async () => {
+  test('not executed without a reference; a reference the roster names but that is absent fails, naming it', async () => {
     assert.equal(await greedyReference.when(row(model()), {}, env), 'no llama.cpp reference for this model')
-    assert.equal(await greedyReference.when(row(model(), join(dir, 'absent.json')), {}, env), 'no llama.cpp reference for this model')
+    const absent = row(model(), join(dir, 'absent.json'))
+    assert.equal(await greedyReference.when(absent, {}, env), undefined)
+    const r = await greedyReference.run(absent, {}, env)
+    assert.equal(r.outcome, 'fail')
+    assert.match(r.evidence, /the roster's reference .*absent\.json does not exist/)
   })
 })

@@ -81,7 +81,7 @@ export const chatSmoke: CheckClass = {
       type: 'string',
       description: '"model": the model\'s own template, ChatML when it has none; "chatml": ChatML (default "model")',
     },
-    maxTokens: {type: 'integer', description: 'most tokens of the reply (default 16)'},
+    maxTokens: {type: 'integer', minimum: 1, description: 'most tokens of the reply (default 16)'},
     strictUtf8: {type: 'boolean', description: 'fail when the reply is not valid UTF-8, as random weights often emit (default false)'},
   },
   async when() {
@@ -103,16 +103,22 @@ export const chatSmoke: CheckClass = {
       }
       const origin = originText(template.origin, asked)
       const ctx = await model.createContext({nCtx: N_CTX, threads: env.threads})
-      const conversation = new ChatConversation({
-        tokenizer: model.tokenizer,
-        template,
-        session: new Session(ctx),
-        nCtx: N_CTX,
-        contextShift: false,
-        params: {sampling: resolveSamplingOptions({temperature: 0, seed: 0}), maxTokens},
-        system: SYSTEM,
-        modelName: row.id,
-      })
+      let conversation: ChatConversation
+      try {
+        conversation = new ChatConversation({
+          tokenizer: model.tokenizer,
+          template,
+          session: new Session(ctx),
+          nCtx: N_CTX,
+          contextShift: false,
+          params: {sampling: resolveSamplingOptions({temperature: 0, seed: 0}), maxTokens},
+          system: SYSTEM,
+          modelName: row.id,
+        })
+      } catch (error) {
+        ctx.dispose()
+        throw error
+      }
       try {
         let turn
         try {

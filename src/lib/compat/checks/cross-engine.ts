@@ -68,7 +68,7 @@ export const crossEngine: CheckClass = {
       description:
         "the text both engines evaluate and continue (default: a fixed children's-story prompt, 97 tokens with stories260K's vocabulary)",
     },
-    tokens: {type: 'integer', description: `greedy tokens to compare (default ${DEFAULT_TOKENS})`},
+    tokens: {type: 'integer', minimum: 1, description: `greedy tokens to compare (default ${DEFAULT_TOKENS})`},
     ...TOLERANCE_PARAMS,
   },
   async when() {

@@ -6,7 +6,7 @@
 import {Model} from '../../engine/index.js'
 import {readGgufModel, summarizeModel, type ModelSummary} from '../../gguf/index.js'
 import {loadVerdict} from '../../model-check/index.js'
-import {sha256File} from '../../util/index.js'
+import {fileSha256} from '../sha-cache.js'
 import {type CheckClass, fail, pass} from '../types.js'
 
 /** The type holding most of the weight bytes, F32 only when nothing else is there (the roster's `type`). */
@@ -25,7 +25,7 @@ export const load: CheckClass = {
     return undefined
   },
   async run(row) {
-    const sha = await sha256File(row.path)
+    const sha = await fileSha256(row.path)
     if (sha !== row.sha256) return fail(`sha256 ${sha}, the roster pins ${row.sha256}`)
     const gguf = readGgufModel(row.path)
     const verdict = loadVerdict(gguf)

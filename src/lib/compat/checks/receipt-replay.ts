@@ -47,7 +47,7 @@ export function makeReceiptReplay(hooks: ReceiptReplayHooks = {}): CheckClass {
     summary:
       'a seeded, sampled run written with a receipt (run --transcript) replays VERIFIED under the receipt verifier (runner verify): sha256 chain, model hash, every token, byte and log-probability',
     params: {
-      tokens: {type: 'integer', description: `tokens to generate (default ${DEFAULT_TOKENS})`},
+      tokens: {type: 'integer', minimum: 1, description: `tokens to generate (default ${DEFAULT_TOKENS})`},
       seed: {type: 'integer', description: `sampling seed (default ${DEFAULT_SEED}; temperature ${RECEIPT_TEMPERATURE})`},
     },
     async when() {

@@ -48,7 +48,8 @@ function defaultCorpus(row: RosterRow): string | undefined {
 }
 
 function referencePerplexity(row: RosterRow): ReferencePerplexity | undefined {
-  if (row.reference === undefined || !existsSync(row.reference)) return undefined
+  if (row.reference === undefined) return undefined
+  if (!existsSync(row.reference)) throw new Error(`the roster's reference ${row.reference} does not exist`)
   // Only stories260K and its quantized variants record one; the others hold null.
   return (JSON.parse(readFileSync(row.reference, 'utf8')) as {perplexity?: ReferencePerplexity | null}).perplexity ?? undefined
 }
@@ -70,7 +71,7 @@ export const scoreSelfcheck: CheckClass = {
       type: 'string',
       description: `the text file to score, absolute or relative to the current directory (default: ${CORPUS_NAME} beside the row's reference or in ../shared/reference, else a built-in paragraph)`,
     },
-    ctx: {type: 'integer', description: `window size (default ${DEFAULT_CTX}, at most the model's training context)`},
+    ctx: {type: 'integer', minimum: 4, description: `window size (default ${DEFAULT_CTX}, at most the model's training context)`},
     pplTolerance: {
       type: 'number',
       description: "largest relative |Δ perplexity| against the reference's (default by weight type: F32/F16 1e-3, others 0.02)",
@@ -87,7 +88,10 @@ export const scoreSelfcheck: CheckClass = {
     const corpusName = corpusFile ?? 'the built-in paragraph'
     const pplTolerance = numberParam(params, 'pplTolerance', defaultPplTolerance(row))
     const {plan, tokenizer} = checkModel(readGgufModel(row.path))
-    const ctx = Math.min(numberParam(params, 'ctx', DEFAULT_CTX), plan.config.nCtxTrain)
+    const asked = numberParam(params, 'ctx', DEFAULT_CTX)
+    if (params.ctx !== undefined && asked > plan.config.nCtxTrain)
+      throw new TypeError(`parameter ctx ${asked} is above the model's training context ${plan.config.nCtxTrain}`)
+    const ctx = Math.min(asked, plan.config.nCtxTrain) // the default, on a model trained shorter
     if (!Number.isInteger(ctx) || ctx < 4) throw new TypeError(`parameter ctx must be an integer >= 4, got ${ctx}`)
 
     let doc

@@ -32,6 +32,7 @@ export const SERVE_DEFAULT_CTX = 1024
 export const SERVE_PARAMS: Readonly<Record<string, ParamSpec>> = {
   nCtx: {
     type: 'integer',
+    minimum: 16,
     description: `KV positions of the server's one slot (default ${SERVE_DEFAULT_CTX}; the tool prompt of a model without tool support is about 360 tokens)`,
   },
 }

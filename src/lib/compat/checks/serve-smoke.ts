@@ -42,7 +42,7 @@ export const serveSmoke: CheckClass = {
     'the server started in-process answers the official openai client: it lists the model, a greedy chat completion ends, and the streamed one is the same text',
   params: {
     ...SERVE_PARAMS,
-    maxTokens: {type: 'integer', description: 'max_tokens of both completions (default 8)'},
+    maxTokens: {type: 'integer', minimum: 1, description: 'max_tokens of both completions (default 8)'},
   },
   async when() {
     return openaiMissing()

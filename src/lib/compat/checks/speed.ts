@@ -38,9 +38,9 @@ export const speed: CheckClass = {
   summary:
     "prompt processing and generation tokens/s (llama-bench's pp and tg), median of repetitions; no absolute bound: the baseline report's figures, within a tolerance, are the anchor",
   params: {
-    pp: {type: 'integer', description: `prompt tokens processed in one batch (default ${DEFAULTS.pp})`},
-    tg: {type: 'integer', description: `tokens generated one at a time, greedy, end of text ignored (default ${DEFAULTS.tg})`},
-    reps: {type: 'integer', description: `repetitions; the median is reported (default ${DEFAULTS.reps})`},
+    pp: {type: 'integer', minimum: 1, description: `prompt tokens processed in one batch (default ${DEFAULTS.pp})`},
+    tg: {type: 'integer', minimum: 1, description: `tokens generated one at a time, greedy, end of text ignored (default ${DEFAULTS.tg})`},
+    reps: {type: 'integer', minimum: 1, description: `repetitions; the median is reported (default ${DEFAULTS.reps})`},
     tolerance: {
       type: 'number',
       description: `relative drop against the baseline that still passes (default ${DEFAULTS.tolerance}: a drop of more than 50 % fails; CI machines are noisy)`,

@@ -66,7 +66,11 @@ export const structured: CheckClass = {
   summary:
     "a JSON-schema-constrained answer (runner run --json-schema's path) is valid under ajv, and a 50-label enum's constrained answer is exactly one label",
   params: {
-    maxTokens: {type: 'integer', description: 'most tokens of each answer (default 512: room for the whitespace the grammar allows)'},
+    maxTokens: {
+      type: 'integer',
+      minimum: 1,
+      description: 'most tokens of each answer (default 512: room for the whitespace the grammar allows)',
+    },
   },
   async when() {
     return undefined

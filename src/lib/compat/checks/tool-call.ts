@@ -88,7 +88,7 @@ export const toolCall: CheckClass = {
     'a forced tool call through the server and the openai client names the function with arguments ajv validates against its schema; the result sent back gets a text answer',
   params: {
     ...SERVE_PARAMS,
-    maxTokens: {type: 'integer', description: 'max_tokens of the forced call (default 160); the answer to the result takes 8'},
+    maxTokens: {type: 'integer', minimum: 1, description: 'max_tokens of the forced call (default 160); the answer to the result takes 8'},
   },
   async when() {
     return openaiMissing()
