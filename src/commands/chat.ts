@@ -6,7 +6,9 @@ import {
   constraintFromFlags,
   contextFlags,
   contextFromFlags,
-  modelFlag,
+  modelArg,
+  modelFlagOrArg,
+  modelFromFlagOrArg,
   RunnerCommand,
   samplingFlags,
   samplingFromFlags,
@@ -45,8 +47,10 @@ export default class Chat extends RunnerCommand {
     },
   ]
 
+  static override args = modelArg
+
   static override flags = {
-    ...modelFlag,
+    ...modelFlagOrArg,
     system: Flags.string({description: 'system prompt', helpValue: 'TEXT'}),
     'n-predict': Flags.integer({
       char: 'n',
@@ -70,9 +74,9 @@ export default class Chat extends RunnerCommand {
   }
 
   async run(): Promise<void> {
-    const {flags} = await this.parse(Chat)
+    const {flags, args} = await this.parse(Chat)
     const code = await runChat({
-      modelPath: flags.model,
+      modelPath: modelFromFlagOrArg(flags.model, args.model, 'chat'),
       system: flags.system,
       nPredict: flags['n-predict'],
       ...contextFromFlags(flags),

@@ -1,8 +1,17 @@
-import {constraintFromFlags, contextFromFlags, loadProgress, RunnerCommand, samplingFromFlags, withInterrupt} from '../lib/cli/index.js'
+import {
+  constraintFromFlags,
+  contextFromFlags,
+  loadProgress,
+  modelArg,
+  modelFromFlagOrArg,
+  RunnerCommand,
+  samplingFromFlags,
+  withInterrupt,
+} from '../lib/cli/index.js'
 import {amxStatus, cpuFeatures, describeKernels, kernelSet} from '../lib/engine/index.js'
 import {ExitCode} from '../lib/errors.js'
 import {runFlags, runPrompt} from '../lib/run/index.js'
-import {formatBytes, readPrompt} from '../lib/util/index.js'
+import {formatBytes, readPrompt, stdoutIsStderr} from '../lib/util/index.js'
 
 export default class Run extends RunnerCommand {
   static override summary = 'Generate text from a prompt with a GGUF model.'
@@ -16,6 +25,7 @@ export default class Run extends RunnerCommand {
       description: 'Greedy continuation, the same llama.cpp prints',
       command: '<%= config.bin %> run -m ../shared/models/stories260K.gguf -p "Once upon a time" -n 64 --temp 0',
     },
+    {description: 'The model as the argument (as ollama run takes it)', command: '<%= config.bin %> run model.gguf -p "Once upon a time"'},
     {
       description: 'Sampled, reproducible with a seed',
       command: '<%= config.bin %> run -m model.gguf -p "Write a haiku" --temp 0.7 --top-p 0.9 --seed 42',
@@ -36,9 +46,12 @@ export default class Run extends RunnerCommand {
   ]
 
   static override flags = runFlags
+  static override args = modelArg
+  protected static override strayArgumentHint = 'the prompt goes in -p TEXT (or --file FILE, or standard input)'
 
   async run(): Promise<void> {
-    const {flags} = await this.parse(Run)
+    const {flags, args} = await this.parse(Run)
+    const modelPath = modelFromFlagOrArg(flags.model, args.model, 'run', '-p')
     const prompt = await readPrompt(flags.prompt, flags.file)
     const sampling = samplingFromFlags(flags)
     const constraint = await constraintFromFlags(flags)
@@ -48,7 +61,7 @@ export default class Run extends RunnerCommand {
         : {path: flags.transcript, signKeyPath: flags['sign-key'], prevPath: flags['transcript-prev']}
     const r = await withInterrupt((signal) =>
       runPrompt({
-        modelPath: flags.model,
+        modelPath,
         prompt,
         nPredict: flags['n-predict'],
         ...contextFromFlags(flags),
@@ -70,11 +83,12 @@ export default class Run extends RunnerCommand {
       )
     } else {
       if (r.receipt) process.stderr.write(`receipt ${r.receipt.path} (chain ${r.receipt.chain}${r.receipt.signed ? ', signed' : ''})\n`)
-      if (process.stdout.isTTY && !r.text.endsWith('\n')) process.stdout.write('\n')
+      // A newline between the text and the summary when they meet: on a terminal, or in one file (> log 2>&1).
+      if ((process.stdout.isTTY || stdoutIsStderr()) && !r.text.endsWith('\n')) process.stdout.write('\n')
       const t = r.timings
       process.stderr.write(
-        `load ${t.loadMs} ms · prompt ${r.evaluatedTokens} tokens, ${t.promptTokensPerSecond} tok/s · decode ${r.tokens.length} tokens, ` +
-          `${t.decodeTokensPerSecond} tok/s · peak RSS ${formatBytes(r.peakRssBytes)} · ${r.finishReason} · seed ${r.seed} · ` +
+        `load ${t.loadMs} ms · prompt ${r.evaluatedTokens} tokens, ${t.promptTokensPerSecond} tok/s · decode ${r.tokens.length} tokens` +
+          `${t.decodeTokensPerSecond === null ? '' : `, ${t.decodeTokensPerSecond} tok/s`} · peak RSS ${formatBytes(r.peakRssBytes)} · ${r.finishReason} · seed ${r.seed} · ` +
           `kernels ${describeKernels(kernelSet(cpuFeatures(), amxStatus().state))}\n`,
       )
     }

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {noGpuFlag, refuseGpuLayers, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
 import {formatScoreReport, scoreCorpus, scoreProgress} from '../lib/score/index.js'
 import {readPrompt} from '../lib/util/index.js'
 
@@ -29,7 +29,14 @@ export default class Score extends RunnerCommand {
   static override flags = {
     model: Flags.string({char: 'm', description: 'GGUF model file', required: true, helpValue: 'FILE'}),
     file: Flags.string({char: 'f', description: 'corpus file (default: standard input)', helpValue: 'FILE'}),
-    ctx: Flags.integer({description: 'window size in tokens; the second half of each window is scored', default: 512, min: 4}),
+    ctx: Flags.integer({
+      char: 'c',
+      aliases: ['ctx-size'],
+      description: 'window size in tokens; the second half of each window is scored',
+      default: 512,
+      min: 4,
+    }),
+    ...noGpuFlag,
     stride: Flags.integer({description: 'tokens between window starts (default: --ctx, no overlap)', min: 1}),
     threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
     'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step', default: 512, min: 1}),
@@ -50,6 +57,7 @@ export default class Score extends RunnerCommand {
 
   async run(): Promise<void> {
     const {flags} = await this.parse(Score)
+    refuseGpuLayers(flags['n-gpu-layers'])
     const corpus = await readPrompt(undefined, flags.file)
     const doc = await withInterrupt((signal) =>
       scoreCorpus({

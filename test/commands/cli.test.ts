@@ -90,7 +90,7 @@ describe('runner CLI', () => {
   test('an unknown flag is a usage error (exit 2)', () => {
     const r = runCli(['inspect', 'model.gguf', '--no-such-flag'])
     assert.equal(r.status, 2, r.stderr)
-    assert.match(r.stderr, /Nonexistent flag: --no-such-flag/)
+    assert.match(r.stderr, /unknown flag --no-such-flag/)
   })
 
   test('a missing required argument is a usage error (exit 2)', () => {
@@ -99,10 +99,10 @@ describe('runner CLI', () => {
     assert.match(r.stderr, /Missing 1 required arg/)
   })
 
-  test('an unknown command exits 2 (oclif: command not found)', () => {
+  test('an unknown command exits 2, naming it (the command_not_found hook)', () => {
     const r = runCli(['no-such-command'])
     assert.equal(r.status, 2, r.stderr)
-    assert.match(r.stderr, /command no-such-command not found/)
+    assert.match(r.stderr, /no-such-command is not a runner command/)
     assert.equal(r.stdout, '')
   })
 })

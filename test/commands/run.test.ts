@@ -463,6 +463,15 @@ describe('runner run: Ctrl+C stops cleanly and keeps what was generated', {skip:
     }
   })
 
+  /** How long `run --json -n 1` takes here: the startup a --json run needs before it listens for Ctrl+C. */
+  let startupMs = 1500
+  before(async () => {
+    const t0 = performance.now()
+    const r = await runCliAsync(['run', '-m', big, '-p', PROMPT, '-n', '1', '-t', '1', '--json'])
+    assert.equal(r.status, 0, r.stderr)
+    startupMs = Math.max(startupMs, performance.now() - t0)
+  })
+
   /** Spawn a long run, wait for its first output, send SIGINT; resolve with how it ended. */
   function interrupt(
     extra: string[],
@@ -497,8 +506,10 @@ describe('runner run: Ctrl+C stops cleanly and keeps what was generated', {skip:
       child.stderr.setEncoding('utf8').on('data', (d: string) => {
         stderr += d
       })
-      // --json prints nothing until the end: interrupt once the model is surely loaded and generating.
-      if (extra.includes('--json')) setTimeout(sendOnce, 1500)
+      // --json prints nothing until the end: interrupt once the model is surely loaded and generating,
+      // judged by how long a one-token run took on this machine just before (a fixed 1.5 s was too short
+      // on a loaded 2-core machine: the SIGINT arrived before the command listened for it).
+      if (extra.includes('--json')) setTimeout(sendOnce, startupMs + 1000)
       child.on('error', reject)
       child.on('close', (code, signal) => {
         clearTimeout(killer)

@@ -7,6 +7,7 @@
 import {createInterface} from 'node:readline'
 
 import {ExitCode, RunnerError} from '../errors.js'
+import {decodeRate} from '../util/index.js'
 import {runSlashCommand} from './commands.js'
 import type {ChatConversation, TurnResult} from './conversation.js'
 import {escapeLine, unescapeLine} from './escape.js'
@@ -79,7 +80,7 @@ export function answerJson(r: TurnResult) {
       promptMs: round(r.promptMs),
       decodeMs: round(r.decodeMs),
       promptTokensPerSecond: round((1000 * r.evaluatedTokens) / Math.max(r.promptMs, 1e-9)),
-      decodeTokensPerSecond: round((1000 * r.tokens.length) / Math.max(r.decodeMs, 1e-9)),
+      decodeTokensPerSecond: decodeRate(r.tokens.length, r.decodeMs),
     },
   }
 }

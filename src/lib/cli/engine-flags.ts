@@ -1,16 +1,80 @@
-import {Flags} from '@oclif/core'
+import {Args, Flags} from '@oclif/core'
+
+import {ExitCode, RunnerError} from '../errors.js'
+import {printable} from '../util/index.js'
 
 /** The model file flag of every command that loads one. */
 export const modelFlag = {
   model: Flags.string({char: 'm', description: 'GGUF model file (or any shard of a split model)', required: true, helpValue: 'FILE'}),
 }
 
+/** run and chat take the model as -m or as their one positional argument (`runner run FILE -p TEXT`, as ollama's `run NAME`). */
+export const modelFlagOrArg = {
+  model: Flags.string({
+    char: 'm',
+    description: 'GGUF model file (or any shard of a split model); or give it as the argument',
+    helpValue: 'FILE',
+  }),
+}
+
+export const modelArg = {
+  // ignoreStdin: oclif would otherwise read a piped standard input as this argument (run reads its prompt from there, chat its lines)
+  model: Args.string({description: 'GGUF model file (the same as -m)', required: false, ignoreStdin: true}),
+}
+
+/** The model from -m or the argument: one of them, once. `run -m M "Once upon a time"` is a prompt where a model goes. */
+export function modelFromFlagOrArg(flag: string | undefined, arg: string | undefined, command: string, promptFlag?: string): string {
+  if (flag !== undefined && arg !== undefined) {
+    const hint = promptFlag ? `; a prompt goes in ${promptFlag} ${JSON.stringify(printable(arg, {max: 60}))}` : ''
+    throw new RunnerError(
+      'MODEL_TWICE',
+      `the model is given by -m (${printable(flag)}), so ${JSON.stringify(printable(arg, {max: 60}))} has no place${hint}`,
+      ExitCode.usage,
+    )
+  }
+  const model = flag ?? arg
+  if (model === undefined)
+    throw new RunnerError(
+      'MODEL_MISSING',
+      `no model: \`runner ${command} FILE.gguf${promptFlag ? ` ${promptFlag} TEXT` : ''}\` or \`runner ${command} -m FILE.gguf\``,
+      ExitCode.usage,
+    )
+  return model
+}
+
+/**
+ * llama.cpp's -ngl / --n-gpu-layers (bin/run.js turns -ngl into --n-gpu-layers: oclif has no
+ * multi-letter short flags). This build has no GPU backend, so any value but 0 is refused by name.
+ */
+export const noGpuFlag = {
+  'n-gpu-layers': Flags.integer({
+    description: "llama.cpp's -ngl: layers on a GPU. This build has no GPU backend (issue #25), so only 0 is accepted",
+    min: 0,
+    helpValue: 'N',
+  }),
+}
+
+export function refuseGpuLayers(n: number | undefined): void {
+  if (n !== undefined && n > 0)
+    throw new RunnerError(
+      'NO_GPU_BACKEND',
+      `-ngl/--n-gpu-layers ${n}: this build has no GPU backend (the CUDA backend is issue #25); drop the flag and the model runs on the CPU`,
+      ExitCode.backendUnavailable,
+    )
+}
+
 /** The context flags run and chat share, named as llama.cpp names them. */
 export const contextFlags = {
-  'ctx-size': Flags.integer({char: 'c', description: "context size in tokens (default: the model's, at most 4096)", min: 1}),
+  'ctx-size': Flags.integer({
+    char: 'c',
+    aliases: ['ctx'],
+    description: "context size in tokens (default: the model's, at most 4096)",
+    min: 1,
+  }),
   'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step while reading a prompt', default: 512, min: 1}),
   threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
   'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
+  ...noGpuFlag,
 }
 
 export interface ContextFlagValues {
@@ -18,9 +82,11 @@ export interface ContextFlagValues {
   readonly 'batch-size': number
   readonly threads?: number
   readonly 'kv-type': string
+  readonly 'n-gpu-layers'?: number
 }
 
 /** The context options those flags give (the kv type is one of the flag's options). */
 export function contextFromFlags(flags: ContextFlagValues): {nCtx?: number; nBatch: number; threads?: number; kvType: 'f16' | 'f32'} {
+  refuseGpuLayers(flags['n-gpu-layers'])
   return {nCtx: flags['ctx-size'], nBatch: flags['batch-size'], threads: flags.threads, kvType: flags['kv-type'] as 'f16' | 'f32'}
 }

@@ -3,8 +3,19 @@
  * sampling flags, load progress, and the Ctrl-C handling the chat UI and the server use too.
  */
 export {type ConstraintFlagValues, constraintFlags, constraintFromFlags} from './constraint-flags.js'
-export {type ContextFlagValues, contextFlags, contextFromFlags, modelFlag} from './engine-flags.js'
+export {
+  type ContextFlagValues,
+  contextFlags,
+  contextFromFlags,
+  modelArg,
+  modelFlag,
+  modelFlagOrArg,
+  modelFromFlagOrArg,
+  noGpuFlag,
+  refuseGpuLayers,
+} from './engine-flags.js'
 export {type Interrupt, listenForInterrupt, withInterrupt} from './interrupt.js'
 export {loadProgress} from './progress.js'
 export {RunnerCommand} from './runner-command.js'
 export {parseNumberFlag, parseSeed, samplingFlags, samplingFromFlags} from './sampling-flags.js'
+export {didYouMean} from './did-you-mean.js'

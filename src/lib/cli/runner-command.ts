@@ -2,16 +2,40 @@ import {Command} from '@oclif/core'
 
 import {RunnerError} from '../errors.js'
 import {GgufError} from '../gguf/index.js'
-import {printableError, printableJson} from '../util/index.js'
+import {printable, printableError, printableJson} from '../util/index.js'
+import {didYouMean} from './did-you-mean.js'
+
+/** oclif's parse errors that we answer with one line and a hint instead of the whole help text. */
+interface ParseError extends Error {
+  readonly flags?: readonly string[]
+  readonly args?: readonly string[]
+}
+
+function parseErrorOf(err: Error, name: 'NonExistentFlagsError' | 'UnexpectedArgsError'): ParseError | undefined {
+  return err.constructor?.name === name ? (err as ParseError) : undefined
+}
 
 /**
  * Base of every command: turns a RunnerError into one line on stderr (message and code) and the
  * exit code of the table in src/lib/errors.ts. With --json the error is also printed on stdout as
  * `{"error": {...}}` so a script that parses stdout sees why it failed. A RunnerError's message is
- * printable by construction; any other error is made printable here before oclif prints it.
+ * printable by construction; any other error is made printable here before oclif prints it. A flag
+ * the command does not have, or an argument it does not take, is one line with the nearest flags or
+ * what the argument was probably meant to be (exit 2), not oclif's help dump.
  */
 export abstract class RunnerCommand extends Command {
+  /** What a stray positional argument most likely was, for the UnexpectedArgsError hint (run: the prompt). */
+  protected static strayArgumentHint: string | undefined
+
   protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {
+    const flagError = parseErrorOf(err, 'NonExistentFlagsError')
+    if (flagError) return this.usageError(flagError.flags?.map((f) => this.unknownFlag(f)).join(' ') ?? err.message)
+    const argError = parseErrorOf(err, 'UnexpectedArgsError')
+    if (argError) {
+      const hint = (this.constructor as typeof RunnerCommand).strayArgumentHint
+      const args = (argError.args ?? []).map((a) => JSON.stringify(printable(String(a), {max: 60}))).join(', ')
+      return this.usageError(`unexpected argument ${args}${hint ? `: ${hint}` : ''}.`)
+    }
     if (!(err instanceof RunnerError)) return super.catch(printableError(err))
     process.stderr.write(`runner: ${err.message} [${err.code}]\n`)
     if (this.argv.includes('--json')) {
@@ -19,5 +43,27 @@ export abstract class RunnerCommand extends Command {
       process.stdout.write(`${printableJson({error: {code: err.code, message: err.message, ...extra}})}\n`)
     }
     return this.exit(err.exitCode)
+  }
+
+  private unknownFlag(flag: string): string {
+    const flags = (this.constructor as typeof Command).flags ?? {}
+    const names = Object.entries(flags).flatMap(([name, f]) => [
+      `--${name}`,
+      ...(f.char ? [`-${f.char}`] : []),
+      ...(f.aliases ?? []).map((a) => `--${a}`),
+    ])
+    const bare = flag.split('=')[0]!
+    const near = didYouMean(
+      bare.replace(/^-+/, ''),
+      names.map((n) => n.replace(/^-+/, '')),
+    ).map((n) => names.find((x) => x.replace(/^-+/, '') === n)!)
+    return `unknown flag ${printable(bare)}${near.length > 0 ? `; did you mean ${near.join(' or ')}?` : ''}`
+  }
+
+  private usageError(message: string): never {
+    process.stderr.write(
+      `runner ${this.id ?? ''}: ${message} \`runner ${this.id ?? ''} --help\` lists the flags.\n`.replace('runner : ', 'runner: '),
+    )
+    return this.exit(2)
   }
 }

@@ -13,7 +13,7 @@ export const samplingFlags = {
   'repeat-last-n': Flags.integer({description: 'how many recent tokens the penalties look at'}),
   'presence-penalty': Flags.string({description: 'subtract from tokens already present (0 = off)', helpValue: 'X'}),
   'frequency-penalty': Flags.string({description: 'subtract per occurrence (0 = off)', helpValue: 'X'}),
-  seed: Flags.string({description: 'random seed (any 64-bit value, 0 included; default: random, reported)', helpValue: 'N'}),
+  seed: Flags.string({description: 'random seed (any 64-bit value, 0 included; -1 or absent: random, reported)', helpValue: 'N'}),
 }
 
 type SamplingFlagValues = {[K in keyof typeof samplingFlags]?: K extends 'top-k' | 'repeat-last-n' ? number : string}
@@ -29,7 +29,8 @@ export function samplingFromFlags(flags: SamplingFlagValues): SamplingOptions {
     penaltyLastN: flags['repeat-last-n'],
     presencePenalty: parseNumberFlag(flags['presence-penalty'], '--presence-penalty'),
     frequencyPenalty: parseNumberFlag(flags['frequency-penalty'], '--frequency-penalty'),
-    seed: flags.seed === undefined ? undefined : parseSeed(flags.seed),
+    // -1 is llama.cpp's "random seed": the same as leaving it out (the seed drawn is reported).
+    seed: flags.seed === undefined || flags.seed.trim() === '-1' ? undefined : parseSeed(flags.seed),
   })
 }
 

@@ -1,10 +1,10 @@
 /** The flags of `runner run` (src/commands/run.ts renders; this says what it accepts). */
 import {Flags} from '@oclif/core'
 
-import {constraintFlags, contextFlags, modelFlag, samplingFlags} from '../cli/index.js'
+import {constraintFlags, contextFlags, modelFlagOrArg, samplingFlags} from '../cli/index.js'
 
 export const runFlags = {
-  ...modelFlag,
+  ...modelFlagOrArg,
   prompt: Flags.string({char: 'p', description: 'prompt text', exclusive: ['file'], helpValue: 'TEXT'}),
   file: Flags.string({char: 'f', description: 'read the prompt from a file', exclusive: ['prompt'], helpValue: 'FILE'}),
   'n-predict': Flags.integer({

@@ -11,6 +11,7 @@ import {prepareReceipt, type ReceiptOptions, writeReceipt} from '../receipt/inde
 import type {Constraint} from '../grammar/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {encodePrompt} from '../tokenizer/index.js'
+import {decodeRate} from '../util/index.js'
 
 export interface RunOptions {
   readonly modelPath: string
@@ -41,7 +42,8 @@ export interface RunTimings {
   readonly promptMs: number
   readonly decodeMs: number
   readonly promptTokensPerSecond: number
-  readonly decodeTokensPerSecond: number
+  /** Null below two generated tokens (util decodeRate: n tokens are n - 1 decode steps). */
+  readonly decodeTokensPerSecond: number | null
 }
 
 export interface RunReport {
@@ -146,7 +148,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
           promptMs: round(promptMs),
           decodeMs: round(decodeMs),
           promptTokensPerSecond: round((1000 * o.usage.evaluatedTokens) / Math.max(promptMs, 1e-9)),
-          decodeTokensPerSecond: round((1000 * o.tokenIds.length) / Math.max(decodeMs, 1e-9)),
+          decodeTokensPerSecond: decodeRate(o.tokenIds.length, decodeMs),
         },
         ...(constraint
           ? {

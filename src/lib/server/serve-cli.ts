@@ -7,7 +7,7 @@ import {readFileSync} from 'node:fs'
 
 import {Flags, type Interfaces} from '@oclif/core'
 
-import {listenForInterrupt, modelFlag} from '../cli/index.js'
+import {listenForInterrupt, modelFlag, noGpuFlag, refuseGpuLayers} from '../cli/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {CONNECTION_DEFAULTS} from './connections.js'
 import {REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimitFlag, type RequestLimits} from './request-limits.js'
@@ -33,7 +33,13 @@ export const serveFlags = {
     min: 1,
     max: 256,
   }),
-  ctx: Flags.integer({char: 'c', description: "context size of each slot in tokens (default: the model's, at most 4096)", min: 1}),
+  ctx: Flags.integer({
+    char: 'c',
+    aliases: ['ctx-size'],
+    description: "context size of each slot in tokens (default: the model's, at most 4096)",
+    min: 1,
+  }),
+  ...noGpuFlag,
   threads: Flags.integer({
     char: 't',
     description: 'threads per slot (default: physical cores divided among the slots, at least 1)',
@@ -126,6 +132,7 @@ type ServeFlagValues = {
   readonly ctx?: number
   readonly threads?: number
   readonly 'kv-type': string
+  readonly 'n-gpu-layers'?: number
   readonly 'api-key'?: string
   readonly 'chat-template'?: string
   readonly alias?: string[]
@@ -144,6 +151,7 @@ type ServeFlagValues = {
 
 /** startServer's options from the parsed flags (the timeout checked, a template file read). */
 export function serveOptions(flags: ServeFlagValues): ServeOptions {
+  refuseGpuLayers(flags['n-gpu-layers'])
   return {
     modelPath: flags.model,
     host: flags.host,

@@ -1,4 +1,14 @@
 /** Human renderings shared by commands. */
+/**
+ * Decode tokens per second of a generation of n tokens that took decodeMs after the prompt: the first
+ * token comes from the prompt's logits, so n tokens are n - 1 forward steps (llama-bench counts tg
+ * the same way). Null below two tokens: one token says nothing about decode speed.
+ */
+export function decodeRate(nTokens: number, decodeMs: number): number | null {
+  if (nTokens < 2 || !(decodeMs > 0)) return null
+  return Math.round((10000 * (nTokens - 1)) / decodeMs) / 10
+}
+
 export function formatBytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB']
   let v = n

@@ -1,7 +1,8 @@
 /** Public face of the util area: small helpers with no domain of their own (files, CPUs, numbers, text). */
 export {type AtomicFile, type AtomicWriteOptions, writeFileAtomic, writeFilesAtomic} from './atomic-write.js'
 export {defaultThreads, physicalCores} from './cpu.js'
-export {formatBytes, formatCount, formatRows} from './format.js'
+export {decodeRate, formatBytes, formatCount, formatRows} from './format.js'
+export {stdoutIsStderr} from './streams.js'
 export {bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits} from './half.js'
 export {checkFreeSpace, checkOutputPath, interruptedWrite, type OutputPathOptions, WRITE_FAILURES, writeError} from './output-path.js'
 export {own} from './own.js'

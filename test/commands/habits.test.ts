@@ -1,0 +1,107 @@
+/**
+ * Habits users bring from ollama and llama.cpp (issue #22, "Habits" and "Output"): each of these
+ * gave a baffling error or a wrong figure before, and gets the right behaviour or a one-line hint now.
+ * - `runner run FILE -p TEXT` (the model as the argument), `runner chat FILE`;
+ * - `run -m M "Once upon a time"`: the prompt where a model goes says to use -p;
+ * - `-ngl 99` (read as `-n gl` by oclif before) refused naming -ngl; `-ngl 0` accepted;
+ * - `--seed -1` is random, as in llama.cpp;
+ * - a mistyped flag or command: one line with the nearest ones, no help dump; `runner model.gguf`;
+ * - `--ctx` / `--ctx-size` / `-c` on run, serve and score alike;
+ * - text and summary in one file (`> log 2>&1`) are separated by a newline;
+ * - `-n 1` reports no decode rate (one token is not a speed).
+ */
+import assert from 'node:assert/strict'
+import {spawnSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {after, describe, test} from 'node:test'
+
+import {llamaSpellings} from '../../src/lib/cli/llama-spellings.js'
+import {hasShared, NO_SHARED_REASON, REPO_ROOT, runCliAsync, sharedPath} from '../helpers/shared.js'
+
+const dir = mkdtempSync(join(tmpdir(), 'runner-habits-'))
+after(() => rmSync(dir, {recursive: true, force: true}))
+
+test('-ngl becomes --n-gpu-layers, with = too; nothing after -- is touched', () => {
+  assert.deepEqual(llamaSpellings(['run', '-ngl', '99', '-n', '4']), ['run', '--n-gpu-layers', '99', '-n', '4'])
+  assert.deepEqual(llamaSpellings(['-ngl=3', '--', '-ngl']), ['--n-gpu-layers=3', '--', '-ngl'])
+})
+
+describe('habits from ollama and llama.cpp', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
+  const M = () => sharedPath('models/stories260K.gguf')
+
+  test('the model as the argument: runner run FILE -p TEXT gives what -m gives', async () => {
+    const a = await runCliAsync(['run', M(), '-p', 'Once upon a time', '-n', '8', '--temp', '0', '--json'])
+    const b = await runCliAsync(['run', '-m', M(), '-p', 'Once upon a time', '-n', '8', '--temp', '0', '--json'])
+    assert.equal(a.status, 0, a.stderr)
+    assert.deepEqual(JSON.parse(a.stdout).tokens, JSON.parse(b.stdout).tokens)
+  })
+
+  test('a prompt where the model goes says to use -p; no model at all says how to give one', async () => {
+    const a = await runCliAsync(['run', '-m', M(), 'Once upon a time'])
+    assert.equal(a.status, 2)
+    assert.match(a.stderr, /a prompt goes in -p "Once upon a time"/)
+    const b = await runCliAsync(['run', '-p', 'hi'])
+    assert.equal(b.status, 2)
+    assert.match(b.stderr, /no model: `runner run FILE.gguf -p TEXT` or `runner run -m FILE.gguf`/)
+    const c = await runCliAsync(['run', M(), 'two', '-p', 'x'])
+    assert.equal(c.status, 2)
+    assert.match(c.stderr, /unexpected argument "two": the prompt goes in -p TEXT/)
+  })
+
+  test('-ngl N is refused naming it (no GPU backend); -ngl 0 runs', async () => {
+    const a = await runCliAsync(['run', '-m', M(), '-p', 'hi', '-n', '2', '-ngl', '99'])
+    assert.equal(a.status, 6)
+    assert.match(a.stderr, /-ngl\/--n-gpu-layers 99: this build has no GPU backend/)
+    const b = await runCliAsync(['run', '-m', M(), '-p', 'hi', '-n', '2', '-ngl', '0'])
+    assert.equal(b.status, 0, b.stderr)
+  })
+
+  test('--seed -1 is a random seed, reported', async () => {
+    const r = await runCliAsync(['run', '-m', M(), '-p', 'hi', '-n', '2', '--seed', '-1', '--json'])
+    assert.equal(r.status, 0, r.stderr)
+    assert.match(JSON.parse(r.stdout).seed, /^\d+$/)
+  })
+
+  test('a mistyped flag: one line with the nearest flag, no help dump', async () => {
+    const r = await runCliAsync(['run', '-m', M(), '-p', 'hi', '--ctxsize', '64'])
+    assert.equal(r.status, 2)
+    assert.match(r.stderr, /^runner run: unknown flag --ctxsize; did you mean --ctx-size\?/)
+    assert.doesNotMatch(r.stderr + r.stdout, /USAGE/)
+    assert.equal(r.stderr.trim().split('\n').length, 1)
+  })
+
+  test('a mistyped command, and a model where a command goes', async () => {
+    const a = await runCliAsync(['rn'])
+    assert.equal(a.status, 2)
+    assert.match(a.stderr, /rn is not a runner command. Did you mean `runner run`\?/)
+    const b = await runCliAsync(['model.gguf', '-p', 'hi'])
+    assert.equal(b.status, 2)
+    assert.match(b.stderr, /To run a model: `runner run model.gguf -p TEXT`/)
+  })
+
+  test('--ctx, --ctx-size and -c mean the same on run and score', async () => {
+    for (const flag of ['--ctx', '--ctx-size', '-c']) {
+      const r = await runCliAsync(['run', '-m', M(), '-p', 'hi', '-n', '2', flag, '64', '--json'])
+      assert.equal(r.status, 0, `${flag}: ${r.stderr}`)
+    }
+    const s = await runCliAsync(['score', '-m', M(), '--file', sharedPath('reference', 'corpus-stories.txt'), '-c', '128', '--json'])
+    assert.equal(s.status, 0, s.stderr)
+    assert.equal(JSON.parse(s.stdout).scheme.ctx, 128)
+  })
+
+  test('text and summary in one file are separated by a newline; -n 1 reports no decode rate', () => {
+    const log = join(dir, 'log.txt')
+    const r = spawnSync('sh', ['-c', `node bin/run.js run -m "${M()}" -p "Once upon a time" -n 1 --temp 0 > "${log}" 2>&1`], {
+      cwd: REPO_ROOT,
+    })
+    assert.equal(r.status, 0)
+    const text = readFileSync(log, 'utf8')
+    const lines = text.split('\n')
+    const summary = lines.findIndex((l) => l.startsWith('load '))
+    assert.ok(summary >= 1, `the summary is glued to the text: ${JSON.stringify(text)}`)
+    assert.match(lines[summary]!, /decode 1 tokens · peak RSS/)
+    assert.doesNotMatch(lines[summary]!, /decode 1 tokens, [\d.]+ tok\/s/)
+  })
+})
