@@ -8,6 +8,7 @@ import {cpus} from 'node:os'
 import {describe, test} from 'node:test'
 
 import {median, speed, speedFigures} from '../../../src/lib/compat/checks/speed.js'
+import {compareToBaseline, type Report} from '../../../src/lib/compat/index.js'
 import type {CheckEnv, Figure, RosterRow} from '../../../src/lib/compat/types.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../../helpers/shared.js'
 
@@ -25,10 +26,23 @@ const row: RosterRow = {
 }
 const env: CheckEnv = {tmpDir: '/nonexistent', signal: new AbortController().signal, threads: 2}
 
-/** The figure semantics of types.ts: a move the wrong way by more than `tolerance` of the baseline regresses. */
+/** Whether the baseline gate itself (compareToBaseline) flags `now` against `baseline`, on two one-result reports of one machine. */
 function regressed(baseline: Figure, now: Figure): boolean {
-  const move = (now.value - baseline.value) / baseline.value
-  return now.better === 'higher' ? move < -now.tolerance : move > now.tolerance
+  const report = (f: Figure): Report => ({
+    format: 'runner.compat-report',
+    version: 1,
+    incomplete: false,
+    started: 't',
+    finished: 't',
+    build: {runner: '0', gitCommit: null, abi: 1, cpuFeatures: [], kernels: {}},
+    host: {platform: 'linux-x64', cpu: 'X', cores: 2, memoryBytes: 1, node: 'v20'},
+    roster: {path: 'r', sha256: '0'.repeat(64), rows: 1},
+    selection: {rows: null, checks: null},
+    run: {jobs: 1, threads: 2},
+    results: [{row: 'a', check: 'speed', outcome: 'pass', evidence: 'e', ms: 1, figures: {x: f}}],
+    summary: {pass: 1, fail: 0, notExecuted: 0, expectedFailures: 0},
+  })
+  return compareToBaseline(report(now), report(baseline)).length > 0
 }
 
 describe('speed', () => {
