@@ -264,6 +264,51 @@ Napi::Value ModelFree(const Napi::CallbackInfo &info) {
   return info.Env().Undefined();
 }
 
+// Two numbers `where.key` as an int64 pair (a LoRA tensor's ggml shape).
+void NePair(const Napi::Object &o, const char *key, const std::string &where, int64_t *ne) {
+  Napi::Value v = o.Get(key);
+  const std::string what = where + "." + key;
+  if (!v.IsArray() || v.As<Napi::Array>().Length() != 2) ThrowInvalid(o.Env(), Kind::kTypeError, what + " must be an array of 2 numbers");
+  for (uint32_t k = 0; k < 2; k++) ne[k] = static_cast<int64_t>(U64Prop(v.As<Napi::Array>(), std::to_string(k).c_str(), what));
+}
+
+// modelAddLora(model, path, pairs, alpha, scale): map an adapter file and attach its pairs
+// (runner_model_add_lora). Synchronous: mapping and checking touch no weight pages.
+Napi::Value ModelAddLora(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  ModelRef m = Unwrap<ModelHandle>(info[0], "model");
+  if (!info[1].IsString() || !info[2].IsArray())
+    ThrowInvalid(env, Kind::kTypeError, "modelAddLora(model, path, pairs, alpha, scale): path must be a string and pairs an array");
+  const std::string path = info[1].As<Napi::String>().Utf8Value();
+  std::vector<runner_lora_pair_desc> pairs;
+  Napi::Array pa = info[2].As<Napi::Array>();
+  for (uint32_t i = 0; i < pa.Length(); i++) {
+    const std::string where = "pairs[" + std::to_string(i) + "]";
+    Napi::Value v = pa.Get(i);
+    if (!v.IsObject()) ThrowInvalid(env, Kind::kTypeError, where + " must be an object");
+    Napi::Object o = v.As<Napi::Object>();
+    runner_lora_pair_desc d{};
+    d.role = IntProp(o, "role", where);
+    d.layer = IntProp(o, "layer", where);
+    d.a_type = IntProp(o, "aType", where);
+    d.b_type = IntProp(o, "bType", where);
+    NePair(o, "aNe", where, d.a_ne);
+    NePair(o, "bNe", where, d.b_ne);
+    d.a_offset = U64Prop(o, "aOffset", where);
+    d.a_size = U64Prop(o, "aSize", where);
+    d.b_offset = U64Prop(o, "bOffset", where);
+    d.b_size = U64Prop(o, "bSize", where);
+    pairs.push_back(d);
+  }
+  const float alpha = static_cast<float>(NumberArg(info[3], "alpha"));
+  const float scale = static_cast<float>(NumberArg(info[4], "scale"));
+  char err[kErrLen] = {0};
+  const runner_status st =
+      runner_model_add_lora(m->model, path.c_str(), pairs.data(), static_cast<int32_t>(pairs.size()), alpha, scale, err, kErrLen);
+  if (st != RUNNER_OK) throw StatusError(env, st, err);
+  return env.Undefined();
+}
+
 // ---- contexts ----------------------------------------------------------------------------------
 
 class ContextWorker : public Napi::AsyncWorker {
@@ -675,6 +720,7 @@ Napi::Value TensorRoles(const Napi::CallbackInfo &info) {
 void RegisterEngineBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("modelLoad", Napi::Function::New(env, ModelLoad, "modelLoad"));
   exports.Set("modelFree", Napi::Function::New(env, ModelFree, "modelFree"));
+  exports.Set("modelAddLora", Napi::Function::New(env, ModelAddLora, "modelAddLora"));
   exports.Set("contextCreate", Napi::Function::New(env, ContextCreate, "contextCreate"));
   exports.Set("contextFree", Napi::Function::New(env, ContextFree, "contextFree"));
   exports.Set("decode", Napi::Function::New(env, Decode, "decode"));

@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 14
+#define RUNNER_ABI_VERSION 15
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -295,6 +295,32 @@ runner_status runner_model_load(const runner_model_config *config, const char *c
                                 const runner_tensor_desc *tensors, int32_t n_tensors, runner_progress_fn progress,
                                 void *progress_user, runner_model **out, char *err, int32_t err_len);
 void runner_model_free(runner_model *model);
+
+/*
+ * LoRA adapters (llama.cpp's GGUF LoRA format, docs/lora.md): one pair per adapted weight, a = lora_a
+ * [n_in, rank] and b = lora_b [rank, n_out] in ggml order, both in the adapter's own file. The
+ * adapted weight's projection becomes W x + s * (b (a x)) in that order of operations (llama.cpp's
+ * build_lora_mm), with s = scale * alpha / rank, or scale where alpha is 0. Roles that can carry a
+ * pair: attn_q/k/v/output, ffn_gate/up/down, output, and the fused attn_qkv / ffn_gate_up (b's rows
+ * split as the weight's are).
+ */
+typedef struct runner_lora_pair_desc {
+    int32_t role;  /* runner_tensor_role of the adapted weight */
+    int32_t layer; /* its block, or -1 for output */
+    int32_t a_type, b_type;   /* ggml type ids */
+    int64_t a_ne[2], b_ne[2]; /* ggml order */
+    uint64_t a_offset, a_size, b_offset, b_size; /* absolute byte extents in the adapter's file */
+} runner_lora_pair_desc;
+
+/*
+ * Map an adapter file read-only and attach its pairs to the model, after any added before (their
+ * deltas are added in that order). Only before the model's first context exists (contexts size
+ * their scratch for the adapters): RUNNER_ERR_BUSY after. Every pair is checked against the weight
+ * it adapts (present, n_in, n_out, the rank agreeing, extents inside the file, byte sizes), naming
+ * the tensor; nothing is attached when one fails. The model owns the mapping from then on.
+ */
+runner_status runner_model_add_lora(runner_model *model, const char *path, const runner_lora_pair_desc *pairs, int32_t n_pairs,
+                                    float alpha, float scale, char *err, int32_t err_len);
 
 /* ---- contexts ------------------------------------------------------------------ */
 

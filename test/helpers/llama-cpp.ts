@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import type {Llama} from 'node-llama-cpp'
 
 import {Model} from '../../src/lib/engine/model.js'
+import type {LoraSpec} from '../../src/lib/lora/index.js'
 import {greedy, logprobOf} from './engine.js'
 
 export interface Comparison {
@@ -18,6 +19,8 @@ export interface Comparison {
   readonly nCtx?: number
   /** Receives a one-line summary (t.diagnostic). */
   readonly report?: (line: string) => void
+  /** LoRA adapters both engines apply (node-llama-cpp's context `lora` option). */
+  readonly lora?: readonly LoraSpec[]
 }
 
 /**
@@ -29,7 +32,7 @@ export interface Comparison {
  */
 export async function compareWithLlamaCpp(llama: Llama, c: Comparison): Promise<Float32Array> {
   const nCtx = c.nCtx ?? 256
-  const ours = await Model.load(c.path)
+  const ours = await Model.load(c.path, {lora: c.lora})
   const ids = ours.tokenizer.encode(c.text, {addSpecial: true})
   const window = ours.config.nSwa ?? 0
   assert.ok(ids.length > 3 * window, `the prompt (${ids.length} tokens) reaches well past the window (${window})`)
@@ -42,6 +45,7 @@ export async function compareWithLlamaCpp(llama: Llama, c: Comparison): Promise<
     flashAttention: false,
     experimentalKvCacheKeyType: 'F32',
     experimentalKvCacheValueType: 'F32',
+    ...(c.lora?.length ? {lora: {adapters: c.lora.map((l) => ({filePath: l.path, scale: l.scale}))}} : {}),
   })
   const ctx = await ours.createContext({nCtx, threads: 1, kvType: 'f32'})
   try {

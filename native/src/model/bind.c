@@ -13,7 +13,7 @@
 #include "core/status.h"
 #include "model/roles.h"
 
-static runner_weight *slot_for(runner_model *m, int32_t role, int32_t layer) {
+runner_weight *runner_model_weight_slot(runner_model *m, int32_t role, int32_t layer) {
     switch (role) {
     case RUNNER_ROLE_TOKEN_EMBD: return &m->tok_embd;
     case RUNNER_ROLE_OUTPUT_NORM: return &m->output_norm;
@@ -46,7 +46,7 @@ static runner_weight *slot_for(runner_model *m, int32_t role, int32_t layer) {
 }
 
 /* Pick the matmul kernel of a bound weight and the quantizer of the activations it dots against. */
-static runner_status setup_kernel(runner_model *m, runner_weight *w, const char *name, int32_t layer, char *err, int32_t err_len) {
+runner_status runner_weight_setup_kernel(runner_model *m, runner_weight *w, const char *name, int32_t layer, char *err, int32_t err_len) {
     const runner_type_traits *tt = w->traits;
     runner_kernel_variant v = runner_kernel_pick_vec_dot(tt, m->cpu);
     w->vec_dot = tt->vec_dot[v];
@@ -109,7 +109,7 @@ static runner_status bind_experts(runner_model *m, const runner_tensor_desc *t, 
         w->ne[1] = ne1;
         w->ne[2] = w->ne[3] = 1;
         w->row_bytes = row_bytes;
-        runner_status st = setup_kernel(m, w, name, t->layer, err, err_len);
+        runner_status st = runner_weight_setup_kernel(m, w, name, t->layer, err, err_len);
         if (st != RUNNER_OK) return st;
     }
     return RUNNER_OK;
@@ -178,7 +178,7 @@ runner_status runner_model_bind_tensor(runner_model *m, const runner_tensor_desc
         slots[0] = &L->w_gate, slots[1] = &L->w_up;
         rows[0] = rows[1] = c->n_ff;
     } else {
-        slots[0] = slot_for(m, t->role, t->layer);
+        slots[0] = runner_model_weight_slot(m, t->role, t->layer);
     }
     const uint8_t *base = (const uint8_t *)map->base + t->offset;
     for (int k = 0; k < 3 && slots[k]; k++) {
@@ -195,7 +195,7 @@ runner_status runner_model_bind_tensor(runner_model *m, const runner_tensor_desc
     }
     for (int k = 0; k < 3 && slots[k]; k++) {
         if (!is_vector && t->role != RUNNER_ROLE_TOKEN_EMBD) {
-            runner_status st = setup_kernel(m, slots[k], name, t->layer, err, err_len);
+            runner_status st = runner_weight_setup_kernel(m, slots[k], name, t->layer, err, err_len);
             if (st != RUNNER_OK) return st;
         }
     }

@@ -2,6 +2,7 @@
  * Contexts: the KV cache, the scratch of one forward step (sized once for n_batch tokens), the rope
  * angle caches and the thread pool; and decoding, which cuts a call's tokens into n_batch chunks.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,10 +17,11 @@
 
 void runner_context_free(runner_context *ctx) {
     if (!ctx) return;
+    atomic_fetch_sub(&ctx->model->n_contexts, 1);
     if (ctx->pool) runner_pool_free(ctx->pool);
     runner_kv_cache_free(&ctx->kv);
     runner_scratch *s = &ctx->s;
-    void *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits, s->act_q, s->attn, s->amx,
+    void *bufs[] = {s->x, s->xn, s->q, s->k, s->v, s->att, s->gate, s->up, s->logits, s->lora_tmp, s->act_q, s->attn, s->amx,
                     s->router, s->sel, s->sel_w, s->exp_gate, s->exp_up, s->exp_out, s->exp_act_q, s->exp_items};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(ctx->rope_cos);
@@ -60,6 +62,9 @@ static int alloc_scratch(runner_context *ctx) {
     if (n_q > widest) widest = n_q;
     if ((size_t)c->n_ff > widest) widest = (size_t)c->n_ff;
     if ((size_t)c->n_ff_exp > widest) widest = (size_t)c->n_ff_exp;
+    /* A LoRA pair's b reads the rank-wide a x as its input (quantized like any activation row). */
+    const size_t rank = (size_t)ctx->model->lora_max_rank;
+    if (rank > widest) widest = rank;
     /* Quantized activation rows take at most 4 bytes per value (F32) plus block headers; 5 covers every type. */
     s->act_q_row_bytes = (widest * 5 + 63) & ~(size_t)63;
     s->x = runner_alloc_array(nb, (size_t)c->n_embd * sizeof(float));
@@ -74,10 +79,11 @@ static int alloc_scratch(runner_context *ctx) {
     s->act_q = runner_alloc_array(nb * RUNNER_ACT_SLOTS, s->act_q_row_bytes);
     s->attn_floats = runner_attention_workspace_floats(c->head_dim);
     s->attn = runner_alloc_array((size_t)p->n_threads, s->attn_floats * sizeof(float));
+    if (rank > 0) s->lora_tmp = runner_alloc_array(nb, rank * sizeof(float));
     ctx->rope_cos = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
     ctx->rope_sin = runner_alloc_array((size_t)p->n_ctx, (size_t)(c->n_rot / 2) * sizeof(float));
     int ok = s->x && s->xn && s->q && s->k && s->v && s->att && s->gate && s->up && s->logits && s->act_q && s->attn &&
-             ctx->rope_cos && ctx->rope_sin;
+             ctx->rope_cos && ctx->rope_sin && (rank == 0 || s->lora_tmp);
     /* AMX tiles need a prompt's worth of tokens; a context of smaller batches never reaches them. */
     const runner_amx_isa *amx = nb >= RUNNER_AMX_TOKENS ? runner_amx_isa_in_use() : NULL;
     if (ok && amx) {
@@ -121,12 +127,14 @@ runner_status runner_context_create(runner_model *model, const runner_context_pa
     runner_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "out of memory");
     ctx->model = model;
+    atomic_fetch_add(&model->n_contexts, 1); /* runner_context_free gives it back, on every path below */
     ctx->params = *p;
     uint8_t attn_removed[RUNNER_MAX_LAYERS];
     for (int32_t l = 0; l < c->n_layer; l++) attn_removed[l] = model->layers[l].attn_removed;
     /* The KV cache first: it refuses, before anything is allocated, a size this machine could never hold. */
     runner_status st = runner_kv_cache_create(&ctx->kv, c->n_layer, attn_removed, c->n_head_kv, c->head_dim, p->n_ctx, p->kv_type, err, err_len);
     if (st != RUNNER_OK) {
+        atomic_fetch_sub(&model->n_contexts, 1);
         free(ctx);
         return st;
     }

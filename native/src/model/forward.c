@@ -131,6 +131,62 @@ static int aborted(const volatile int32_t *flag) {
     return flag && *flag;
 }
 
+/* The LoRA deltas of weight w (runner.h runner_model_add_lora): out += s * (b (a in)) for each pair, in
+ * attach order, on the n token rows of `in` (width n_in) that produced out. As llama.cpp's build_lora_mm:
+ * a x is a matmul of its own (rounded to float), b's result is scaled, then added. */
+static void lora_apply(runner_context *ctx, const runner_weight *w, const float *in, int64_t n_in, float *out, int32_t n) {
+    for (const runner_lora_pair *p = w->lora; p; p = p->next) {
+        runner_matmul_group a = {.ctx = ctx, .n_tok = n, .in = in, .n_in = n_in};
+        runner_group_add(&a, &p->a, ctx->s.lora_tmp, 0);
+        runner_group_run(&a);
+        runner_matmul_group b = {.ctx = ctx, .n_tok = n, .in = ctx->s.lora_tmp, .n_in = p->a.ne[1]};
+        runner_group_add_scaled(&b, &p->b, out, 1, p->scale);
+        runner_group_run(&b);
+    }
+}
+
+/* x += scale * xn, per token: a sublayer's output (in xn, its LoRA deltas added) into the residual. */
+typedef struct residual_args {
+    runner_step *st;
+    float scale;
+} residual_args;
+
+static void residual_add_task(void *arg, int64_t t0, int64_t t1, int ith) {
+    (void)ith;
+    residual_args *a = arg;
+    runner_context *ctx = a->st->ctx;
+    const int32_t n_embd = ctx->model->cfg.n_embd;
+    for (int64_t t = t0; t < t1; t++) {
+        const float *o = ctx->s.xn + (size_t)t * n_embd;
+        float *x = ctx->s.x + (size_t)t * n_embd;
+        for (int32_t i = 0; i < n_embd; i++) x[i] = x[i] + (a->scale != 1.0f ? o[i] * a->scale : o[i]);
+    }
+}
+
+/* A sublayer's output projection w of `in` into the residual: straight into x (accumulated, scaled),
+ * or, when a post-norm or LoRA deltas come first, into xn, then normed and added or added. */
+static void output_projection(runner_context *ctx, runner_step *st, const runner_weight *w, const float *in, int64_t n_in,
+                              const runner_weight *post) {
+    runner_scratch *s = &ctx->s;
+    const runner_model_config *c = &ctx->model->cfg;
+    const float rs = c->residual_scale > 0.0f ? c->residual_scale : 1.0f;
+    runner_matmul_group g = {.ctx = ctx, .n_tok = st->n_tok, .in = in, .n_in = n_in};
+    if (!post->data && !w->lora) {
+        runner_group_add_scaled(&g, w, s->x, 1, rs);
+        runner_group_run(&g);
+        return;
+    }
+    runner_group_add(&g, w, s->xn, 0);
+    runner_group_run(&g);
+    lora_apply(ctx, w, in, n_in, s->xn, st->n_tok);
+    if (post->data) {
+        post_norm_add(ctx, st, post);
+        return;
+    }
+    residual_args a = {.st = st, .scale = rs};
+    runner_pool_for(ctx->pool, st->n_tok, runner_token_chunk(ctx, st->n_tok), residual_add_task, &a);
+}
+
 /* Attention sublayer: norm, Q/K/V, rope and cache, attention, output projection into the residual. */
 static void attention_block(runner_context *ctx, const runner_layer *L, runner_step *st) {
     runner_scratch *s = &ctx->s;
@@ -138,23 +194,20 @@ static void attention_block(runner_context *ctx, const runner_layer *L, runner_s
     const int32_t n = st->n_tok;
     /* Without a pre-norm (olmo2: its post-norm norms the output instead) the projections read x as it is. */
     const int pre = L->attn_norm.data != NULL;
-    runner_matmul_group qkv = {.ctx = ctx, .n_tok = n, .in = pre ? s->xn : s->x, .n_in = c->n_embd, .norm_src = pre ? s->x : NULL,
+    const float *in = pre ? s->xn : s->x;
+    runner_matmul_group qkv = {.ctx = ctx, .n_tok = n, .in = in, .n_in = c->n_embd, .norm_src = pre ? s->x : NULL,
                                .norm_w = (const float *)L->attn_norm.data};
     runner_group_add(&qkv, &L->wq, s->q, 0);
     runner_group_add(&qkv, &L->wk, s->k, 0);
     runner_group_add(&qkv, &L->wv, s->v, 0);
     runner_group_run(&qkv);
+    /* The group left the normed rows in `in`: the LoRA deltas read the projections' own input. */
+    lora_apply(ctx, &L->wq, in, c->n_embd, s->q, n);
+    lora_apply(ctx, &L->wk, in, c->n_embd, s->k, n);
+    lora_apply(ctx, &L->wv, in, c->n_embd, s->v, n);
     runner_pool_for(ctx->pool, n, runner_token_chunk(ctx, n), rope_store_task, st);
     runner_attention(ctx, st);
-    runner_matmul_group wo = {.ctx = ctx, .n_tok = n, .in = s->att, .n_in = (int64_t)c->n_head * c->head_dim};
-    if (L->attn_post_norm.data) {
-        runner_group_add(&wo, &L->wo, s->xn, 0);
-        runner_group_run(&wo);
-        post_norm_add(ctx, st, &L->attn_post_norm);
-        return;
-    }
-    runner_group_add_scaled(&wo, &L->wo, s->x, 1, c->residual_scale > 0.0f ? c->residual_scale : 1.0f);
-    runner_group_run(&wo);
+    output_projection(ctx, st, &L->wo, s->att, (int64_t)c->n_head * c->head_dim, &L->attn_post_norm);
 }
 
 /* FFN sublayer: norm, gate and up, SwiGLU, down projection into the residual. */
@@ -163,23 +216,17 @@ static void ffn_block(runner_context *ctx, const runner_layer *L, runner_step *s
     const runner_model_config *c = &ctx->model->cfg;
     const int32_t n = st->n_tok;
     const int pre = L->ffn_norm.data != NULL;
-    runner_matmul_group ffn = {.ctx = ctx, .n_tok = n, .in = pre ? s->xn : s->x, .n_in = c->n_embd, .norm_src = pre ? s->x : NULL,
+    const float *in = pre ? s->xn : s->x;
+    runner_matmul_group ffn = {.ctx = ctx, .n_tok = n, .in = in, .n_in = c->n_embd, .norm_src = pre ? s->x : NULL,
                                .norm_w = (const float *)L->ffn_norm.data};
     runner_group_add(&ffn, &L->w_gate, s->gate, 0);
     runner_group_add(&ffn, &L->w_up, s->up, 0);
     runner_group_run(&ffn);
+    lora_apply(ctx, &L->w_gate, in, c->n_embd, s->gate, n);
+    lora_apply(ctx, &L->w_up, in, c->n_embd, s->up, n);
     runner_pool_for(ctx->pool, n, runner_token_chunk(ctx, n), swiglu_task, st);
-    runner_matmul_group down = {.ctx = ctx, .n_tok = n, .in = s->gate, .n_in = c->n_ff};
-    if (L->ffn_post_norm.data) {
-        runner_group_add(&down, &L->w_down, s->xn, 0);
-        runner_group_run(&down);
-        post_norm_add(ctx, st, &L->ffn_post_norm);
-        return;
-    }
-    runner_group_add_scaled(&down, &L->w_down, s->x, 1, c->residual_scale > 0.0f ? c->residual_scale : 1.0f);
-    runner_group_run(&down);
+    output_projection(ctx, st, &L->w_down, s->gate, c->n_ff, &L->ffn_post_norm);
 }
-
 
 /* Final logit soft-capping (gemma2): logits = cap * tanh(logits / cap), as three ggml ops. */
 typedef struct softcap_args {
@@ -195,6 +242,22 @@ static void softcap_task(void *arg, int64_t r0, int64_t r1, int ith) {
     for (int64_t r = r0; r < r1; r++) {
         float *l = a->rows + r * a->n;
         for (int64_t i = 0; i < a->n; i++) l[i] = tanhf(l[i] * inv) * a->cap;
+    }
+}
+
+/* Rows of logits times a scale (the head's 1 / logit_scale, when LoRA deltas came first). */
+typedef struct scale_args {
+    float *rows;
+    int64_t n;
+    float scale;
+} scale_args;
+
+static void scale_task(void *arg, int64_t r0, int64_t r1, int ith) {
+    (void)ith;
+    scale_args *a = arg;
+    for (int64_t r = r0; r < r1; r++) {
+        float *l = a->rows + r * a->n;
+        for (int64_t i = 0; i < a->n; i++) l[i] = l[i] * a->scale;
     }
 }
 
@@ -235,8 +298,17 @@ runner_status runner_forward_segments(runner_context *ctx, const int32_t *tokens
     const int32_t first = logits_mode == RUNNER_LOGITS_LAST ? n - 1 : 0;
     runner_matmul_group head = {.ctx = ctx, .n_tok = n - first, .in = s->xn, .n_in = n_embd,
                          .norm_src = s->x + (size_t)first * n_embd, .norm_w = (const float *)m->output_norm.data};
-    runner_group_add_scaled(&head, &m->output, s->logits, 0, c->logit_scale > 0.0f ? 1.0f / c->logit_scale : 1.0f);
+    const float inv_scale = c->logit_scale > 0.0f ? 1.0f / c->logit_scale : 1.0f;
+    /* With LoRA deltas on the head, llama.cpp scales the adapted projection: scale after adding them. */
+    runner_group_add_scaled(&head, &m->output, s->logits, 0, m->output.lora ? 1.0f : inv_scale);
     runner_group_run(&head);
+    if (m->output.lora) {
+        lora_apply(ctx, &m->output, s->xn, n_embd, s->logits, n - first);
+        if (inv_scale != 1.0f) {
+            scale_args a = {.rows = s->logits, .n = c->n_vocab, .scale = inv_scale};
+            runner_pool_for(ctx->pool, n - first, 1, scale_task, &a);
+        }
+    }
     if (c->final_softcap > 0.0f) {
         softcap_args a = {.rows = s->logits, .n = c->n_vocab, .cap = c->final_softcap};
         runner_pool_for(ctx->pool, n - first, 1, softcap_task, &a);

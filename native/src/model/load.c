@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "model/bind.h"
 #include "model/config.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "model/roles.h"
 #include "ops/activation.h"
@@ -81,6 +82,7 @@ static runner_status keep_layer_flags(runner_model *m, const runner_model_config
 
 void runner_model_free(runner_model *m) {
     if (!m) return;
+    runner_model_free_loras(m);
     for (int32_t i = 0; i < m->n_maps; i++)
         if (m->maps[i].base) munmap(m->maps[i].base, m->maps[i].size);
     free(m->maps);

@@ -2,6 +2,7 @@
 #ifndef RUNNER_MODEL_H
 #define RUNNER_MODEL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -9,6 +10,8 @@
 #include "kv/kv_cache.h"
 #include "quant/quant.h"
 #include "runner.h"
+
+struct runner_lora_pair;
 
 /* A weight matrix bound in place in the mapped file: ne[0] = n_in (contiguous), ne[1] = n_out. */
 typedef struct runner_weight {
@@ -18,7 +21,24 @@ typedef struct runner_weight {
     size_t row_bytes;                /* bytes of one row of ne[0] values */
     runner_vec_dot_fn vec_dot;       /* the variant picked for this CPU */
     runner_kernel_variant variant;   /* which one it is (runner_vec_dot_rows needs it) */
+    struct runner_lora_pair *lora; /* LoRA deltas added to this weight's projection, in order (NULL: none) */
 } runner_weight;
+
+/* One adapted weight's LoRA pair (model/lora.c): a [n_in, rank], b [rank, n_out], the effective scale
+ * (scale * alpha / rank), and the next pair adapting the same weight. */
+typedef struct runner_lora_pair {
+    runner_weight a, b;
+    float scale;
+    struct runner_lora_pair *next;
+} runner_lora_pair;
+
+/* One attached adapter file: its mapping and its pairs (freed with the model). */
+typedef struct runner_lora_file {
+    void *base;
+    size_t size;
+    runner_lora_pair *pairs;
+    struct runner_lora_file *next;
+} runner_lora_file;
 
 typedef struct runner_layer {
     runner_weight attn_norm, wq, wk, wv, wo;
@@ -52,6 +72,9 @@ struct runner_model {
     runner_cpu_mask cpu;
     /* Activation quantizer per vec_dot_type, picked for this CPU (indexed by ggml type id). */
     runner_from_float_fn act_from_float[64];
+    runner_lora_file *loras;    /* attached adapters, first added first */
+    int32_t lora_max_rank;      /* widest rank among them (contexts size their scratch by it) */
+    atomic_int n_contexts;      /* live contexts: adapters may be added only while there are none */
 };
 
 /* Distinct activation types one group of matmuls (weights sharing an input) may need at once. */
@@ -68,6 +91,7 @@ typedef struct runner_scratch {
     float *gate;    /* [n_batch][n_ff] */
     float *up;      /* [n_batch][n_ff] */
     float *logits;  /* [n_batch][n_vocab] */
+    float *lora_tmp; /* a x of one LoRA pair [n_batch][lora_max_rank] (NULL without adapters) */
     uint8_t *act_q; /* quantized activations: RUNNER_ACT_SLOTS x [n_batch][act_q_row_bytes] */
     size_t act_q_row_bytes;
     float *attn;    /* per thread: the tiled attention's workspace, attn_floats each (ops/attention.h) */

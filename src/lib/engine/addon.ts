@@ -19,7 +19,7 @@ import {amxMode, type AmxStatus, cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 14
+export const ADDON_ABI_VERSION = 15
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -173,6 +173,20 @@ export interface NativeConfigEnumValue {
   readonly doc: string
 }
 
+/** runner_lora_pair_desc: one adapted weight's lora_a / lora_b, by role and block, extents in the adapter file. */
+export interface NativeLoraPair {
+  readonly role: number
+  readonly layer: number
+  readonly aType: number
+  readonly bType: number
+  readonly aNe: readonly [number, number]
+  readonly bNe: readonly [number, number]
+  readonly aOffset: number
+  readonly aSize: number
+  readonly bOffset: number
+  readonly bSize: number
+}
+
 /** Opaque sampler handle (a Node-API External) owned by the addon. */
 export type NativeSamplerHandle = {readonly __brand: 'NativeSampler'}
 export type NativeGrammarHandle = {readonly __brand: 'NativeGrammar'}
@@ -215,6 +229,8 @@ export interface NativeAddon {
     flags?: Int32Array,
   ): Promise<NativeModelHandle>
   modelFree(model: NativeModelHandle): void
+  /** Map an adapter file and attach its LoRA pairs (runner.h runner_model_add_lora); before any context. */
+  modelAddLora(model: NativeModelHandle, path: string, pairs: NativeLoraPair[], alpha: number, scale: number): void
   contextCreate(
     model: NativeModelHandle,
     params: {nCtx: number; nBatch: number; threads: number; kvType: number},
@@ -284,6 +300,7 @@ export const ADDON_FUNCTIONS = [
   'modelConfigEnums',
   'modelLoad',
   'modelFree',
+  'modelAddLora',
   'contextCreate',
   'contextFree',
   'decode',

@@ -42,7 +42,7 @@ export {
   typeTraits,
 } from './kernels.js'
 export {DEFAULT_CONTEXT_CAP, defaultContextSize} from './context-size.js'
-export {type LoadOptions, Model, nativeConfig, nativeTensor} from './model.js'
+export {type AttachedAdapter, type LoadOptions, Model, nativeConfig, nativeLoraPair, nativeTensor} from './model.js'
 // Everything context.ts and session.ts export (the generation loop's owner reshapes them).
 export * from './context.js'
 export * from './decode-group.js'

@@ -10,11 +10,12 @@ import {
 } from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
+import {bindLoraAdapter, type LoraAdapter, type LoraPairBinding, type LoraSpec, readLoraAdapter} from '../lora/index.js'
 import {checkModel} from '../model-check/index.js'
 import type {Tokenizer} from '../tokenizer/index.js'
 import {defaultThreads} from '../util/index.js'
 import {abortFlags} from './abort-flags.js'
-import {loadAddon, type NativeModelHandle, type NativeTensorDesc} from './addon.js'
+import {loadAddon, type NativeLoraPair, type NativeModelHandle, type NativeTensorDesc} from './addon.js'
 import {Context, type ContextOptions} from './context.js'
 import {defaultContextSize} from './context-size.js'
 import {engineError} from './errors.js'
@@ -24,6 +25,15 @@ export interface LoadOptions {
   readonly onProgress?: (done: number, total: number) => void
   /** Cancels the load (Ctrl+C while a large model is made resident): ENGINE_ABORTED, exit 130. */
   readonly signal?: AbortSignal
+  /** LoRA adapters applied to every context of the model, in this order (docs/lora.md). */
+  readonly lora?: readonly LoraSpec[]
+}
+
+/** An adapter attached to a loaded model: what was asked, what the file holds, what it adapts. */
+export interface AttachedAdapter {
+  readonly spec: LoraSpec
+  readonly adapter: LoraAdapter
+  readonly pairs: readonly LoraPairBinding[]
 }
 
 /**
@@ -38,6 +48,8 @@ export class Model {
     readonly plan: ModelPlan,
     readonly tokenizer: Tokenizer,
     handle: NativeModelHandle,
+    /** LoRA adapters every context of this model applies (empty: the base model). */
+    readonly adapters: readonly AttachedAdapter[] = [],
   ) {
     this.handle = handle
   }
@@ -46,18 +58,26 @@ export class Model {
     const gguf = readGgufModel(path)
     // The checks quantize, remove-sublayer and inspect make too: one function, so they never disagree.
     const {plan, tokenizer} = checkModel(gguf)
+    // Adapters are read and matched to the plan before the (slow) load: a wrong one fails at once.
+    const adapters = (options.lora ?? []).map((spec): AttachedAdapter => {
+      const adapter = readLoraAdapter(spec.path)
+      return {spec, adapter, pairs: bindLoraAdapter(adapter, plan)}
+    })
     const addon = loadAddon()
     const flags = abortFlags(options.signal)
+    let handle: NativeModelHandle | undefined
     try {
-      const handle = await addon.modelLoad(
+      handle = await addon.modelLoad(
         nativeConfig(plan.config),
         [...plan.files],
         plan.tensors.map(nativeTensor),
         options.onProgress,
         flags.array,
       )
-      return new Model(gguf, plan, tokenizer, handle)
+      for (const a of adapters) addon.modelAddLora(handle, a.spec.path, a.pairs.map(nativeLoraPair), a.adapter.alpha, a.spec.scale)
+      return new Model(gguf, plan, tokenizer, handle, adapters)
     } catch (error) {
+      if (handle) addon.modelFree(handle)
       throw engineError(error)
     } finally {
       flags.release()
@@ -130,6 +150,22 @@ export function nativeConfig(c: ModelConfig): NativeModelConfig {
 
 function isNativeModelConfig(o: Record<string, number | Uint8Array | undefined>): o is NativeModelConfig {
   return MODEL_CONFIG_FIELDS.every((f) => f.presence === 'OPTIONAL' || o[f.name] !== undefined)
+}
+
+/** runner_lora_pair_desc from a pair's binding. */
+export function nativeLoraPair(p: LoraPairBinding): NativeLoraPair {
+  return {
+    role: roleId(p.role),
+    layer: p.layer,
+    aType: p.a.type,
+    bType: p.b.type,
+    aNe: p.a.shape,
+    bNe: p.b.shape,
+    aOffset: p.a.offset,
+    aSize: p.a.size,
+    bOffset: p.b.offset,
+    bSize: p.b.size,
+  }
 }
 
 /** runner_tensor_desc from a tensor binding. */
