@@ -6,6 +6,8 @@ import {
   constraintFromFlags,
   contextFlags,
   contextFromFlags,
+  loraFlag,
+  loraFromFlags,
   modelArg,
   modelFlagOrArg,
   modelFromFlagOrArg,
@@ -61,6 +63,7 @@ export default class Chat extends RunnerCommand {
     ...contextFlags,
     ...samplingFlags,
     ...constraintFlags,
+    ...loraFlag,
     'context-shift': Flags.boolean({
       description: 'when a message does not fit the context, drop the oldest turns (default: refuse it and say so)',
     }),
@@ -85,6 +88,7 @@ export default class Chat extends RunnerCommand {
       json: flags.json,
       sampling: samplingFromFlags(flags),
       constraint: await constraintFromFlags(flags),
+      lora: loraFromFlags(flags.lora),
     })
     if (code !== ExitCode.ok) this.exit(code)
   }

@@ -1,6 +1,15 @@
 import {Flags} from '@oclif/core'
 
-import {contextFlags, contextFromFlags, loadProgress, modelFlag, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {
+  contextFlags,
+  contextFromFlags,
+  loadProgress,
+  loraFlag,
+  loraFromFlags,
+  modelFlag,
+  RunnerCommand,
+  withInterrupt,
+} from '../lib/cli/index.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {embedWithModel, formatVectors, type Pooling, POOLINGS, readInputLines} from '../lib/embed/index.js'
 
@@ -43,6 +52,7 @@ export default class Embed extends RunnerCommand {
     normalize: Flags.boolean({description: 'scale each vector to unit Euclidean length', default: true, allowNo: true}),
     json: Flags.boolean({description: 'print one JSON array of vectors'}),
     ...contextFlags,
+    ...loraFlag,
   }
 
   async run(): Promise<void> {
@@ -59,6 +69,7 @@ export default class Embed extends RunnerCommand {
         ...(flags.pooling ? {pooling: flags.pooling as Pooling} : {}),
         normalize: flags.normalize,
         ...contextFromFlags(flags),
+        lora: loraFromFlags(flags.lora),
         onProgress: loadProgress(!flags.json),
         signal,
       }),

@@ -2,6 +2,7 @@ import {
   constraintFromFlags,
   contextFromFlags,
   loadProgress,
+  loraFromFlags,
   modelArg,
   modelFromFlagOrArg,
   RunnerCommand,
@@ -38,6 +39,10 @@ export default class Run extends RunnerCommand {
       description: 'Output constrained to a JSON Schema (or --grammar FILE.gbnf, or --json-object)',
       command: '<%= config.bin %> run -m model.gguf -p "A person as JSON:" --json-schema person.schema.json',
     },
+    {
+      description: 'With a LoRA adapter at half strength (llama.cpp --lora-scaled)',
+      command: '<%= config.bin %> run model.gguf --lora style.gguf:0.5 -p "Once upon a time"',
+    },
     {description: 'Prompt from standard input', command: 'echo "Once upon a time" | <%= config.bin %> run -m model.gguf -n 32'},
     {
       description: 'A signed receipt anyone with the model can replay (runner verify)',
@@ -69,6 +74,7 @@ export default class Run extends RunnerCommand {
         parseSpecial: flags.special === true,
         sampling,
         constraint,
+        lora: loraFromFlags(flags.lora),
         receipt,
         onProgress: loadProgress(!flags.json),
         onText: flags.json ? undefined : (text) => process.stdout.write(text),
@@ -76,10 +82,21 @@ export default class Run extends RunnerCommand {
       }),
     )
     if (flags.json) {
-      const {text, tokens, promptTokens, finishReason, timings, constraint: c, peakRssBytes} = r
+      const {text, tokens, promptTokens, finishReason, timings, constraint: c, peakRssBytes, adapters} = r
       const kernels = kernelSet(cpuFeatures(), amxStatus().state)
       this.log(
-        JSON.stringify({text, tokens, promptTokens, finishReason, seed: r.seed.toString(), timings, constraint: c, peakRssBytes, kernels}),
+        JSON.stringify({
+          text,
+          tokens,
+          promptTokens,
+          finishReason,
+          seed: r.seed.toString(),
+          timings,
+          constraint: c,
+          peakRssBytes,
+          kernels,
+          adapters,
+        }),
       )
     } else {
       if (r.receipt) process.stderr.write(`receipt ${r.receipt.path} (chain ${r.receipt.chain}${r.receipt.signed ? ', signed' : ''})\n`)

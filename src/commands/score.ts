@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {noGpuFlag, refuseGpuLayers, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {loraFlag, loraFromFlags, noGpuFlag, refuseGpuLayers, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
 import {formatScoreReport, scoreCorpus, scoreProgress} from '../lib/score/index.js'
 import {readPrompt} from '../lib/util/index.js'
 
@@ -52,6 +52,7 @@ export default class Score extends RunnerCommand {
     }),
     'save-top-k': Flags.integer({description: 'tokens kept per position by --save-logits', default: 32, min: 2, max: 1024}),
     kld: Flags.string({description: 'report KL-divergence and top-1 agreement against a base saved with --save-logits', helpValue: 'FILE'}),
+    ...loraFlag,
     json: Flags.boolean({description: 'print one JSON document'}),
   }
 
@@ -62,6 +63,7 @@ export default class Score extends RunnerCommand {
     const doc = await withInterrupt((signal) =>
       scoreCorpus({
         modelPath: flags.model,
+        lora: loraFromFlags(flags.lora),
         corpus,
         corpusFile: flags.file ?? null,
         ctx: flags.ctx,

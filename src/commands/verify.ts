@@ -26,6 +26,10 @@ export default class Verify extends RunnerCommand {
       description: 'Check the link to the previous receipt of a chain',
       command: '<%= config.bin %> verify r2.json -m model.gguf --prev r1.json',
     },
+    {
+      description: 'A run made with a LoRA adapter: give the same adapter file',
+      command: '<%= config.bin %> verify r.json -m model.gguf --lora style.gguf',
+    },
     {description: 'The verdict as a JSON document', command: '<%= config.bin %> verify r.json -m model.gguf --json'},
   ]
 
@@ -47,6 +51,11 @@ export default class Verify extends RunnerCommand {
     }),
     'require-signed': Flags.boolean({description: 'UNVERIFIABLE unless signed by a --trust-key'}),
     prev: Flags.string({description: 'the previous receipt this one must link to', helpValue: 'FILE'}),
+    lora: Flags.string({
+      description: 'each LoRA adapter the receipt names, in its order (the scales come from the receipt; docs/lora.md)',
+      multiple: true,
+      helpValue: 'FILE',
+    }),
     json: Flags.boolean({description: 'print the verdict, reason, checks and any divergence as one JSON document'}),
   }
 
@@ -70,6 +79,7 @@ export default class Verify extends RunnerCommand {
       trustKeys: flags['trust-key'] ?? [],
       requireSigned: flags['require-signed'],
       prevPath: flags.prev,
+      loraPaths: flags.lora ?? [],
       onStage,
     })
     if (onStage) process.stderr.write('\r\x1b[K')

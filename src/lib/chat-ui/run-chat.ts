@@ -11,6 +11,7 @@ import {loadProgress, withInterrupt} from '../cli/index.js'
 import {Model, Session, defaultContextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {Constraint} from '../grammar/index.js'
+import type {LoraSpec} from '../lora/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {ChatConversation} from './conversation.js'
 import {runInteractive} from './interactive.js'
@@ -34,13 +35,15 @@ export interface ChatOptions {
   readonly sampling: SamplingOptions
   /** Constrain every reply (compiled before the model loads). */
   readonly constraint?: Constraint
+  /** LoRA adapters applied to the model, in order. */
+  readonly lora?: readonly LoraSpec[]
 }
 
 export async function runChat(options: ChatOptions): Promise<number> {
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY) && !options.json
   const t = options.chatTemplate
   const override = t === undefined || t === 'chatml' ? t : readTemplate(t)
-  const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive)})
+  const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive), lora: options.lora})
   const template = ChatTemplate.forModel(model.gguf, model.tokenizer, override)
   const nCtx = options.nCtx ?? defaultContextSize(model.config.nCtxTrain)
   const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})

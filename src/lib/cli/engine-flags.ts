@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
 import {ExitCode, RunnerError} from '../errors.js'
+import {type LoraSpec, parseLoraSpec} from '../lora/index.js'
 import {printable} from '../util/index.js'
 
 /** The model file flag of every command that loads one. */
@@ -89,4 +90,18 @@ export interface ContextFlagValues {
 export function contextFromFlags(flags: ContextFlagValues): {nCtx?: number; nBatch: number; threads?: number; kvType: 'f16' | 'f32'} {
   refuseGpuLayers(flags['n-gpu-layers'])
   return {nCtx: flags['ctx-size'], nBatch: flags['batch-size'], threads: flags.threads, kvType: flags['kv-type'] as 'f16' | 'f32'}
+}
+
+/** LoRA adapters (llama.cpp's --lora; --lora-scaled FILE SCALE is written FILE:SCALE here). */
+export const loraFlag = {
+  lora: Flags.string({
+    description:
+      "LoRA adapter in llama.cpp's GGUF format, optionally with a scale (default 1); repeatable, applied in order (docs/lora.md)",
+    multiple: true,
+    helpValue: 'FILE[:SCALE]',
+  }),
+}
+
+export function loraFromFlags(values: readonly string[] | undefined): LoraSpec[] {
+  return (values ?? []).map((v) => parseLoraSpec(v))
 }

@@ -7,6 +7,8 @@ export {
   type ContextFlagValues,
   contextFlags,
   contextFromFlags,
+  loraFlag,
+  loraFromFlags,
   modelArg,
   modelFlag,
   modelFlagOrArg,

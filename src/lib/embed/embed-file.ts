@@ -6,6 +6,7 @@ import {readFile} from 'node:fs/promises'
 
 import {defaultContextSize, Model, Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
+import type {LoraSpec} from '../lora/index.js'
 import {embed, type EmbedResult} from './embed.js'
 import type {Pooling} from './pooling.js'
 
@@ -19,12 +20,14 @@ export interface EmbedFileOptions {
   readonly nBatch?: number
   readonly threads?: number
   readonly kvType?: 'f16' | 'f32'
+  /** LoRA adapters applied to the model, in order. */
+  readonly lora?: readonly LoraSpec[]
   readonly onProgress?: (done: number, total: number) => void
   readonly signal?: AbortSignal
 }
 
 export async function embedWithModel(options: EmbedFileOptions): Promise<EmbedResult> {
-  const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal})
+  const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal, lora: options.lora})
   try {
     const nCtx = options.nCtx ?? defaultContextSize(model.config.nCtxTrain)
     const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})

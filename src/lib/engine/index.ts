@@ -42,7 +42,16 @@ export {
   typeTraits,
 } from './kernels.js'
 export {DEFAULT_CONTEXT_CAP, defaultContextSize} from './context-size.js'
-export {type AttachedAdapter, type LoadOptions, Model, nativeConfig, nativeLoraPair, nativeTensor} from './model.js'
+export {
+  type AdapterSummary,
+  adapterSummary,
+  type AttachedAdapter,
+  type LoadOptions,
+  Model,
+  nativeConfig,
+  nativeLoraPair,
+  nativeTensor,
+} from './model.js'
 // Everything context.ts and session.ts export (the generation loop's owner reshapes them).
 export * from './context.js'
 export * from './decode-group.js'

@@ -36,6 +36,29 @@ export interface AttachedAdapter {
   readonly pairs: readonly LoraPairBinding[]
 }
 
+/** What run --json, the server's capabilities and chat report of an attached adapter. */
+export interface AdapterSummary {
+  readonly path: string
+  readonly scale: number
+  /** adapter.lora.alpha (0: the file has none; the deltas are scaled by `scale` alone). */
+  readonly alpha: number
+  readonly ranks: readonly number[]
+  /** Weights adapted, and the kinds (tensor names without the block). */
+  readonly weights: number
+  readonly targets: readonly string[]
+}
+
+export function adapterSummary(a: AttachedAdapter): AdapterSummary {
+  return {
+    path: a.spec.path,
+    scale: a.spec.scale,
+    alpha: a.adapter.alpha,
+    ranks: [...new Set(a.pairs.map((p) => p.rank))].sort((x, y) => x - y),
+    weights: a.pairs.length,
+    targets: [...new Set(a.pairs.map((p) => p.target.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '')))].sort(),
+  }
+}
+
 /**
  * A loaded model: the GGUF header, the plan (config and tensor bindings), the tokenizer, and the
  * engine's handle to the weights, mapped in place. Loading runs on a worker thread.

@@ -1,4 +1,4 @@
-import {ExitCode, RunnerError} from '../errors.js'
+import {ExitCode, type ExitCodeValue, RunnerError} from '../errors.js'
 import {printable} from '../util/index.js'
 
 /**
@@ -12,9 +12,10 @@ export class GgufError extends RunnerError {
   readonly field: string
   readonly file: string | undefined
 
-  constructor(code: string, field: string, offset: number, detail: string, file?: string) {
+  /** `exit`: invalidModel for a broken file; unsupported for a valid file asking for what runner does not do. */
+  constructor(code: string, field: string, offset: number, detail: string, file?: string, exit: ExitCodeValue = ExitCode.invalidModel) {
     const shown = printable(field)
-    super(code, `${file ? `${printable(file, {max: 1000})}: ` : ''}${shown} at byte ${offset}: ${detail}`, ExitCode.invalidModel)
+    super(code, `${file ? `${printable(file, {max: 1000})}: ` : ''}${shown} at byte ${offset}: ${detail}`, exit)
     this.name = 'GgufError'
     this.field = shown
     this.offset = offset

@@ -37,12 +37,15 @@ export interface LoraAdapter {
 const A_SUFFIX = '.lora_a'
 const B_SUFFIX = '.lora_b'
 
+/** A broken file exits 3 (invalid model); a valid one asking for what runner does not do exits 5. */
+const exitOf = (code: string) => (code === 'LORA_UNSUPPORTED' ? ExitCode.unsupported : ExitCode.invalidModel)
+
 function refuse(file: GgufFile, key: string, detail: string, code = 'LORA_BAD_ADAPTER'): never {
-  throw new GgufError(code, key, file.kvOffsets.get(key) ?? 0, detail, file.path)
+  throw new GgufError(code, key, file.kvOffsets.get(key) ?? 0, detail, file.path, exitOf(code))
 }
 
 function refuseTensor(file: GgufFile, t: GgufTensorInfo, detail: string, code = 'LORA_BAD_ADAPTER'): never {
-  throw new GgufError(code, `tensor ${quoted(t.name)}`, t.infoOffset, detail, file.path)
+  throw new GgufError(code, `tensor ${quoted(t.name)}`, t.infoOffset, detail, file.path, exitOf(code))
 }
 
 /** Read and check an adapter file's header (no tensor data is read). */

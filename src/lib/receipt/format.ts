@@ -22,6 +22,14 @@ export interface ReceiptSampling {
   readonly seed: string
 }
 
+export interface ReceiptAdapter {
+  readonly name: string
+  readonly bytes: number
+  readonly sha256: string
+  readonly alpha: number
+  readonly scale: number
+}
+
 export interface ReceiptBody {
   readonly format: typeof RECEIPT_FORMAT
   readonly version: number
@@ -29,6 +37,8 @@ export interface ReceiptBody {
   readonly model: {
     readonly architecture: string
     readonly files: ReadonlyArray<{readonly name: string; readonly bytes: number; readonly sha256: string}>
+    /** LoRA adapters the run applied, in order (absent: none). alpha is the file's, scale the user's. */
+    readonly adapters?: ReadonlyArray<ReceiptAdapter>
   }
   readonly engine: {
     readonly runner: string

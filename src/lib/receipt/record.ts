@@ -4,9 +4,19 @@ import {basename, dirname, resolve} from 'node:path'
 
 import {ExitCode, RunnerError} from '../errors.js'
 import type {GgufModelFiles} from '../gguf/index.js'
+import type {LoraAdapter, LoraSpec} from '../lora/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {checkOutputPath, sha256File, writeFileAtomic} from '../util/index.js'
-import {chainedPrefix, RECEIPT_FORMAT, RECEIPT_VERSION, type ReceiptBody, type ReceiptSignature, receiptBytes, withChain} from './format.js'
+import {
+  chainedPrefix,
+  RECEIPT_FORMAT,
+  RECEIPT_VERSION,
+  type ReceiptAdapter,
+  type ReceiptBody,
+  type ReceiptSignature,
+  receiptBytes,
+  withChain,
+} from './format.js'
 import {engineIdentity} from './identity.js'
 import {intactChain} from './prev.js'
 import {hex, type KeyPair, readSecretKey, sign} from './keys.js'
@@ -30,10 +40,22 @@ export interface ReceiptSetup {
   readonly prev: string | null
   /** sha256 of the model files, hashed while the model runs. */
   readonly modelFiles: Promise<ReceiptBody['model']['files']>
+  /** The same for the LoRA adapters applied, in order (empty: none). */
+  readonly adapters: Promise<ReceiptAdapter[]>
   readonly engine: Promise<ReceiptBody['engine']>
 }
 
-export async function prepareReceipt(model: GgufModelFiles, options: ReceiptOptions): Promise<ReceiptSetup> {
+/** An adapter as a receipt needs it: the user's spec and the file's alpha. */
+export interface ReceiptAdapterInput {
+  readonly spec: LoraSpec
+  readonly adapter: Pick<LoraAdapter, 'alpha' | 'fileSize'>
+}
+
+export async function prepareReceipt(
+  model: GgufModelFiles,
+  options: ReceiptOptions,
+  adapters: readonly ReceiptAdapterInput[] = [],
+): Promise<ReceiptSetup> {
   const folder = dirname(resolve(options.path))
   try {
     await access(folder, constants.W_OK)
@@ -56,11 +78,21 @@ export async function prepareReceipt(model: GgufModelFiles, options: ReceiptOpti
   const modelFiles = Promise.all(
     model.shards.map(async (s) => ({name: basename(s.path), bytes: s.fileSize, sha256: await sha256File(s.path)})),
   )
+  const adapterFiles = Promise.all(
+    adapters.map(async (a) => ({
+      name: basename(a.spec.path),
+      bytes: a.adapter.fileSize,
+      sha256: await sha256File(a.spec.path),
+      alpha: a.adapter.alpha,
+      scale: a.spec.scale,
+    })),
+  )
   const engine = engineIdentity()
-  // Both are awaited when the receipt is written; a failure must not surface earlier as unhandled.
+  // All are awaited when the receipt is written; a failure must not surface earlier as unhandled.
   modelFiles.catch(() => {})
+  adapterFiles.catch(() => {})
   engine.catch(() => {})
-  return {key, prev, modelFiles, engine}
+  return {key, prev, modelFiles, adapters: adapterFiles, engine}
 }
 
 export interface RunRecord {
@@ -78,6 +110,11 @@ export interface RunRecord {
   }
 }
 
+async function modelRecord(architecture: string, setup: ReceiptSetup): Promise<ReceiptBody['model']> {
+  const adapters = await setup.adapters
+  return {architecture, files: await setup.modelFiles, ...(adapters.length > 0 ? {adapters} : {})}
+}
+
 /** Assemble, chain, sign (when set up to) and atomically write a receipt; returns its chain hash. */
 export async function writeReceipt(path: string, setup: ReceiptSetup, run: RunRecord): Promise<{chain: string; bytes: number}> {
   const s = run.config.sampling
@@ -85,7 +122,7 @@ export async function writeReceipt(path: string, setup: ReceiptSetup, run: RunRe
     format: RECEIPT_FORMAT,
     version: RECEIPT_VERSION,
     created: {started: run.started.toISOString(), finished: run.finished.toISOString()},
-    model: {architecture: run.architecture, files: await setup.modelFiles},
+    model: await modelRecord(run.architecture, setup),
     engine: await setup.engine,
     profile: PROFILE,
     config: {

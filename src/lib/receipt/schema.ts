@@ -27,10 +27,25 @@ const RECEIPT_SCHEMA = {
     format: {const: RECEIPT_FORMAT},
     version: {const: RECEIPT_VERSION},
     created: obj({started: {type: 'string'}, finished: {type: 'string'}}),
-    model: obj({
-      architecture: {type: 'string'},
-      files: {type: 'array', minItems: 1, items: obj({name: {type: 'string'}, bytes: {type: 'integer', minimum: 0}, sha256: hex(32)})},
-    }),
+    model: withOptional(
+      {
+        architecture: {type: 'string'},
+        files: {type: 'array', minItems: 1, items: obj({name: {type: 'string'}, bytes: {type: 'integer', minimum: 0}, sha256: hex(32)})},
+      },
+      {
+        adapters: {
+          type: 'array',
+          minItems: 1,
+          items: obj({
+            name: {type: 'string'},
+            bytes: {type: 'integer', minimum: 0},
+            sha256: hex(32),
+            alpha: {type: 'number'},
+            scale: {type: 'number'},
+          }),
+        },
+      },
+    ),
     engine: obj({
       runner: {type: 'string'},
       abi: {type: 'integer'},

@@ -3,14 +3,25 @@ import {totalmem} from 'node:os'
 import {basename} from 'node:path'
 
 import {planModel} from '../arch/index.js'
+import {RunnerError} from '../errors.js'
 import {Model, Session} from '../engine/index.js'
 import {fitPrompt, generate, type Generation} from '../generate/index.js'
 import {compileConstraint, type Constraint, type ConstraintKind, constraintHash} from '../grammar/index.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
+import {type LoraSpec} from '../lora/index.js'
 import {resolveSamplingOptions, type SamplingOptions} from '../sampling/index.js'
 import {createTokenizer, encodePrompt} from '../tokenizer/index.js'
 import {preview, quoted, sha256File} from '../util/index.js'
-import {chainedPrefix, RECEIPT_FORMAT, RECEIPT_VERSION, receiptBytes, sha256Hex, splitReceipt, withChain} from './format.js'
+import {
+  chainedPrefix,
+  RECEIPT_FORMAT,
+  type ReceiptBody,
+  RECEIPT_VERSION,
+  receiptBytes,
+  sha256Hex,
+  splitReceipt,
+  withChain,
+} from './format.js'
 import {engineIdentity} from './identity.js'
 import {readPublicKey, verifySignature} from './keys.js'
 import {intactChain} from './prev.js'
@@ -52,6 +63,8 @@ export interface VerifyReport {
 export interface VerifyOptions {
   readonly receiptPath: string
   readonly modelPath: string
+  /** The LoRA adapter files the receipt names, in its order (their scales come from the receipt). */
+  readonly loraPaths?: readonly string[]
   /** Public keys (SPKI PEM files or 64 hex digits) whose signatures are trusted. */
   readonly trustKeys?: readonly string[]
   readonly requireSigned?: boolean
@@ -184,7 +197,12 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
       if (sha !== files[i]!.sha256)
         fail('model', `wrong model: ${shard.path} has sha256 ${sha}, the receipt was made with ${files[i]!.name} (${files[i]!.sha256})`)
     }
-    pass('model', `sha256 ${files.map((f) => f.sha256).join(', ')}`)
+    const lora = await checkAdapters(receipt.model.adapters ?? [], options.loraPaths ?? [], fail)
+    pass(
+      'model',
+      `sha256 ${files.map((f) => f.sha256).join(', ')}` +
+        (lora.length > 0 ? `; adapters ${(receipt.model.adapters ?? []).map((a) => `${a.sha256} at scale ${a.scale}`).join(', ')}` : ''),
+    )
 
     // 5. Settings: the same validation the CLI applies, before any weight is mapped.
     options.onStage?.('settings')
@@ -250,7 +268,14 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
         },
       )
     }
-    const model = await Model.load(options.modelPath)
+    let model: Model
+    try {
+      model = await Model.load(options.modelPath, {lora})
+    } catch (error) {
+      // The files hashed as recorded, so an adapter the engine refuses is not the receipt's run.
+      if (lora.length > 0 && error instanceof RunnerError && error.code.startsWith('LORA_')) fail('model', error.message)
+      throw error
+    }
     modelLoaded = true
     try {
       await replay(model, receipt, sampling, fail, pass, signerSameBuild(receipt), constraint)
@@ -441,3 +466,36 @@ function firstDifference<T>(a: readonly T[], b: readonly T[]): number {
 }
 
 const hexAt = (b: Buffer, i: number) => (i < b.length ? b.subarray(i, i + 1).toString('hex') : 'end')
+
+/**
+ * The adapters given must be the receipt's, one for one and in its order (the deltas are added in
+ * order): same bytes and sha256; the scales are the receipt's. A receipt made without adapters
+ * replayed with some, or one made with adapters replayed without them, is UNVERIFIABLE.
+ */
+async function checkAdapters(
+  recorded: NonNullable<ReceiptBody['model']['adapters']>,
+  paths: readonly string[],
+  fail: Fail,
+): Promise<LoraSpec[]> {
+  if (recorded.length !== paths.length)
+    fail(
+      'model',
+      recorded.length === 0
+        ? `the receipt was made without LoRA adapters, ${paths.length} given with --lora`
+        : `the receipt was made with ${recorded.length} LoRA adapter(s) (${recorded.map((a) => a.name).join(', ')}); give each with --lora, in that order` +
+            (paths.length > 0 ? ` (${paths.length} given)` : ''),
+    )
+  const specs: LoraSpec[] = []
+  for (const [i, a] of recorded.entries()) {
+    let sha: string
+    try {
+      sha = await sha256File(paths[i]!)
+    } catch (error) {
+      fail('model', `cannot read the adapter ${paths[i]!}: ${(error as Error).message}`)
+    }
+    if (sha !== a.sha256)
+      fail('model', `wrong adapter: ${paths[i]!} has sha256 ${sha}, the receipt's adapter ${i + 1} is ${a.name} (${a.sha256})`)
+    specs.push({path: paths[i]!, scale: a.scale})
+  }
+  return specs
+}

@@ -1,7 +1,7 @@
 /** The flags of `runner run` (src/commands/run.ts renders; this says what it accepts). */
 import {Flags} from '@oclif/core'
 
-import {constraintFlags, contextFlags, modelFlagOrArg, samplingFlags} from '../cli/index.js'
+import {constraintFlags, contextFlags, loraFlag, modelFlagOrArg, samplingFlags} from '../cli/index.js'
 
 export const runFlags = {
   ...modelFlagOrArg,
@@ -14,6 +14,7 @@ export const runFlags = {
     min: -1,
   }),
   ...contextFlags,
+  ...loraFlag,
   ...samplingFlags,
   ...constraintFlags,
   'no-bos': Flags.boolean({description: 'do not add the beginning-of-sequence token the model asks for'}),

@@ -3,12 +3,13 @@
  * refuse a prompt that does not fit, generate (streaming text to `onText`), write the receipt, and
  * report what the command prints. The command only parses flags and renders this report.
  */
-import {Model, Session, defaultContextSize} from '../engine/index.js'
+import {type AdapterSummary, adapterSummary, Model, Session, defaultContextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {fitPrompt, type FinishReason, generate} from '../generate/index.js'
 import {readGgufModel} from '../gguf/index.js'
 import {prepareReceipt, type ReceiptOptions, writeReceipt} from '../receipt/index.js'
 import type {Constraint} from '../grammar/index.js'
+import {type LoraSpec, readLoraAdapter} from '../lora/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {encodePrompt} from '../tokenizer/index.js'
 import {decodeRate} from '../util/index.js'
@@ -28,6 +29,8 @@ export interface RunOptions {
   readonly sampling: SamplingOptions
   /** Constrain the output (a JSON schema, a grammar, JSON mode): compiled before the model loads. */
   readonly constraint?: Constraint
+  /** LoRA adapters applied to the model, in order (recorded in the receipt). */
+  readonly lora?: readonly LoraSpec[]
   /** Write a receipt of the run (its inputs are checked before the model loads). */
   readonly receipt?: ReceiptOptions
   readonly onProgress?: (done: number, total: number) => void
@@ -64,6 +67,8 @@ export interface RunReport {
     readonly forcedTokens: number
   }
   readonly peakRssBytes: number
+  /** The LoRA adapters applied, in order. */
+  readonly adapters: readonly AdapterSummary[]
   readonly receipt?: {readonly path: string; readonly chain: string; readonly signed: boolean}
 }
 
@@ -71,9 +76,16 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
   // A receipt records each token's log-probability; reporting them does not change sampling.
   const sampling = options.receipt ? {...options.sampling, logprobs: true} : options.sampling
   const t0 = performance.now()
-  const setup = options.receipt ? await prepareReceipt(readGgufModel(options.modelPath), options.receipt) : undefined
+  const lora = options.lora ?? []
+  const setup = options.receipt
+    ? await prepareReceipt(
+        readGgufModel(options.modelPath),
+        options.receipt,
+        lora.map((spec) => ({spec, adapter: readLoraAdapter(spec.path)})),
+      )
+    : undefined
   // Ctrl+C while a large model loads cancels the load (ENGINE_ABORTED, exit 130): nothing is written.
-  const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal})
+  const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal, lora})
   try {
     const loadMs = performance.now() - t0
     const tokenizer = model.tokenizer
@@ -143,6 +155,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
         evaluatedTokens: o.usage.evaluatedTokens,
         finishReason: o.finishReason,
         seed: sampling.seed,
+        adapters: model.adapters.map(adapterSummary),
         timings: {
           loadMs: round(loadMs),
           promptMs: round(promptMs),

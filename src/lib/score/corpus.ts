@@ -5,6 +5,7 @@
  * command prints (its fields are the --json output).
  */
 import {Model} from '../engine/index.js'
+import type {LoraSpec} from '../lora/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {checkOutputPath, sha256File, sha256Text} from '../util/index.js'
 import {type BaseLogits, type BasePosition, readBaseLogits, writeBaseLogits} from './base-logits.js'
@@ -14,6 +15,8 @@ import {windowScheme} from './windows.js'
 
 export interface CorpusScoreOptions {
   readonly modelPath: string
+  /** LoRA adapters applied to the model, in order (named with their sha256 in the report). */
+  readonly lora?: readonly LoraSpec[]
   readonly corpus: string
   /** The corpus file, for the report (null: standard input). */
   readonly corpusFile: string | null
@@ -100,7 +103,7 @@ export async function scoreCorpus(o: CorpusScoreOptions) {
 }
 
 async function scoreWithModel(o: CorpusScoreOptions, progress: Progress) {
-  const model = await Model.load(o.modelPath, {signal: o.signal})
+  const model = await Model.load(o.modelPath, {signal: o.signal, lora: o.lora})
   try {
     const tok = model.tokenizer
     const tokens = tok.encode(o.corpus, {addSpecial: true, parseSpecial: false})
@@ -138,9 +141,17 @@ async function scoreWithModel(o: CorpusScoreOptions, progress: Progress) {
       // Ctrl+C after the last window (while a large model is hashed) still means no report and no file.
       o.signal?.throwIfAborted()
       const modelSha = await sha256File(model.gguf.path)
+      const adapters = await Promise.all(
+        model.adapters.map(async (a) => ({
+          file: a.spec.path,
+          sha256: await sha256File(a.spec.path),
+          alpha: a.adapter.alpha,
+          scale: a.spec.scale,
+        })),
+      )
       o.signal?.throwIfAborted()
       const doc = {
-        model: {file: o.modelPath, sha256: modelSha, shards: model.gguf.shards.length},
+        model: {file: o.modelPath, sha256: modelSha, shards: model.gguf.shards.length, ...(adapters.length > 0 ? {adapters} : {})},
         corpus: {file: o.corpusFile, sha256: corpusSha, tokens: tokens.length},
         scheme: {
           description: SCHEME_DESCRIPTION,

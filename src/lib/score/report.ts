@@ -1,4 +1,4 @@
-import {formatRows} from '../util/index.js'
+import {formatRows, printable} from '../util/index.js'
 import type {ScoreDocument} from './corpus.js'
 
 /** The human form of a score report: one row per figure. */
@@ -23,6 +23,7 @@ export function formatScoreReport(doc: ScoreDocument): string {
         ] as Array<[string, string]>)
       : []),
     ['model sha256', doc.model.sha256],
+    ...(doc.model.adapters ?? []).map((a): [string, string] => ['adapter', `${a.sha256} scale ${a.scale} (${printable(a.file)})`]),
     ['corpus sha256', doc.corpus.sha256],
   ])
 }

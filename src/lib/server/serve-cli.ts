@@ -7,7 +7,7 @@ import {readFileSync} from 'node:fs'
 
 import {Flags, type Interfaces} from '@oclif/core'
 
-import {listenForInterrupt, modelFlag, noGpuFlag, refuseGpuLayers} from '../cli/index.js'
+import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers} from '../cli/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {CONNECTION_DEFAULTS} from './connections.js'
 import {REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimitFlag, type RequestLimits} from './request-limits.js'
@@ -110,6 +110,7 @@ export const serveFlags = {
   'no-batch-decode': Flags.boolean({
     description: "run each slot's decode steps on its own instead of one forward pass for all slots (same tokens, slower with -P above 1)",
   }),
+  ...loraFlag,
   ...limitFlags(),
 }
 
@@ -147,6 +148,7 @@ type ServeFlagValues = {
   readonly 'body-timeout': string
   readonly 'max-connections': number
   readonly 'max-connections-per-client': number
+  readonly lora?: string[]
 } & Readonly<Record<RequestLimitFlag, number>>
 
 /** startServer's options from the parsed flags (the timeout checked, a template file read). */
@@ -154,6 +156,7 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
   refuseGpuLayers(flags['n-gpu-layers'])
   return {
     modelPath: flags.model,
+    lora: loraFromFlags(flags.lora),
     host: flags.host,
     port: flags.port,
     parallel: flags.parallel,
@@ -223,12 +226,15 @@ export function exposureWarning(host: string, apiKey: string | undefined): strin
 /** The line a client (or a test) waits for: where it listens and with what. */
 export function startupLine(server: RunningServer): string {
   const caps = server.state.capabilities as {
+    model: {adapters: readonly unknown[]}
     slots: {parallel: number; n_ctx_per_slot: number; threads_per_slot: number}
     chat_template: {origin: string}
   }
+  const adapters = caps.model.adapters.length
   return (
     `runner serve: listening on ${server.url} · model ${server.state.env.modelId} · ${caps.slots.parallel} slot(s) × ${caps.slots.n_ctx_per_slot} tokens, ` +
-    `${caps.slots.threads_per_slot} thread(s) each · chat template ${caps.chat_template.origin}`
+    `${caps.slots.threads_per_slot} thread(s) each · chat template ${caps.chat_template.origin}` +
+    (adapters > 0 ? ` · ${adapters} LoRA adapter(s)` : '')
   )
 }
 

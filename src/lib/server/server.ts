@@ -10,11 +10,12 @@ import {basename} from 'node:path'
 import Fastify, {type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest} from 'fastify'
 
 import {ChatTemplate} from '../chat/index.js'
-import {type Context, DecodeGroup, Model, Session, defaultContextSize} from '../engine/index.js'
+import {adapterSummary, type Context, DecodeGroup, Model, Session, defaultContextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
+import type {LoraSpec} from '../lora/index.js'
 import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
 import {MAX_CHOICES} from './schemas.js'
-import {defaultThreads} from '../util/index.js'
+import {defaultThreads, sha256File} from '../util/index.js'
 import {ApiError, toApiError} from './api-error.js'
 import {embeddingCapabilities} from './embeddings.js'
 import {CONNECTION_DEFAULTS, type ConnectionLimits, limitedServerFactory} from './connections.js'
@@ -39,6 +40,11 @@ const PROMPT_WORKER_HEAP_MB = 1024
 
 export interface ServeOptions {
   readonly modelPath: string
+  /**
+   * LoRA adapters applied to the model, in order, for every request. One set per server, so the
+   * prefix cache never reuses KV rows computed under other adapters.
+   */
+  readonly lora?: readonly LoraSpec[]
   readonly host?: string
   /** 0: any free port (tests). */
   readonly port?: number
@@ -103,12 +109,17 @@ function uvThreadpoolSize(): number {
   return Number.isInteger(n) && n > 0 ? Math.min(n, 1024) : 4
 }
 
+/** The LoRA adapters every request runs with, as /v1/capabilities lists them (sha256: what a receipt records). */
+async function servedAdapters(model: Model) {
+  return Promise.all(model.adapters.map(async (a) => ({...adapterSummary(a), sha256: await sha256File(a.spec.path)})))
+}
+
 /** The longest request timeout Node's timers can hold, in seconds. */
 export const MAX_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000)
 
 export async function startServer(options: ServeOptions, log: (line: string) => void = () => {}): Promise<RunningServer> {
   const o = {...SERVE_DEFAULTS, ...definedOnly(options), modelPath: options.modelPath} as Required<
-    Omit<ServeOptions, 'nCtx' | 'threadsPerSlot' | 'apiKey' | 'chatTemplate' | 'aliases' | 'acceptAnyModel' | 'corsOrigins'>
+    Omit<ServeOptions, 'lora' | 'nCtx' | 'threadsPerSlot' | 'apiKey' | 'chatTemplate' | 'aliases' | 'acceptAnyModel' | 'corsOrigins'>
   > &
     ServeOptions
   const check = (name: string, v: number, min: number, max: number) => {
@@ -148,7 +159,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     check(REQUEST_LIMIT_FLAGS[key].flag, requestLimits[key], 1, 1 << 24)
   const build = await buildInfo()
 
-  const model = await Model.load(o.modelPath)
+  const model = await Model.load(o.modelPath, {lora: options.lora})
   const contexts: Context[] = []
   let group: DecodeGroup | undefined
   let work: PromptWorkers | undefined
@@ -212,6 +223,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         architecture: model.config.architecture,
         n_ctx_train: model.config.nCtxTrain,
         n_vocab: model.config.nVocab,
+        adapters: await servedAdapters(model),
       },
       chat_template: {origin: template.origin, source: template.source},
       embeddings: embeddingCapabilities(model),
