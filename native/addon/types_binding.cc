@@ -96,12 +96,40 @@ Napi::Value ToFloat(const Napi::CallbackInfo &info) {
   return out;
 }
 
+// loraMergeRows(w: Float32Array, nIn, a: Float32Array, b: Float32Array, rank, alpha, scale): w += s * b a,
+// in place (runner_lora_merge_rows; the quantizer's workers merge a chunk of rows per call).
+Napi::Value LoraMergeRows(const Napi::CallbackInfo &info) {
+  RequireArgs(info, 7, "loraMergeRows(w: Float32Array, nIn, a: Float32Array, b: Float32Array, rank, alpha, scale)");
+  Napi::Env env = info.Env();
+  Napi::Float32Array w = RequireFloats(env, info[0], "loraMergeRows: w");
+  const int64_t n_in = RequireCount(env, info[1], "loraMergeRows: nIn");
+  Napi::Float32Array a = RequireFloats(env, info[2], "loraMergeRows: a");
+  Napi::Float32Array b = RequireFloats(env, info[3], "loraMergeRows: b");
+  const int64_t rank = RequireCount(env, info[4], "loraMergeRows: rank");
+  const double alpha = NumberArg(info[5], "loraMergeRows: alpha");
+  const double scale = NumberArg(info[6], "loraMergeRows: scale");
+  if (n_in < 1 || rank < 1 || w.ElementLength() % static_cast<size_t>(n_in) != 0 ||
+      a.ElementLength() != static_cast<size_t>(rank * n_in) ||
+      b.ElementLength() != (w.ElementLength() / static_cast<size_t>(n_in)) * static_cast<size_t>(rank)) {
+    Throw(env, Kind::kError, "KERNEL_BAD_ARGUMENT",
+          "loraMergeRows: w has " + std::to_string(w.ElementLength()) + " values, a " + std::to_string(a.ElementLength()) + ", b " +
+              std::to_string(b.ElementLength()) + "; expected rows x " + std::to_string(n_in) + ", " + std::to_string(rank) + " x " +
+              std::to_string(n_in) + " and rows x " + std::to_string(rank));
+  }
+  char err[256] = {0};
+  const runner_status st = runner_lora_merge_rows(w.Data(), static_cast<int64_t>(w.ElementLength()) / n_in, n_in, a.Data(), b.Data(), rank,
+                                                  static_cast<float>(alpha), static_cast<float>(scale), err, sizeof err);
+  if (st != RUNNER_OK) throw StatusError(env, st, err);
+  return env.Undefined();
+}
+
 }  // namespace
 
 void RegisterTypeBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("typeTraits", Napi::Function::New(env, TypeTraits, "typeTraits"));
   exports.Set("quantizeRef", Napi::Function::New(env, QuantizeRef, "quantizeRef"));
   exports.Set("toFloat", Napi::Function::New(env, ToFloat, "toFloat"));
+  exports.Set("loraMergeRows", Napi::Function::New(env, LoraMergeRows, "loraMergeRows"));
 }
 
 }  // namespace runner_addon

@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 15
+#define RUNNER_ABI_VERSION 16
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -321,6 +321,16 @@ typedef struct runner_lora_pair_desc {
  */
 runner_status runner_model_add_lora(runner_model *model, const char *path, const runner_lora_pair_desc *pairs, int32_t n_pairs,
                                     float alpha, float scale, char *err, int32_t err_len);
+
+/*
+ * Merge a pair into rows of its weight, dequantized to F32 (`runner quantize --merge-lora`): w is
+ * rows x n_in (row o is output o), b the same rows of lora_b (rows x rank), a all of lora_a
+ * (rank x n_in), all F32. w[o] += s * sum_r b[o][r] a[r] with s as runner_model_add_lora computes it;
+ * the sum over r in double, ascending, added in double and rounded to float once, row by row (the
+ * bytes do not depend on how rows are chunked).
+ */
+runner_status runner_lora_merge_rows(float *w, int64_t rows, int64_t n_in, const float *a, const float *b, int64_t rank, float alpha,
+                                     float scale, char *err, int32_t err_len);
 
 /* ---- contexts ------------------------------------------------------------------ */
 

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {loraFromFlags, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
 import {formatQuantizeSummary, QUANTIZE_MIXES, QUANTIZE_TYPES, quantizeFile, quantizeJson} from '../lib/quantize/index.js'
 
 export default class Quantize extends RunnerCommand {
@@ -35,6 +35,14 @@ export default class Quantize extends RunnerCommand {
       command: '<%= config.bin %> quantize in.gguf out.gguf --type Q4_0 --pure --type-plan plan.json',
     },
     {
+      description: 'Merge a LoRA adapter (in F32), then quantize',
+      command: '<%= config.bin %> quantize model-f16.gguf merged-q8_0.gguf --type Q8_0 --pure --merge-lora style.gguf',
+    },
+    {
+      description: 'Merge two adapters, the second at half strength, keeping full precision',
+      command: '<%= config.bin %> quantize model-f32.gguf merged-f32.gguf --type F32 --merge-lora a.gguf --merge-lora b.gguf:0.5',
+    },
+    {
       description: 'Quantize and remove the attention of block 2 in one pass',
       command: '<%= config.bin %> quantize in.gguf out.gguf --type Q8_0 --pure --remove-sublayer attn:2',
     },
@@ -56,6 +64,12 @@ export default class Quantize extends RunnerCommand {
     'remove-sublayer': Flags.string({
       description: 'also remove sublayers, as runner remove-sublayer does (attn:N,mlp:M)',
       helpValue: 'SPEC',
+    }),
+    'merge-lora': Flags.string({
+      description:
+        "merge a LoRA adapter (llama.cpp's GGUF format) into its weights first, W + scale * alpha/rank * B A in F32; repeatable, in order (docs/lora.md)",
+      multiple: true,
+      helpValue: 'FILE[:SCALE]',
     }),
     'type-plan': Flags.string({
       description: 'JSON {"rules": [{"pattern": REGEX, "type": TYPE}]}: per-tensor types, first match wins',
@@ -82,6 +96,7 @@ export default class Quantize extends RunnerCommand {
         keepOutput: Boolean(flags['keep-output']),
         typePlanFile: flags['type-plan'],
         removeSublayer: flags['remove-sublayer'],
+        mergeLora: loraFromFlags(flags['merge-lora'], '--merge-lora'),
         threads: flags.threads,
         silent: flags.json,
         force: flags.force,
@@ -89,6 +104,6 @@ export default class Quantize extends RunnerCommand {
       }),
     )
     if (flags.json) this.log(JSON.stringify(quantizeJson(result, flags.type)))
-    else process.stderr.write(`${formatQuantizeSummary(result.summary)}\n`)
+    else process.stderr.write(`${formatQuantizeSummary(result.summary, result.merged)}\n`)
   }
 }

@@ -102,6 +102,6 @@ export const loraFlag = {
   }),
 }
 
-export function loraFromFlags(values: readonly string[] | undefined): LoraSpec[] {
-  return (values ?? []).map((v) => parseLoraSpec(v))
+export function loraFromFlags(values: readonly string[] | undefined, flag = '--lora'): LoraSpec[] {
+  return (values ?? []).map((v) => parseLoraSpec(v, flag))
 }

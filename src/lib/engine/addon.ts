@@ -19,7 +19,7 @@ import {amxMode, type AmxStatus, cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 15
+export const ADDON_ABI_VERSION = 16
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -271,6 +271,8 @@ export interface NativeAddon {
   quantizeRef(type: number, x: Float32Array): Uint8Array
   /** Dequantize n values. */
   toFloat(type: number, bytes: Uint8Array, n: number): Float32Array
+  /** w (rows x nIn) += s * b (rows x rank) a (rank x nIn), in place (runner_lora_merge_rows). */
+  loraMergeRows(w: Float32Array, nIn: number, a: Float32Array, b: Float32Array, rank: number, alpha: number, scale: number): void
   samplerCreate(params: NativeSamplingParams, nVocab: number): NativeSamplerHandle
   samplerFree(handle: NativeSamplerHandle): void
   samplerAccept(handle: NativeSamplerHandle, token: number): void
@@ -315,6 +317,7 @@ export const ADDON_FUNCTIONS = [
   'typeTraits',
   'quantizeRef',
   'toFloat',
+  'loraMergeRows',
   'samplerCreate',
   'samplerFree',
   'samplerAccept',

@@ -36,6 +36,7 @@ export {
   kernelTypeId,
   type KernelTypeRef,
   type KernelTypeTraits,
+  loraMergeRows,
   quantizeRef,
   rowBytes,
   toFloat,

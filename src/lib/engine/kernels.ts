@@ -80,3 +80,24 @@ export function toFloat(type: KernelTypeRef, bytes: Uint8Array, n: number): Floa
     throw engineError(error)
   }
 }
+
+/**
+ * Merge a LoRA pair into rows of its weight, in place: w (rows x nIn, F32) += s * b a, with b the
+ * same rows of lora_b (rows x rank) and a all of lora_a (rank x nIn); s = scale * alpha / rank (alpha
+ * 0: scale), as the forward pass applies it. The sum is taken in double and rounded once per value.
+ */
+export function loraMergeRows(
+  w: Float32Array,
+  nIn: number,
+  a: Float32Array,
+  b: Float32Array,
+  rank: number,
+  alpha: number,
+  scale: number,
+): void {
+  try {
+    loadAddon().loraMergeRows(w, nIn, a, b, rank, alpha, scale)
+  } catch (error) {
+    throw engineError(error)
+  }
+}

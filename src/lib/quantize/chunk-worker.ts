@@ -1,11 +1,12 @@
 /**
  * A quantize worker thread: converts chunks of whole rows (source bytes → floats → the target type)
  * with the same reference quantizers the main thread uses, so the bytes do not depend on which
- * thread converted a chunk.
+ * thread converted a chunk. With --merge-lora the rows get their adapters' deltas in between.
  */
 import {parentPort} from 'node:worker_threads'
 
-import {quantizeRef, toFloat} from '../engine/index.js'
+import {loraMergeRows, quantizeRef, toFloat} from '../engine/index.js'
+import type {LoraMerge} from './merge-lora.js'
 
 export interface ChunkJob {
   readonly id: number
@@ -13,10 +14,16 @@ export interface ChunkJob {
   readonly to: string
   readonly src: Uint8Array
   readonly values: number
+  /** Values per row (needed with merge). */
+  readonly rowValues: number
+  /** LoRA deltas to add to these rows first (--merge-lora); each b holds only these rows. */
+  readonly merge?: readonly LoraMerge[]
 }
 
 export function convertChunk(job: Omit<ChunkJob, 'id'>): Uint8Array {
-  return quantizeRef(job.to, toFloat(job.from, job.src, job.values))
+  const rows = toFloat(job.from, job.src, job.values)
+  for (const m of job.merge ?? []) loraMergeRows(rows, job.rowValues, m.a, m.b, m.rank, m.alpha, m.scale)
+  return quantizeRef(job.to, rows)
 }
 
 parentPort?.on('message', (job: ChunkJob) => {

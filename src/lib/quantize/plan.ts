@@ -6,6 +6,7 @@ import {quoted} from '../util/index.js'
 
 /** Tensor types `runner quantize` can write (the engine's reference quantizers, byte-identical to llama.cpp's). */
 export const QUANTIZE_TYPES = [
+  'F32',
   'F16',
   'BF16',
   'Q8_0',
@@ -32,6 +33,8 @@ const SOURCE_TYPES = new Set(['F32', 'F16', 'BF16'])
  * aliases of Q3_K_M, Q4_K_M and Q5_K_M; MXFP4 is its MXFP4_MOE.
  */
 export const QUANTIZE_MIXES: Readonly<Record<string, {readonly ftype: number; readonly base: string}>> = {
+  // F32 (LLAMA_FTYPE_ALL_F32): widening an F16 file, or a merge (--merge-lora) kept in full precision
+  F32: {ftype: 0, base: 'F32'},
   F16: {ftype: 1, base: 'F16'},
   BF16: {ftype: 32, base: 'BF16'},
   Q8_0: {ftype: 7, base: 'Q8_0'},
@@ -57,7 +60,6 @@ export const QUANTIZE_MIXES: Readonly<Record<string, {readonly ftype: number; re
 
 /** llama.cpp's LLAMA_FTYPE values, for general.file_type, by --type name. */
 export const FILE_TYPE: Readonly<Record<string, number>> = {
-  F32: 0,
   ...Object.fromEntries(Object.entries(QUANTIZE_MIXES).map(([k, v]) => [k, v.ftype])),
 }
 
@@ -344,6 +346,8 @@ export function planQuantization(
   model: GgufModelFiles,
   options: QuantizeOptions,
   tensors: readonly GgufTensorInfo[] = model.tensors,
+  /** Tensors rewritten whatever their type (--merge-lora): the plan is not "nothing to do" then. */
+  rewritten: ReadonlySet<string> = new Set(),
 ): TensorDecision[] {
   const mix = resolveMix(options.type)
   const rules = (options.plan ?? []).map((r) => ({...r, re: new RegExp(`^(?:${r.pattern})$`), used: false, to: targetType(r.type, 'plan')}))
@@ -394,7 +398,7 @@ export function planQuantization(
   }
   const unused = rules.find((r) => !r.used)
   if (unused) usage('QUANT_PLAN_UNUSED_RULE', `plan rule ${quoted(unused.pattern)} selects no tensor of this model`)
-  if (decisions.every((d) => d.to.id === d.from.id)) {
+  if (decisions.every((d) => d.to.id === d.from.id && !rewritten.has(d.tensor.name))) {
     usage('QUANT_NOTHING_TO_DO', `nothing would change: the model is already ${mix.name} wherever this plan applies`)
   }
   return decisions

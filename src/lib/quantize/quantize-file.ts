@@ -8,9 +8,11 @@ import {readFile} from 'node:fs/promises'
 import {Listr, ListrLogger, ProcessOutput} from 'listr2'
 
 import {ExitCode, RunnerError} from '../errors.js'
+import type {LoraSpec} from '../lora/index.js'
 import {readGgufModel} from '../gguf/index.js'
 import {checkModel} from '../model-check/index.js'
-import {defaultThreads, formatBytes, formatRows} from '../util/index.js'
+import {defaultThreads, formatBytes, formatRows, printable} from '../util/index.js'
+import {type MergedAdapter, planLoraMerges} from './merge-lora.js'
 import {parseTypePlan, planQuantization, type TensorDecision, type TypePlanRule} from './plan.js'
 import {quantizeModel, type QuantizeSummary} from './quantize.js'
 import {parseRemovals, planRemovals} from './remove-sublayer.js'
@@ -26,6 +28,8 @@ export interface QuantizeFileOptions {
   readonly typePlanFile?: string
   /** Also remove sublayers (attn:N,mlp:M). */
   readonly removeSublayer?: string
+  /** Merge these LoRA adapters into their weights (in F32, in order) before converting. */
+  readonly mergeLora?: readonly LoraSpec[]
   readonly threads?: number
   /** No task list (--json). */
   readonly silent: boolean
@@ -38,6 +42,7 @@ export interface QuantizeFileOptions {
 export interface QuantizeFileResult {
   readonly summary: QuantizeSummary
   readonly decisions: readonly TensorDecision[]
+  readonly merged: readonly MergedAdapter[]
 }
 
 async function readTypePlan(file: string): Promise<readonly TypePlanRule[]> {
@@ -62,20 +67,34 @@ export async function quantizeFile(o: QuantizeFileOptions): Promise<QuantizeFile
   const model = readGgufModel(o.input)
   checkModel(model) // what run would refuse is not converted
   const removal = o.removeSublayer === undefined ? undefined : planRemovals(model, parseRemovals(o.removeSublayer))
-  const decisions = planQuantization(model, options, removal?.kept)
+  const merge = await planLoraMerges(model, o.mergeLora ?? [], removal?.kept ?? model.tensors)
+  const decisions = planQuantization(model, options, removal?.kept, merge.targets)
   let summary: QuantizeSummary | undefined
   // The task list is diagnostics: stderr, so stdout stays for results.
   const logger = () => new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})
   const tasks = new Listr(
     [
       {
-        title: `Quantize ${decisions.filter((d) => d.to.id !== d.from.id).length} of ${decisions.length} tensors to ${o.type.toUpperCase()}`,
+        title:
+          `Quantize ${decisions.filter((d) => d.to.id !== d.from.id).length} of ${decisions.length} tensors to ${o.type.toUpperCase()}` +
+          (merge.byTensor.size > 0 ? `, merging ${merge.adapters.length} LoRA adapter(s) into ${merge.byTensor.size}` : ''),
         task: async (_ctx, task) => {
           const onTensor = (i: number, n: number, d: TensorDecision) => {
             task.output = `${i + 1}/${n} ${d.tensor.name}: ${d.from.name} -> ${d.to.name}`
           }
           const write = {exclusive: !o.force, signal: o.signal}
-          summary = await quantizeModel(model, o.output, decisions, options, onTensor, removal?.kvs, o.threads ?? defaultThreads(), write)
+          const kvs = [...(removal?.kvs ?? model.kvs), ...merge.kvs]
+          summary = await quantizeModel(
+            model,
+            o.output,
+            decisions,
+            options,
+            onTensor,
+            kvs,
+            o.threads ?? defaultThreads(),
+            write,
+            merge.byTensor,
+          )
           task.title = `Wrote ${o.output}`
         },
         rendererOptions: {outputBar: 1},
@@ -92,7 +111,7 @@ export async function quantizeFile(o: QuantizeFileOptions): Promise<QuantizeFile
     },
   )
   await tasks.run()
-  return {summary: summary!, decisions}
+  return {summary: summary!, decisions, merged: merge.adapters}
 }
 
 /** The --json document: the summary, the type, and every tensor's decision. */
@@ -100,13 +119,18 @@ export function quantizeJson(r: QuantizeFileResult, type: string) {
   return {
     ...r.summary,
     type: type.toUpperCase(),
+    mergedLora: r.merged,
     tensorsDetail: r.decisions.map((d) => ({name: d.tensor.name, from: d.from.name, to: d.to.name, reason: d.reason})),
   }
 }
 
-export function formatQuantizeSummary(s: QuantizeSummary): string {
+export function formatQuantizeSummary(s: QuantizeSummary, merged: readonly MergedAdapter[] = []): string {
   return formatRows([
     ['tensors', `${s.converted} converted, ${s.tensors - s.converted} kept`],
+    ...merged.map((a): [string, string] => [
+      'merged',
+      `${printable(a.name)} at scale ${a.scale} into ${a.weights} weights (sha256 ${a.sha256})`,
+    ]),
     ['weights', `${formatBytes(s.bytesBefore)} -> ${formatBytes(s.bytesAfter)} (${s.bitsPerWeight.toFixed(2)} bits per weight)`],
     ['file', `${s.output}, ${formatBytes(s.fileBytes)}`],
     ['time', `${(s.ms / 1000).toFixed(2)} s`],

@@ -3,6 +3,7 @@ import {basename} from 'node:path'
 
 import {loadAddon} from '../engine/index.js'
 import {type GgufKv, type GgufModelFiles, GgufValueType, type GgufWriteOptions, writeGguf} from '../gguf/index.js'
+import type {LoraMerge} from './merge-lora.js'
 import {FILE_TYPE, type QuantizeOptions, type TensorDecision} from './plan.js'
 import {ChunkPool} from './pool.js'
 
@@ -26,7 +27,7 @@ const CHUNK_VALUES = 1 << 22
  * 2 x threads chunks are in flight on the pool; they come back in order, so the output does not
  * depend on the thread count.
  */
-async function* convert(d: TensorDecision, pool: ChunkPool): AsyncIterable<Uint8Array> {
+async function* convert(d: TensorDecision, pool: ChunkPool, merges: readonly LoraMerge[] = []): AsyncIterable<Uint8Array> {
   const t = d.tensor
   const ne0 = t.shape[0]!
   const rows = t.nElements / ne0
@@ -40,7 +41,9 @@ async function* convert(d: TensorDecision, pool: ChunkPool): AsyncIterable<Uint8
       const src = new Uint8Array(n * rowBytes)
       let got = 0
       while (got < src.length) got += readSync(fd, src, got, src.length - got, t.offset + r * rowBytes + got)
-      const job = pool.convert({from: d.from.name, to: d.to.name, src, values: n * ne0})
+      // Each job gets only its rows of b (a slice, so a worker is not sent the whole of it per chunk).
+      const merge = merges.map((m) => ({...m, b: m.b.slice(r * m.rank, (r + n) * m.rank)}))
+      const job = pool.convert({from: d.from.name, to: d.to.name, src, values: n * ne0, rowValues: ne0, merge})
       job.catch(() => {}) // awaited in order below; an early failure must not go unhandled meanwhile
       inFlight.push(job)
       if (inFlight.length >= 2 * pool.threads) yield await inFlight.shift()!
@@ -88,6 +91,8 @@ export async function quantizeModel(
   threads = 1,
   /** Refuse an existing output (no --force) and stop on Ctrl+C: as writeGguf. */
   write: Pick<GgufWriteOptions, 'exclusive' | 'signal'> = {},
+  /** LoRA deltas by tensor name (--merge-lora): those tensors are rewritten even where their type stays. */
+  merges: ReadonlyMap<string, readonly LoraMerge[]> = new Map(),
 ): Promise<QuantizeSummary> {
   const t0 = performance.now()
   const pool = new ChunkPool(threads)
@@ -97,11 +102,11 @@ export async function quantizeModel(
     type: d.to,
     shape: d.tensor.shape,
     data:
-      d.to.id === d.from.id
+      d.to.id === d.from.id && !merges.has(d.tensor.name)
         ? {file: d.tensor.file, offset: d.tensor.offset}
         : () => {
             onTensor?.(index, decisions.length, d)
-            return convert(d, pool)
+            return convert(d, pool, merges.get(d.tensor.name))
           },
   }))
   let result
@@ -125,7 +130,7 @@ export async function quantizeModel(
   return {
     output: result.path,
     tensors: decisions.length,
-    converted: decisions.filter((d) => d.to.id !== d.from.id).length,
+    converted: decisions.filter((d) => d.to.id !== d.from.id || merges.has(d.tensor.name)).length,
     bytesBefore: decisions.reduce((n, d) => n + d.tensor.byteSize, 0),
     bytesAfter,
     fileBytes: result.bytes,
