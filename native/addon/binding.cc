@@ -68,6 +68,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   runner_addon::RegisterSamplerBindings(env, exports);
   runner_addon::RegisterEngineBindings(env, exports);
   runner_addon::RegisterGrammarBindings(env, exports);
+  runner_addon::RegisterTrainBindings(env, exports);
   exports.Set("cpuFeatures", Napi::Function::New(env, CpuFeatures, "cpuFeatures"));
   exports.Set("amxStatus", Napi::Function::New(env, AmxStatus, "amxStatus"));
   exports.Set("version", Napi::Function::New(env, Version, "version"));

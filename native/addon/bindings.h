@@ -74,4 +74,9 @@ struct MatcherHandle {
 std::shared_ptr<MatcherHandle> AcquireMatcher(const Napi::Value &v, const char *what);
 // engine_binding.cc: models, contexts, decode, generate, and the tensor-role table.
 void RegisterEngineBindings(Napi::Env env, Napi::Object exports);
+// The model behind a model handle (ENGINE_INVALID_ARGUMENT / ENGINE_DISPOSED naming `what`), and a
+// reference that keeps its weights mapped while the holder lives.
+std::shared_ptr<void> AcquireModel(const Napi::Value &v, const char *what, runner_model **out);
+// train_binding.cc: LoRA trainers (runner_trainer_*).
+void RegisterTrainBindings(Napi::Env env, Napi::Object exports);
 }  // namespace runner_addon

@@ -717,6 +717,12 @@ Napi::Value TensorRoles(const Napi::CallbackInfo &info) {
 
 }  // namespace
 
+std::shared_ptr<void> AcquireModel(const Napi::Value &v, const char *what, runner_model **out) {
+  ModelRef m = Unwrap<ModelHandle>(v, what);
+  *out = m->model;
+  return m;
+}
+
 void RegisterEngineBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("modelLoad", Napi::Function::New(env, ModelLoad, "modelLoad"));
   exports.Set("modelFree", Napi::Function::New(env, ModelFree, "modelFree"));

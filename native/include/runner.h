@@ -332,6 +332,73 @@ runner_status runner_model_add_lora(runner_model *model, const char *path, const
 runner_status runner_lora_merge_rows(float *w, int64_t rows, int64_t n_in, const float *a, const float *b, int64_t rank, float alpha,
                                      float scale, char *err, int32_t err_len);
 
+/* ---- LoRA training (runner train-lora; docs/lora.md) ------------------------------------------- */
+
+/*
+ * A trainer holds one LoRA pair per target weight (rank x n_in a, n_out x rank b: PEFT's lora_A and
+ * lora_B weights, row-major), their gradients and the optimizer's moments, all in double, over a
+ * frozen base model read in place (any weight type: gradients flow through the dequantized rows).
+ * The loss and every gradient are computed in double by one fixed order of operations, so they are
+ * the same bits for any n_threads. Refused by name: a model with adapters attached, experts,
+ * longrope factors, targets other than attn_q/k/v/output, ffn_gate/up/down and output.
+ */
+typedef struct runner_trainer runner_trainer;
+
+typedef struct runner_trainer_params {
+    int32_t n_ctx;     /* most tokens of one sample */
+    int32_t rank;      /* 1 .. 512 */
+    float alpha;       /* the pairs' scale is alpha / rank (alpha 0: 1), as runner_model_add_lora applies it at scale 1 */
+    float dropout;     /* PEFT's lora_dropout on each pair's input, in [0, 1) */
+    int32_t n_threads;
+    const int32_t *roles;  /* n_targets runner_tensor_role values */
+    const int32_t *layers; /* their blocks (ignored for output) */
+    int32_t n_targets;
+} runner_trainer_params;
+
+runner_status runner_trainer_create(runner_model *model, const runner_trainer_params *params, runner_trainer **out, char *err,
+                                    int32_t err_len);
+void runner_trainer_free(runner_trainer *trainer);
+/* Parameters of all pairs: for each target in order, a then b. */
+int64_t runner_trainer_n_params(const runner_trainer *trainer);
+
+typedef enum runner_train_vector {
+    RUNNER_TRAIN_PARAMS = 0,
+    RUNNER_TRAIN_GRADS = 1,   /* accumulated since the last optimizer step */
+    RUNNER_TRAIN_MOMENT1 = 2, /* AdamW's first moment */
+    RUNNER_TRAIN_MOMENT2 = 3  /* and second */
+} runner_train_vector;
+
+/* Copy a vector out or in (n = runner_trainer_n_params); set refuses non-finite values. */
+runner_status runner_trainer_get(runner_trainer *trainer, int32_t what, double *out, int64_t n, char *err, int32_t err_len);
+runner_status runner_trainer_set(runner_trainer *trainer, int32_t what, const double *in, int64_t n, char *err, int32_t err_len);
+/* Optimizer steps taken (AdamW's bias correction counts them); set when resuming. */
+int64_t runner_trainer_steps(const runner_trainer *trainer);
+void runner_trainer_set_steps(runner_trainer *trainer, int64_t steps);
+
+/*
+ * One sample from position 0: *loss_sum = the summed cross-entropy (nats) of tokens[i + 1] after
+ * tokens[0..i] over every i with scored[i + 1] != 0, *n_scored how many. With grad, the gradient of
+ * loss_sum is added to the accumulated gradients, with dropout masks drawn from dropout_seed (without
+ * grad there is no dropout: evaluation). 2 <= n <= n_ctx.
+ */
+runner_status runner_trainer_sample(runner_trainer *trainer, const int32_t *tokens, const uint8_t *scored, int32_t n, int32_t grad,
+                                    uint64_t dropout_seed, double *loss_sum, int32_t *n_scored, const volatile int32_t *abort_flag,
+                                    char *err, int32_t err_len);
+
+typedef enum runner_optimizer_kind { RUNNER_OPTIMIZER_ADAMW = 0, RUNNER_OPTIMIZER_SGD = 1 } runner_optimizer_kind;
+
+typedef struct runner_optimizer_params {
+    int32_t kind;
+    double lr, beta1, beta2, eps, weight_decay;
+    double grad_scale;    /* the accumulated gradients are multiplied by it first (1 / tokens scored) */
+    double max_grad_norm; /* clip the global norm to it as torch's clip_grad_norm_ does (0: no clipping) */
+} runner_optimizer_params;
+
+/* One step on the accumulated gradients (torch.optim.AdamW's or plain SGD's update), then they are
+ * zeroed. *grad_norm: their global norm after grad_scale, before clipping. */
+runner_status runner_trainer_optimize(runner_trainer *trainer, const runner_optimizer_params *params, double *grad_norm, char *err,
+                                      int32_t err_len);
+
 /* ---- contexts ------------------------------------------------------------------ */
 
 typedef enum runner_kv_type { RUNNER_KV_F16 = 1, RUNNER_KV_F32 = 0 } runner_kv_type;

@@ -51,6 +51,7 @@ export type CpuFeatures = Readonly<Record<CpuFeatureName, boolean>>
 export type NativeModelHandle = {readonly __brand: 'NativeModel'}
 export type NativeContextHandle = {readonly __brand: 'NativeContext'}
 export type NativeGroupHandle = {readonly __brand: 'NativeGroup'}
+export type NativeTrainerHandle = {readonly __brand: 'NativeTrainer'}
 
 /** runner_model_config as modelLoad reads it: runner.h's field names and C values (src/lib/arch/config-fields.ts). */
 export type {NativeModelConfig} from '../arch/index.js'
@@ -231,6 +232,40 @@ export interface NativeAddon {
   modelFree(model: NativeModelHandle): void
   /** Map an adapter file and attach its LoRA pairs (runner.h runner_model_add_lora); before any context. */
   modelAddLora(model: NativeModelHandle, path: string, pairs: NativeLoraPair[], alpha: number, scale: number): void
+  /** A LoRA trainer over the model (runner.h runner_trainer_create). */
+  trainerCreate(
+    model: NativeModelHandle,
+    params: {nCtx: number; rank: number; alpha: number; dropout: number; threads: number; roles: Int32Array; layers: Int32Array},
+  ): NativeTrainerHandle
+  trainerFree(trainer: NativeTrainerHandle): void
+  trainerNParams(trainer: NativeTrainerHandle): number
+  /** what: 0 params, 1 gradients, 2 and 3 AdamW's moments (runner_train_vector). */
+  trainerGet(trainer: NativeTrainerHandle, what: number): Float64Array
+  trainerSet(trainer: NativeTrainerHandle, what: number, values: Float64Array): void
+  /** Optimizer steps taken; sets them first when given. */
+  trainerSteps(trainer: NativeTrainerHandle, steps?: number): number
+  trainerSample(
+    trainer: NativeTrainerHandle,
+    tokens: Int32Array,
+    scored: Uint8Array,
+    grad: boolean,
+    seed: bigint,
+    flags?: Int32Array,
+  ): Promise<{loss: number; scored: number}>
+  /** kind 0 AdamW, 1 SGD; returns the gradient's global norm before clipping. */
+  trainerOptimize(
+    trainer: NativeTrainerHandle,
+    params: {
+      kind: number
+      lr: number
+      beta1: number
+      beta2: number
+      eps: number
+      weightDecay: number
+      gradScale: number
+      maxGradNorm: number
+    },
+  ): number
   contextCreate(
     model: NativeModelHandle,
     params: {nCtx: number; nBatch: number; threads: number; kvType: number},
@@ -303,6 +338,14 @@ export const ADDON_FUNCTIONS = [
   'modelLoad',
   'modelFree',
   'modelAddLora',
+  'trainerCreate',
+  'trainerFree',
+  'trainerNParams',
+  'trainerGet',
+  'trainerSet',
+  'trainerSteps',
+  'trainerSample',
+  'trainerOptimize',
   'contextCreate',
   'contextFree',
   'decode',

@@ -57,5 +57,6 @@ export {
 export * from './context.js'
 export * from './decode-group.js'
 export * from './session.js'
+export {type OptimizerStep, TRAIN_VECTORS, type TrainTarget, Trainer, type TrainerOptions, type TrainVector} from './trainer.js'
 export {GrammarMatcher, type MaskResult, maskAllows, NativeGrammar, tokenBytes} from './grammar.js'
 export {createNativeSampler, type NativeSampler, type NativeSamplerExtras, type SampleResult} from './sampler.js'
