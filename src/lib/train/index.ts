@@ -1,0 +1,6 @@
+export {type CheckpointState, type CurvePoint, readCheckpoint, type ValidationPoint, writeCheckpoint} from './checkpoint.js'
+export {dataFormatOf, type DataFormat, readTrainingData, type TrainingData, type TrainingSample} from './data.js'
+export {learningRate, type Schedule, SCHEDULES} from './schedule.js'
+export {DEFAULT_TARGETS, parseTargets} from './targets.js'
+export {trainFlags, trainOptions, trainProgress, formatTrainSummary} from './train-cli.js'
+export {type StepReport, trainLora, type TrainLoraOptions, type TrainLoraResult} from './train-lora.js'
