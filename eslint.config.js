@@ -14,7 +14,14 @@ const NODE_GLOBALS = Object.fromEntries(
 )
 
 export default defineConfig([
-  globalIgnores(['dist/', 'native/', 'node_modules/', 'src/lib/arch/config-fields.generated.ts', 'src/lib/native-status.generated.ts']),
+  globalIgnores([
+    'dist/',
+    'native/',
+    'node_modules/',
+    '.venv-reference/',
+    'src/lib/arch/config-fields.generated.ts',
+    'src/lib/native-status.generated.ts',
+  ]),
   {
     files: ['{src,scripts,test,bin}/**/*.{ts,tsx,js,mjs}', '*.js'],
     extends: [js.configs.recommended, tseslint.configs.recommended],
