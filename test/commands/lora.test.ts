@@ -17,6 +17,8 @@ import {getLlama, LlamaLogLevel, type Token} from 'node-llama-cpp'
 
 import {makeTestModel} from '../../scripts/make-test-model.js'
 import {ggmlTypeByName, GgufValueType, readGgufFile, writeGguf, type GgufKv, type GgufWriteTensor} from '../../src/lib/gguf/index.js'
+import {Model} from '../../src/lib/engine/index.js'
+import type {RunnerError} from '../../src/lib/errors.js'
 import {makeLoraAdapter} from '../helpers/lora.js'
 import {type CliResult, hasShared, NO_SHARED_REASON, runCliAsync, runCliWithInput, sharedPath} from '../helpers/shared.js'
 import {startTestServer} from '../server/helpers.js'
@@ -329,13 +331,23 @@ describe('hostile adapters are refused by name, before anything runs', {skip: SK
         }),
     },
   ]
-  for (const c of cases) {
+  // The first through the CLI (what a user sees, and nothing generated); the rest where the CLI
+  // gets them from, Model.load, with the exit code the CLI would use.
+  for (const [i, c] of cases.entries()) {
     test(c.name, async () => {
       const file = await c.make()
-      const r = await runCliAsync(greedyArgs('--lora', file))
-      assert.equal(r.status, c.exit, r.stderr)
-      assert.match(r.stderr, c.message)
-      assert.equal(r.stdout, '', 'nothing generated')
+      if (i === 0) {
+        const r = await runCliAsync(greedyArgs('--lora', file))
+        assert.equal(r.status, c.exit, r.stderr)
+        assert.match(r.stderr, c.message)
+        assert.equal(r.stdout, '', 'nothing generated')
+        return
+      }
+      await assert.rejects(Model.load(STORIES, {lora: [{path: file, scale: 1}]}), (error: RunnerError) => {
+        assert.equal(error.exitCode, c.exit, error.message)
+        assert.match(error.message, c.message)
+        return true
+      })
     })
   }
 

@@ -3,14 +3,17 @@
  * (transformers reads the GGUF and dequantizes it; both run in float64), the same LoraConfig (rank,
  * alpha, targets) and the same initial lora_A / lora_B, then the loss of a sample and every LoRA
  * gradient must agree, and so must the adapter after three SGD steps and after three AdamW steps
- * (torch.optim's updates). Skips, saying why, where the Python packages are missing (.ci/run installs
+ * (torch.optim's updates). The other direction: an adapter PEFT trained and saved, converted by
+ * llama.cpp's own convert_lora_to_gguf.py (from the llama.cpp source bundled with node-llama-cpp),
+ * loads in runner and gives transformers + PEFT's log-probabilities. Skips, saying why, where the Python packages are missing (.ci/run installs
  * them into .venv-reference; RUNNER_REFERENCE_PYTHON names another interpreter).
  */
 import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
-import {existsSync} from 'node:fs'
+import {existsSync, mkdtempSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
 import {join} from 'node:path'
-import {describe, test} from 'node:test'
+import {after, describe, test} from 'node:test'
 
 import {Model, Trainer, type TrainTarget} from '../../src/lib/engine/index.js'
 import {SeededRandom} from '../../src/lib/util/random.js'
@@ -116,3 +119,64 @@ describe('LoRA training against PyTorch + PEFT', {skip: SKIP}, () => {
     }
   })
 })
+
+const BUNDLE = join(REPO_ROOT, 'node_modules', 'node-llama-cpp', 'llama', 'gitRelease.bundle')
+
+describe(
+  "a PEFT adapter converted by llama.cpp's convert_lora_to_gguf.py",
+  {skip: SKIP || (existsSync(BUNDLE) ? false : `no llama.cpp source bundle at ${BUNDLE}`)},
+  () => {
+    const work = mkdtempSync(join(tmpdir(), 'runner-peft-export-'))
+    after(() => rmSync(work, {recursive: true, force: true}))
+
+    test('loads in runner and gives the log-probabilities transformers + PEFT give', async (t) => {
+      const src = join(work, 'llama.cpp')
+      const clone = spawnSync('git', ['clone', '-q', BUNDLE, src], {encoding: 'utf8'})
+      assert.equal(clone.status, 0, clone.stderr)
+      const path = sharedPath('models', 'stories260K.gguf')
+      const model = await Model.load(path)
+      const evalIds = model.tokenizer.encode('The little dog ran to the park and played with a big red ball.', {addSpecial: true})
+      const job = {train: model.tokenizer.encode(TEXT, {addSpecial: true}), eval: evalIds}
+      model.dispose()
+      const r = spawnSync(PYTHON, [join(REPO_ROOT, 'test', 'reference', 'peft_export.py'), path, work, src], {
+        input: JSON.stringify(job),
+        encoding: 'utf8',
+        timeout: 300_000,
+      })
+      assert.equal(r.status, 0, r.stderr)
+      const theirs = JSON.parse(r.stdout) as {adapter: string; logprobs: number[]}
+      const adapted = await Model.load(path, {lora: [{path: theirs.adapter, scale: 1}]})
+      const plain = await Model.load(path)
+      try {
+        const logprobs = async (m: Model) => {
+          const ctx = await m.createContext({nCtx: 128, threads: 1, kvType: 'f32'})
+          const logits = (await ctx.decode(evalIds, {pos: 0, logits: 'all'}))!
+          const V = m.config.nVocab
+          const out: number[] = []
+          for (let i = 0; i + 1 < evalIds.length; i++) {
+            const row = logits.subarray(i * V, (i + 1) * V)
+            let mx = -Infinity
+            for (const v of row) mx = Math.max(mx, v)
+            let s = 0
+            for (const v of row) s += Math.exp(v - mx)
+            out.push(row[evalIds[i + 1]!]! - mx - Math.log(s))
+          }
+          ctx.dispose()
+          return out
+        }
+        const ours = await logprobs(adapted)
+        const base = await logprobs(plain)
+        const diff = ours.reduce((m, v, i) => Math.max(m, Math.abs(v - theirs.logprobs[i]!)), 0)
+        const moved = base.reduce((m, v, i) => Math.max(m, Math.abs(v - theirs.logprobs[i]!)), 0)
+        t.diagnostic(
+          `${adapted.adapters[0]!.pairs.length} pairs: max |Δ logprob| ${diff.toExponential(2)} vs transformers + PEFT (the adapter moves them by ${moved.toFixed(3)})`,
+        )
+        assert.ok(moved > 0.05, 'the adapter changes the log-probabilities')
+        assert.ok(diff < 1e-4, `runner with the converted adapter vs transformers + PEFT: ${diff}`)
+      } finally {
+        adapted.dispose()
+        plain.dispose()
+      }
+    })
+  },
+)
