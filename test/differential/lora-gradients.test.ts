@@ -3,7 +3,8 @@
  * for every LoRA parameter of every weight it can adapt, on a tiny random-weight model of each dense
  * family (a NoPE layer: smollm3; soft-caps and sliding windows: gemma2; sliding windows and per-head
  * q/k norms: gemma3; whole-projection q/k norms and post-norms without pre-norms: olmo2; the granite
- * scales; qwen2's biases; phi3's fused projections as views). The loss itself is anchored outside the
+ * scales; qwen2's biases; phi3's fused projections as views, with and without longrope; qwen3moe's
+ * experts and router). The loss itself is anchored outside the
  * trainer: it must equal the inference pass's teacher-forced NLL with the same parameters written as
  * an adapter and loaded with --lora (itself held to llama.cpp in lora.test.ts), within float rounding.
  * And the gradients are the same bits for 1 and 3 threads.
@@ -31,9 +32,13 @@ const FAMILIES: Array<Family & {tol?: number}> = [
   {...tiny, arch: 'smollm3', nLayer: 4},
   {...tiny, arch: 'olmo2'},
   {...tiny, arch: 'phi3', nHeadKv: 4},
+  // longrope: the long factors (both contexts pad to 256, past the original 32) and attn_factor
+  {...tiny, arch: 'phi3', nHeadKv: 4, longrope: {originalContext: 32, attnFactor: 1.19}},
   // GELU: inference reads ggml's F16 table, the trainer the exact tanh form
   {...tiny, arch: 'gemma2', slidingWindow: 4, rmsEps: 1e-6, tol: 2e-3},
   {...tiny, arch: 'gemma3', nHeadKv: 1, tied: true, slidingWindow: 4, slidingWindowPattern: 2, rmsEps: 1e-6, tol: 2e-3},
+  // experts: the gradient flows through the chosen experts and the router's weights of them
+  {...tiny, arch: 'qwen3moe', nExpert: 4, nExpertUsed: 2, nFfExp: 24, rmsEps: 1e-6},
 ]
 const TRAINABLE = new Set(['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down', 'output'])
 const RANK = 2
@@ -81,8 +86,8 @@ async function inferenceNll(path: string, model: Model, targets: TrainTarget[], 
 
 describe('LoRA gradients against finite differences', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   for (const {tol, ...family} of FAMILIES) {
-    test(`${family.arch}: every LoRA parameter's gradient, the loss against inference, bitwise across threads`, async (t) => {
-      const path = join(dir, `${family.arch}.gguf`)
+    test(`${family.arch}${family.longrope ? ' (longrope)' : ''}: every LoRA parameter's gradient, the loss against inference, bitwise across threads`, async (t) => {
+      const path = join(dir, `${family.arch}${family.longrope ? '-longrope' : ''}.gguf`)
       await makeTestModel(path, {...family, nCtx: 128, type: 'f32', seed: 4041n, tokenizerFrom: sharedPath('models', 'stories260K.gguf')})
       const model = await Model.load(path)
       const targets = targetsOf(model)

@@ -242,13 +242,14 @@ static double act_grad(int32_t kind, double g) {
     return sg * (1.0 + g * (1.0 - sg));
 }
 
-void runner_train_rope_table(double *cs, double *sn, int32_t n_ctx, int32_t n_rot, double base, double scale) {
+void runner_train_rope_table(double *cs, double *sn, int32_t n_ctx, int32_t n_rot, double base, double scale, const float *factors,
+                             double mscale) {
     const int32_t half = n_rot / 2;
     for (int32_t p = 0; p < n_ctx; p++)
         for (int32_t i = 0; i < half; i++) {
-            const double th = (double)p * scale * pow(base, -2.0 * i / (double)n_rot);
-            cs[(size_t)p * half + i] = cos(th);
-            sn[(size_t)p * half + i] = sin(th);
+            const double th = scale * ((double)p * pow(base, -2.0 * i / (double)n_rot)) / (factors ? (double)factors[i] : 1.0);
+            cs[(size_t)p * half + i] = cos(th) * mscale;
+            sn[(size_t)p * half + i] = sin(th) * mscale;
         }
 }
 
@@ -371,6 +372,123 @@ static void att_bwd_task(void *arg, int64_t g0, int64_t g1, int ith) {
             }
 }
 
+/* ---- mixture of experts ------------------------------------------------------------------------ */
+
+/* The (token, slot) items routed to expert e, in token order; returns how many. */
+static int32_t items_of(const runner_trainer *t, int32_t e, int32_t *items) {
+    const int32_t k = t->m->cfg.n_expert_used;
+    int32_t n = 0;
+    for (int32_t i = 0; i < t->n * k; i++)
+        if (t->a.sel[i] == e) items[n++] = i;
+    return n;
+}
+
+/* x += sum_j w_j expert_j(xf): the router's softmax, the top k (ties to the lower index), their
+ * weights renormalised, each chosen expert's SwiGLU/GELU FFN (the forward pass's model/moe.c). */
+static void moe_fwd(runner_trainer *t, const runner_layer *L, double *x) {
+    const runner_model_config *c = &t->m->cfg;
+    layer_acts *a = &t->a;
+    const int32_t n = t->n, d = c->n_embd, ne = c->n_expert, k = c->n_expert_used, ff = c->n_ff_exp;
+    mm_fwd(t, &L->gate_inp, a->xf, a->router, n, 1.0, 0);
+    for (int32_t tk = 0; tk < n; tk++) {
+        const double *z = a->router + (size_t)tk * ne;
+        double mx = -INFINITY, p[RUNNER_MAX_EXPERTS];
+        for (int32_t e = 0; e < ne; e++) mx = z[e] > mx ? z[e] : mx;
+        double sum = 0.0;
+        for (int32_t e = 0; e < ne; e++) sum += (p[e] = exp(z[e] - mx));
+        int32_t *sel = a->sel + (size_t)tk * k;
+        double *w = a->sel_w + (size_t)tk * k, wsum = 0.0;
+        for (int32_t j = 0; j < k; j++) {
+            int32_t best = -1;
+            for (int32_t e = 0; e < ne; e++) {
+                int taken = 0;
+                for (int32_t q = 0; q < j; q++) taken |= sel[q] == e;
+                if (!taken && (best < 0 || p[e] > p[best])) best = e;
+            }
+            sel[j] = best;
+            wsum += (w[j] = p[best] / sum);
+        }
+        for (int32_t j = 0; j < k; j++) w[j] /= wsum;
+    }
+    int32_t *items = (int32_t *)t->mg; /* n * k ints fit in n * ff doubles */
+    int32_t *idx = items + (size_t)n * k;
+    for (int32_t e = 0; e < ne; e++) {
+        const int32_t m = items_of(t, e, items);
+        if (m == 0) continue;
+        for (int32_t i = 0; i < m; i++) {
+            idx[i] = items[i];
+            memcpy(t->mx + (size_t)i * d, a->xf + (size_t)(items[i] / k) * d, sizeof(double) * (size_t)d);
+        }
+        double *g = a->eg, *u = a->eu, *h = a->eh, *o = a->eo;
+        mm_fwd(t, &L->exp_gate[e], t->mx, t->mu, m, 1.0, 0);
+        for (int32_t i = 0; i < m; i++) memcpy(g + (size_t)idx[i] * ff, t->mu + (size_t)i * ff, sizeof(double) * (size_t)ff);
+        mm_fwd(t, &L->exp_up[e], t->mx, t->mu, m, 1.0, 0);
+        for (int32_t i = 0; i < m; i++) {
+            double *gi = g + (size_t)idx[i] * ff, *ui = u + (size_t)idx[i] * ff, *hi = h + (size_t)idx[i] * ff;
+            memcpy(ui, t->mu + (size_t)i * ff, sizeof(double) * (size_t)ff);
+            for (int32_t f = 0; f < ff; f++) hi[f] = act_fwd(c->ffn_act, gi[f]) * ui[f];
+            memcpy(t->mh + (size_t)i * ff, hi, sizeof(double) * (size_t)ff);
+        }
+        mm_fwd(t, &L->exp_down[e], t->mh, t->mo, m, 1.0, 0);
+        for (int32_t i = 0; i < m; i++) memcpy(o + (size_t)idx[i] * d, t->mo + (size_t)i * d, sizeof(double) * (size_t)d);
+    }
+    for (int32_t tk = 0; tk < n; tk++)
+        for (int32_t j = 0; j < k; j++) {
+            const double w = a->sel_w[(size_t)tk * k + j];
+            const double *o = a->eo + ((size_t)tk * k + j) * d;
+            for (int32_t i = 0; i < d; i++) x[(size_t)tk * d + i] += w * o[i];
+        }
+}
+
+/* Given dx (of the block's output), dxf += the gradient through the experts and the router. The
+ * choice is piecewise constant; the weights are a softmax over the chosen logits. */
+static void moe_bwd(runner_trainer *t, const runner_layer *L, const double *dx, double *dxf) {
+    const runner_model_config *c = &t->m->cfg;
+    layer_acts *a = &t->a;
+    const int32_t n = t->n, d = c->n_embd, ne = c->n_expert, k = c->n_expert_used, ff = c->n_ff_exp;
+    memset(a->drouter, 0, sizeof(double) * (size_t)n * ne);
+    for (int32_t tk = 0; tk < n; tk++) {
+        const double *w = a->sel_w + (size_t)tk * k, *dy = dx + (size_t)tk * d;
+        double dw[RUNNER_MAX_EXPERTS], mean = 0.0;
+        for (int32_t j = 0; j < k; j++) {
+            const double *o = a->eo + ((size_t)tk * k + j) * d;
+            double acc = 0.0;
+            for (int32_t i = 0; i < d; i++) acc += dy[i] * o[i];
+            dw[j] = acc;
+            mean += w[j] * acc;
+        }
+        for (int32_t j = 0; j < k; j++) a->drouter[(size_t)tk * ne + a->sel[(size_t)tk * k + j]] += w[j] * (dw[j] - mean);
+    }
+    int32_t *items = (int32_t *)t->mg;
+    for (int32_t e = 0; e < ne; e++) {
+        const int32_t m = items_of(t, e, items);
+        if (m == 0) continue;
+        for (int32_t i = 0; i < m; i++) { /* d of the expert's output: its weight times dy */
+            const int32_t tk = items[i] / k;
+            const double w = a->sel_w[items[i]];
+            for (int32_t q = 0; q < d; q++) t->mo[(size_t)i * d + q] = w * dx[(size_t)tk * d + q];
+        }
+        memset(t->mh, 0, sizeof(double) * (size_t)m * ff);
+        mm_bwd(t, &L->exp_down[e], t->mo, t->mh, m); /* d h */
+        for (int32_t i = 0; i < m; i++) {
+            const double *g = a->eg + (size_t)items[i] * ff, *u = a->eu + (size_t)items[i] * ff;
+            double *dh = t->mh + (size_t)i * ff, *du = t->mu + (size_t)i * ff;
+            for (int32_t f = 0; f < ff; f++) {
+                du[f] = dh[f] * act_fwd(c->ffn_act, g[f]);
+                dh[f] = dh[f] * u[f] * act_grad(c->ffn_act, g[f]); /* now d gate */
+            }
+        }
+        memset(t->mx, 0, sizeof(double) * (size_t)m * d);
+        mm_bwd(t, &L->exp_gate[e], t->mh, t->mx, m);
+        mm_bwd(t, &L->exp_up[e], t->mu, t->mx, m);
+        for (int32_t i = 0; i < m; i++) {
+            double *out = dxf + (size_t)(items[i] / k) * d;
+            for (int32_t q = 0; q < d; q++) out[q] += t->mx[(size_t)i * d + q];
+        }
+    }
+    mm_bwd(t, &L->gate_inp, a->drouter, dxf, n);
+}
+
 /* ---- one block ---------------------------------------------------------------------------------- */
 
 static const float *fdata(const runner_weight *w) {
@@ -430,7 +548,10 @@ static void block_fwd(runner_trainer *t, int32_t l, double *x) {
         }
     }
     memcpy(a->x_mid, x, sizeof(double) * (size_t)n * d);
-    if (!L->ffn_removed) {
+    if (!L->ffn_removed && c->n_expert > 0) {
+        rms_fwd(x, fdata(&L->ffn_norm), a->xf, a->inv_f, n, d, d, c->norm_eps);
+        moe_fwd(t, L, x);
+    } else if (!L->ffn_removed) {
         if (L->ffn_norm.data) rms_fwd(x, fdata(&L->ffn_norm), a->xf, a->inv_f, n, d, d, c->norm_eps);
         else memcpy(a->xf, x, sizeof(double) * (size_t)n * d);
         project(t, &L->w_gate, pair_at(t, l, T_GATE), a->xf, a->gate, n, 1.0, 0);
@@ -454,7 +575,12 @@ static void block_bwd(runner_trainer *t, int32_t l, const double *x_in, double *
     const size_t nq = (size_t)c->n_head * hd, nkv = (size_t)c->n_head_kv * hd, nd = (size_t)n * d;
     const double rs = c->residual_scale > 0.0f ? (double)c->residual_scale : 1.0;
     layer_acts *a = &t->a;
-    if (!L->ffn_removed) {
+    if (!L->ffn_removed && c->n_expert > 0) {
+        double *dxf = t->dtmp;
+        memset(dxf, 0, sizeof(double) * nd);
+        moe_bwd(t, L, dx, dxf);
+        rms_bwd(a->x_mid, fdata(&L->ffn_norm), a->inv_f, dxf, dx, n, d, d, 1);
+    } else if (!L->ffn_removed) {
         double *dout = t->dnorm; /* d of the FFN's output projection */
         if (L->ffn_post_norm.data) rms_bwd(a->o_f, fdata(&L->ffn_post_norm), a->inv_pf, dx, dout, n, d, d, 0);
         else for (size_t i = 0; i < nd; i++) dout[i] = rs * dx[i];

@@ -31,6 +31,10 @@ typedef struct layer_acts {
     double *xf, *inv_f;           /* FFN input */
     double *gate, *up, *h;        /* pre-activation gate and up, and act(gate) * up */
     double *o_f, *inv_pf;         /* the FFN output before its post-norm */
+    /* mixture of experts (NULL for dense models): router logits and gradient [n][n_expert], the choice
+     * and its weights [n][k], and per (token, slot) item the expert's gate, up, act(gate) * up and output */
+    double *router, *drouter, *sel_w, *eg, *eu, *eh, *eo;
+    int32_t *sel;
 } layer_acts;
 
 struct runner_trainer {
@@ -52,6 +56,7 @@ struct runner_trainer {
     double *layer_in; /* [n_layer][n_ctx][n_embd]: each block's input rows */
     layer_acts a;
     double *x, *dx, *dtmp, *dq, *dk, *dv, *dff, *dff2, *dnorm; /* working rows */
+    double *mx, *mo, *mg, *mu, *mh; /* one expert's rows, gathered (MoE only) */
     double *xn_out, *inv_out, *logits, *rope_cos, *rope_sin, *rope_cos_swa, *rope_sin_swa;
     float *wbuf; /* one weight dequantized */
     size_t wbuf_floats;
@@ -62,7 +67,9 @@ static inline size_t runner_train_slot(const runner_model_config *c, int32_t lay
     return layer < 0 ? (size_t)c->n_layer * T_PER_LAYER : (size_t)layer * T_PER_LAYER + (size_t)slot;
 }
 
-/* cos and sin of each position's rope angles, p * scale * base^(-2i / n_rot), in double. */
-void runner_train_rope_table(double *cs, double *sn, int32_t n_ctx, int32_t n_rot, double base, double scale);
+/* cos and sin of each position's rope angles, scale * p * base^(-2i / n_rot) / factors[i] (longrope;
+ * NULL: 1), times mscale (longrope's attn_factor), in double. */
+void runner_train_rope_table(double *cs, double *sn, int32_t n_ctx, int32_t n_rot, double base, double scale, const float *factors,
+                             double mscale);
 
 #endif

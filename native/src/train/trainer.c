@@ -39,9 +39,11 @@ void runner_trainer_free(runner_trainer *t) {
                        &t->dnorm, &t->xn_out, &t->inv_out, &t->logits, &t->rope_cos, &t->rope_sin, &t->rope_cos_swa, &t->rope_sin_swa,
                        &t->a.xa, &t->a.inv_a, &t->a.q_lin, &t->a.k_lin, &t->a.inv_q, &t->a.inv_k, &t->a.q, &t->a.k, &t->a.v,
                        &t->a.lse, &t->a.att, &t->a.o, &t->a.inv_po, &t->a.x_mid, &t->a.xf, &t->a.inv_f, &t->a.gate, &t->a.up,
-                       &t->a.h, &t->a.o_f, &t->a.inv_pf};
+                       &t->a.h, &t->a.o_f, &t->a.inv_pf, &t->a.router, &t->a.drouter, &t->a.sel_w, &t->a.eg, &t->a.eu, &t->a.eh,
+                       &t->a.eo, &t->mx, &t->mo, &t->mg, &t->mu, &t->mh};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(*bufs[i]);
     free(t->wbuf);
+    free(t->a.sel);
     free(t);
 }
 
@@ -58,11 +60,6 @@ runner_status runner_trainer_create(runner_model *m, const runner_trainer_params
     const runner_model_config *c = &m->cfg;
     if (m->loras)
         return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "the model has LoRA adapters attached; train on the base model alone");
-    if (c->n_expert > 0)
-        return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "training a mixture-of-experts model (%d experts) is not supported yet",
-                           c->n_expert);
-    if (m->rope_long.data || m->rope_short.data)
-        return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "training with longrope frequency factors (phi3) is not supported yet");
     if (p->rank < 1 || p->rank > 512)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "rank %d out of range [1, 512]", p->rank);
     if (p->n_ctx < 2 || p->n_ctx > 1 << 16)
@@ -133,12 +130,20 @@ runner_status runner_trainer_create(runner_model *m, const runner_trainer_params
         const runner_layer *L = &m->layers[l];
         const runner_weight *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
         for (size_t k = 0; k < 7; k++) widest(&wf, ws[k]);
+        widest(&wf, &L->gate_inp);
+        if (L->exp_gate) {
+            widest(&wf, &L->exp_gate[0]);
+            widest(&wf, &L->exp_up[0]);
+            widest(&wf, &L->exp_down[0]);
+        }
         any_qk_norm |= L->q_norm.data != NULL;
         any_swa |= L->swa;
     }
     t->wbuf_floats = wf;
     t->wbuf = runner_alloc_array(wf, sizeof(float));
     const size_t V = (size_t)c->n_vocab, half = (size_t)c->n_rot / 2, np = (size_t)t->n_params;
+    const int moe = c->n_expert > 0;
+    const size_t ne = moe ? (size_t)c->n_expert : 0, nk = moe ? (size_t)c->n_expert_used : 0, ffe = moe ? (size_t)c->n_ff_exp : 0;
     struct {
         double **buf;
         size_t n;
@@ -151,8 +156,13 @@ runner_status runner_trainer_create(runner_model *m, const runner_trainer_params
         {&t->a.q, n * nq}, {&t->a.k, n * nkv}, {&t->a.v, n * nkv}, {&t->a.lse, n * (size_t)c->n_head}, {&t->a.att, n * nq},
         {&t->a.o, n * d}, {&t->a.inv_po, n}, {&t->a.x_mid, n * d}, {&t->a.xf, n * d}, {&t->a.inv_f, n}, {&t->a.gate, n * ff},
         {&t->a.up, n * ff}, {&t->a.h, n * ff}, {&t->a.o_f, n * d}, {&t->a.inv_pf, n},
+        /* MoE: one entry each when dense */
+        {&t->a.router, n * ne}, {&t->a.drouter, n * ne}, {&t->a.sel_w, n * nk}, {&t->a.eg, n * nk * ffe}, {&t->a.eu, n * nk * ffe},
+        {&t->a.eh, n * nk * ffe}, {&t->a.eo, n * nk * d}, {&t->mx, moe ? n * d : 1}, {&t->mo, moe ? n * d : 1},
+        {&t->mg, moe ? n * max_sz(ffe, 2 * nk) : 1}, {&t->mu, n * ffe}, {&t->mh, n * ffe},
     };
-    int ok = t->wbuf != NULL;
+    t->a.sel = runner_alloc_array(n * (nk ? nk : 1), sizeof(int32_t));
+    int ok = t->wbuf != NULL && t->a.sel != NULL;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         *want[i].buf = runner_alloc_array(want[i].n ? want[i].n : 1, sizeof(double));
         ok = ok && *want[i].buf;
@@ -163,14 +173,20 @@ runner_status runner_trainer_create(runner_model *m, const runner_trainer_params
         t->rope_cos_swa = runner_alloc_array(n * half, sizeof(double));
         t->rope_sin_swa = runner_alloc_array(n * half, sizeof(double));
         ok = t->rope_cos_swa && t->rope_sin_swa;
-        if (ok) runner_train_rope_table(t->rope_cos_swa, t->rope_sin_swa, p->n_ctx, c->n_rot, base_swa, scale_swa);
+        if (ok) runner_train_rope_table(t->rope_cos_swa, t->rope_sin_swa, p->n_ctx, c->n_rot, base_swa, scale_swa, NULL, 1.0);
     }
     if (ok) t->pool = runner_pool_create(p->n_threads);
     if (!ok || !t->pool) {
         runner_trainer_free(t);
         return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "no memory for a trainer of %d tokens per sample", p->n_ctx);
     }
-    runner_train_rope_table(t->rope_cos, t->rope_sin, p->n_ctx, c->n_rot, c->rope_freq_base, c->rope_freq_scale);
+    /* longrope as a context of n_ctx positions picks it (model/context.c): the long factors when n_ctx
+     * padded to 256 exceeds n_ctx_orig; cos and sin times attn_factor */
+    const int64_t padded = ((int64_t)p->n_ctx + 255) / 256 * 256;
+    const int32_t orig = c->n_ctx_orig > 0 ? c->n_ctx_orig : c->n_ctx_train;
+    const runner_weight *fw = padded > orig && m->rope_long.data ? &m->rope_long : m->rope_short.data ? &m->rope_short : m->rope_long.data ? &m->rope_long : NULL;
+    runner_train_rope_table(t->rope_cos, t->rope_sin, p->n_ctx, c->n_rot, c->rope_freq_base, c->rope_freq_scale, fw ? (const float *)fw->data : NULL,
+                            c->rope_attn_factor > 0.0f ? (double)c->rope_attn_factor : 1.0);
     memset(t->p, 0, sizeof(double) * np);
     memset(t->g, 0, sizeof(double) * np);
     memset(t->m1, 0, sizeof(double) * np);
