@@ -212,8 +212,8 @@ describe('runner train-lora', {skip: SKIP}, () => {
       [base(join(dir, 'x.gguf'), '--targets', 'q_proj,wq'), 2, /--targets: unknown weight "wq"/],
       [
         ['train-lora', '-m', sharedPath('fixtures', 'phi3.gguf'), '--data', TRAIN, '--out', join(dir, 'x.gguf'), '--targets', 'q_proj'],
-        5,
-        /no attn_q weight \(its attention projections are fused \(attn_qkv\)/,
+        2,
+        /the model fuses attn_q into attn_qkv \(its rows are q, k and v\): target attn_qkv \(PEFT: qkv_proj\)/,
       ],
       [base(join(dir, 'x.gguf'), '--data', badJsonl), 2, /bad\.jsonl: line 2 is not JSON/],
       [base(join(dir, 'x.gguf'), '--alpha', '0'), 2, /--alpha 0 must be a number above 0/],

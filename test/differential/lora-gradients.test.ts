@@ -3,7 +3,8 @@
  * for every LoRA parameter of every weight it can adapt, on a tiny random-weight model of each dense
  * family (a NoPE layer: smollm3; soft-caps and sliding windows: gemma2; sliding windows and per-head
  * q/k norms: gemma3; whole-projection q/k norms and post-norms without pre-norms: olmo2; the granite
- * scales; qwen2's biases; phi3's fused projections as views, with and without longrope; qwen3moe's
+ * scales; qwen2's biases; phi3's fused attn_qkv and ffn_gate_up (one pair each, b's rows split
+ * over the views), with and without longrope; qwen3moe's
  * experts and router). The loss itself is anchored outside the
  * trainer: it must equal the inference pass's teacher-forced NLL with the same parameters written as
  * an adapter and loaded with --lora (itself held to llama.cpp in lora.test.ts), within float rounding.
@@ -40,7 +41,7 @@ const FAMILIES: Array<Family & {tol?: number}> = [
   // experts: the gradient flows through the chosen experts and the router's weights of them
   {...tiny, arch: 'qwen3moe', nExpert: 4, nExpertUsed: 2, nFfExp: 24, rmsEps: 1e-6},
 ]
-const TRAINABLE = new Set(['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down', 'output'])
+const TRAINABLE = new Set(['attn_q', 'attn_k', 'attn_v', 'attn_output', 'attn_qkv', 'ffn_gate', 'ffn_up', 'ffn_gate_up', 'ffn_down', 'output'])
 const RANK = 2
 const ALPHA = 4
 

@@ -192,6 +192,35 @@ static void project_bwd(runner_trainer *t, const runner_weight *w, const train_p
     if (pr) lora_bwd(t, pr, x, dy, dx, n);
 }
 
+/* A fused pair's delta, split over the views it spans: rows [0, w0) to y0, [w0, w0 + w1) to y1, the
+ * rest to y2 (NULL when there are two). */
+static void fused_fwd(runner_trainer *t, const train_pair *pr, const double *x, double *y0, int64_t w0, double *y1, int64_t w1, double *y2) {
+    const int32_t n = t->n;
+    const int64_t w2 = pr->n_out - w0 - w1;
+    memset(t->fused, 0, sizeof(double) * (size_t)n * pr->n_out);
+    lora_fwd(t, (train_pair *)pr, x, t->fused, n, 1.0);
+    for (int32_t tk = 0; tk < n; tk++) {
+        const double *f = t->fused + (size_t)tk * pr->n_out;
+        for (int64_t i = 0; i < w0; i++) y0[tk * w0 + i] += f[i];
+        for (int64_t i = 0; i < w1; i++) y1[tk * w1 + i] += f[w0 + i];
+        for (int64_t i = 0; y2 && i < w2; i++) y2[tk * w2 + i] += f[w0 + w1 + i];
+    }
+}
+
+/* Its backward: the views' gradients side by side, then the pair's. */
+static void fused_bwd(runner_trainer *t, const train_pair *pr, const double *x, const double *d0, int64_t w0, const double *d1, int64_t w1,
+                      const double *d2, double *dx) {
+    const int32_t n = t->n;
+    const int64_t w2 = pr->n_out - w0 - w1;
+    for (int32_t tk = 0; tk < n; tk++) {
+        double *f = t->fused + (size_t)tk * pr->n_out;
+        memcpy(f, d0 + tk * w0, sizeof(double) * (size_t)w0);
+        memcpy(f + w0, d1 + tk * w1, sizeof(double) * (size_t)w1);
+        if (d2) memcpy(f + w0 + w1, d2 + tk * w2, sizeof(double) * (size_t)w2);
+    }
+    lora_bwd(t, pr, x, t->fused, dx, n);
+}
+
 /* ---- norms, activations, rope ------------------------------------------------------------------- */
 
 /* y = x / rms(x) * w per segment of `len` values (rows of `width`); inv receives each 1/rms. */
@@ -519,6 +548,8 @@ static void block_fwd(runner_trainer *t, int32_t l, double *x) {
         project(t, &L->wq, pair_at(t, l, T_Q), a->xa, a->q, n, 1.0, 0);
         project(t, &L->wk, pair_at(t, l, T_K), a->xa, a->k, n, 1.0, 0);
         project(t, &L->wv, pair_at(t, l, T_V), a->xa, a->v, n, 1.0, 0);
+        const train_pair *qkv = pair_at(t, l, T_QKV);
+        if (qkv) fused_fwd(t, qkv, a->xa, a->q, (int64_t)nq, a->k, (int64_t)nkv, a->v);
         for (int32_t tk = 0; tk < n; tk++) {
             if (L->bq.data) for (size_t i = 0; i < nq; i++) a->q[tk * nq + i] += (double)fdata(&L->bq)[i];
             if (L->bk.data) for (size_t i = 0; i < nkv; i++) a->k[tk * nkv + i] += (double)fdata(&L->bk)[i];
@@ -556,6 +587,8 @@ static void block_fwd(runner_trainer *t, int32_t l, double *x) {
         else memcpy(a->xf, x, sizeof(double) * (size_t)n * d);
         project(t, &L->w_gate, pair_at(t, l, T_GATE), a->xf, a->gate, n, 1.0, 0);
         project(t, &L->w_up, pair_at(t, l, T_UP), a->xf, a->up, n, 1.0, 0);
+        const train_pair *gu = pair_at(t, l, T_GATE_UP);
+        if (gu) fused_fwd(t, gu, a->xf, a->gate, c->n_ff, a->up, c->n_ff, NULL);
         for (size_t i = 0; i < (size_t)n * c->n_ff; i++) a->h[i] = act_fwd(c->ffn_act, a->gate[i]) * a->up[i];
         if (L->ffn_post_norm.data) {
             project(t, &L->w_down, pair_at(t, l, T_DOWN), a->h, a->o_f, n, 1.0, 0);
@@ -596,6 +629,8 @@ static void block_bwd(runner_trainer *t, int32_t l, const double *x_in, double *
         memset(dxf, 0, sizeof(double) * nd);
         project_bwd(t, &L->w_gate, pair_at(t, l, T_GATE), a->xf, dh, dxf, n);
         project_bwd(t, &L->w_up, pair_at(t, l, T_UP), a->xf, dup, dxf, n);
+        const train_pair *gu = pair_at(t, l, T_GATE_UP);
+        if (gu) fused_bwd(t, gu, a->xf, dh, c->n_ff, dup, c->n_ff, NULL, dxf);
         if (L->ffn_norm.data) rms_bwd(a->x_mid, fdata(&L->ffn_norm), a->inv_f, dxf, dx, n, d, d, 1);
         else for (size_t i = 0; i < nd; i++) dx[i] += dxf[i];
     }
@@ -631,6 +666,8 @@ static void block_bwd(runner_trainer *t, int32_t l, const double *x_in, double *
         project_bwd(t, &L->wq, pair_at(t, l, T_Q), a->xa, dq, dxa, n);
         project_bwd(t, &L->wk, pair_at(t, l, T_K), a->xa, dk, dxa, n);
         project_bwd(t, &L->wv, pair_at(t, l, T_V), a->xa, t->dv, dxa, n);
+        const train_pair *qkv = pair_at(t, l, T_QKV);
+        if (qkv) fused_bwd(t, qkv, a->xa, dq, (int64_t)nq, dk, (int64_t)nkv, t->dv, dxa);
         if (L->attn_norm.data) rms_bwd(x_in, fdata(&L->attn_norm), a->inv_a, dxa, dx, n, d, d, 1);
         else for (size_t i = 0; i < nd; i++) dx[i] += dxa[i];
     }

@@ -8,7 +8,8 @@
 #include "model/model.h"
 
 /* The weights of a block a pair may adapt, in a fixed order; the head is its own slot. */
-enum { T_Q, T_K, T_V, T_O, T_GATE, T_UP, T_DOWN, T_PER_LAYER };
+/* T_QKV and T_GATE_UP: one pair on a fused weight (phi3), b's rows split as the weight's views are. */
+enum { T_Q, T_K, T_V, T_O, T_GATE, T_UP, T_DOWN, T_QKV, T_GATE_UP, T_PER_LAYER };
 
 typedef struct train_pair {
     const runner_weight *w;
@@ -57,6 +58,7 @@ struct runner_trainer {
     layer_acts a;
     double *x, *dx, *dtmp, *dq, *dk, *dv, *dff, *dff2, *dnorm; /* working rows */
     double *mx, *mo, *mg, *mu, *mh; /* one expert's rows, gathered (MoE only) */
+    double *fused;                  /* a fused pair's delta or gradient rows [n][n_out] (fused targets only) */
     double *xn_out, *inv_out, *logits, *rope_cos, *rope_sin, *rope_cos_swa, *rope_sin_swa;
     float *wbuf; /* one weight dequantized */
     size_t wbuf_floats;

@@ -24,6 +24,8 @@ static int slot_of(int32_t role) {
     case RUNNER_ROLE_FFN_GATE: return T_GATE;
     case RUNNER_ROLE_FFN_UP: return T_UP;
     case RUNNER_ROLE_FFN_DOWN: return T_DOWN;
+    case RUNNER_ROLE_ATTN_QKV: return T_QKV;
+    case RUNNER_ROLE_FFN_GATE_UP: return T_GATE_UP;
     case RUNNER_ROLE_OUTPUT: return T_PER_LAYER;
     default: return -1;
     }
@@ -40,7 +42,7 @@ void runner_trainer_free(runner_trainer *t) {
                        &t->a.xa, &t->a.inv_a, &t->a.q_lin, &t->a.k_lin, &t->a.inv_q, &t->a.inv_k, &t->a.q, &t->a.k, &t->a.v,
                        &t->a.lse, &t->a.att, &t->a.o, &t->a.inv_po, &t->a.x_mid, &t->a.xf, &t->a.inv_f, &t->a.gate, &t->a.up,
                        &t->a.h, &t->a.o_f, &t->a.inv_pf, &t->a.router, &t->a.drouter, &t->a.sel_w, &t->a.eg, &t->a.eu, &t->a.eh,
-                       &t->a.eo, &t->mx, &t->mo, &t->mg, &t->mu, &t->mh};
+                       &t->a.eo, &t->mx, &t->mo, &t->mg, &t->mu, &t->mh, &t->fused};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(*bufs[i]);
     free(t->wbuf);
     free(t->a.sel);
@@ -88,6 +90,7 @@ runner_status runner_trainer_create(runner_model *m, const runner_trainer_params
     }
     for (size_t i = 0; i < n_slots; i++) t->slot[i] = -1;
     const size_t n = (size_t)p->n_ctx, d = (size_t)c->n_embd;
+    int any_fused = 0;
     for (int32_t i = 0; i < p->n_targets; i++) {
         const int s = slot_of(p->roles[i]);
         const int32_t layer = s == T_PER_LAYER ? -1 : p->layers[i];
@@ -98,8 +101,14 @@ runner_status runner_trainer_create(runner_model *m, const runner_trainer_params
         else if (layer >= c->n_layer || (s != T_PER_LAYER && layer < 0))
             st = runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "target %d: layer %d out of range", i, p->layers[i]);
         else {
-            w = s == T_PER_LAYER ? &m->output : runner_model_weight_slot(m, p->roles[i], layer);
+            /* a fused weight is bound as views (wq/wk/wv, w_gate/w_up): the pair's first view stands for it */
+            w = s == T_PER_LAYER ? &m->output
+                : s == T_QKV     ? &m->layers[layer].wq
+                : s == T_GATE_UP ? &m->layers[layer].w_gate
+                                 : runner_model_weight_slot(m, p->roles[i], layer);
             if (!w || !w->data) st = runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "%s of layer %d is not in the model", name, layer);
+            else if ((s == T_QKV && t->slot[runner_train_slot(c, layer, T_Q)] >= 0) || (s == T_Q && t->slot[runner_train_slot(c, layer, T_QKV)] >= 0))
+                st = runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "layer %d: attn_qkv and attn_q are the same rows", layer);
             else if (t->slot[runner_train_slot(c, layer, s)] >= 0)
                 st = runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "%s of layer %d is given twice", name, layer);
         }
@@ -111,7 +120,10 @@ runner_status runner_trainer_create(runner_model *m, const runner_trainer_params
         train_pair *pr = &t->pairs[i];
         pr->w = w;
         pr->n_in = w->ne[0];
-        pr->n_out = w->ne[1];
+        pr->n_out = s == T_QKV ? (int64_t)c->n_head * c->head_dim + 2 * (int64_t)c->n_head_kv * c->head_dim
+                    : s == T_GATE_UP ? 2 * (int64_t)c->n_ff
+                                     : w->ne[1];
+        any_fused |= s == T_QKV || s == T_GATE_UP;
         pr->index = i;
         pr->off = t->n_params;
         t->n_params += (int64_t)p->rank * (pr->n_in + pr->n_out);
@@ -160,6 +172,7 @@ runner_status runner_trainer_create(runner_model *m, const runner_trainer_params
         {&t->a.router, n * ne}, {&t->a.drouter, n * ne}, {&t->a.sel_w, n * nk}, {&t->a.eg, n * nk * ffe}, {&t->a.eu, n * nk * ffe},
         {&t->a.eh, n * nk * ffe}, {&t->a.eo, n * nk * d}, {&t->mx, moe ? n * d : 1}, {&t->mo, moe ? n * d : 1},
         {&t->mg, moe ? n * max_sz(ffe, 2 * nk) : 1}, {&t->mu, n * ffe}, {&t->mh, n * ffe},
+        {&t->fused, any_fused ? n * max_sz(nq + 2 * nkv, 2 * ff) : 1},
     };
     t->a.sel = runner_alloc_array(n * (nk ? nk : 1), sizeof(int32_t));
     int ok = t->wbuf != NULL && t->a.sel != NULL;

@@ -1,7 +1,8 @@
 /**
  * `--targets`: which weights get a LoRA pair, in llama.cpp's tensor names (attn_q) or PEFT's module
  * names (q_proj), as one list; the default is the attention's q, k, v and output, as PEFT's
- * defaults for llama-family models. Each name selects that weight in every block.
+ * defaults for llama-family models (attn_qkv and output on a model that fuses q, k and v). Each name
+ * selects that weight in every block.
  */
 import type {TensorRole} from '../arch/index.js'
 import type {Model, TrainTarget} from '../engine/index.js'
@@ -17,6 +18,10 @@ const NAMES: Readonly<Record<string, TensorRole>> = {
   ffn_up: 'ffn_up',
   ffn_down: 'ffn_down',
   output: 'output',
+  attn_qkv: 'attn_qkv',
+  ffn_gate_up: 'ffn_gate_up',
+  qkv_proj: 'attn_qkv',
+  gate_up_proj: 'ffn_gate_up',
   q_proj: 'attn_q',
   k_proj: 'attn_k',
   v_proj: 'attn_v',
@@ -29,14 +34,19 @@ const NAMES: Readonly<Record<string, TensorRole>> = {
 
 export const DEFAULT_TARGETS = 'attn_q,attn_k,attn_v,attn_output'
 
-/** What a fused or expert weight would need, named when a model has one instead. */
-const NOT_TRAINABLE: Partial<Record<TensorRole, string>> = {
-  attn_qkv: 'its attention projections are fused (attn_qkv): training a LoRA on fused weights is not supported yet',
-  ffn_gate_up: 'its FFN projections are fused (ffn_gate_up): training a LoRA on fused weights is not supported yet',
+/** The weights a name stands for on a model that fuses them (phi3): q, k and v are rows of attn_qkv. */
+const FUSED_INTO: Partial<Record<TensorRole, TensorRole>> = {
+  attn_q: 'attn_qkv',
+  attn_k: 'attn_qkv',
+  attn_v: 'attn_qkv',
+  ffn_gate: 'ffn_gate_up',
+  ffn_up: 'ffn_gate_up',
 }
 
 export function parseTargets(spec: string, model: Model): TrainTarget[] {
   const roles = new Set<TensorRole>()
+  const present = new Set(model.plan.tensors.map((t) => t.role))
+  const isDefault = spec === DEFAULT_TARGETS
   for (const raw of spec.split(',').map((s) => s.trim())) {
     const role = NAMES[raw]
     if (!role)
@@ -45,22 +55,27 @@ export function parseTargets(spec: string, model: Model): TrainTarget[] {
         `--targets: unknown weight ${quoted(raw)} (${Object.keys(NAMES).join(', ')})`,
         ExitCode.usage,
       )
+    const fused = FUSED_INTO[role]
+    if (!present.has(role) && fused && present.has(fused)) {
+      // The default means "the attention": on a fused model that is attn_qkv. Asked by name, say so.
+      if (!isDefault)
+        throw new RunnerError(
+          'TRAIN_BAD_TARGET',
+          `--targets: the model fuses ${role} into ${fused} (its rows are ${fused === 'attn_qkv' ? 'q, k and v' : 'gate and up'}): target ${fused} (PEFT: ${fused === 'attn_qkv' ? 'qkv_proj' : 'gate_up_proj'})`,
+          ExitCode.usage,
+        )
+      roles.add(fused)
+      continue
+    }
     roles.add(role)
   }
   const tensors = model.plan.tensors.filter((t) => roles.has(t.role))
   for (const role of roles) {
     if (tensors.some((t) => t.role === role)) continue
-    const fused = model.plan.tensors.find(
-      (t) => NOT_TRAINABLE[t.role] && (role.startsWith('attn') ? t.role === 'attn_qkv' : t.role === 'ffn_gate_up'),
-    )
     throw new RunnerError(
       'TRAIN_BAD_TARGET',
       `--targets: the model has no ${role} weight` +
-        (fused
-          ? ` (${NOT_TRAINABLE[fused.role]})`
-          : role === 'output' && model.config.tiedEmbeddings
-            ? ' (its head is tied to token_embd)'
-            : ''),
+        (role === 'output' && model.config.tiedEmbeddings ? ' (its head is tied to token_embd)' : ''),
       ExitCode.unsupported,
     )
   }
