@@ -41,7 +41,18 @@ const FAMILIES: Array<Family & {tol?: number}> = [
   // experts: the gradient flows through the chosen experts and the router's weights of them
   {...tiny, arch: 'qwen3moe', nExpert: 4, nExpertUsed: 2, nFfExp: 24, rmsEps: 1e-6},
 ]
-const TRAINABLE = new Set(['attn_q', 'attn_k', 'attn_v', 'attn_output', 'attn_qkv', 'ffn_gate', 'ffn_up', 'ffn_gate_up', 'ffn_down', 'output'])
+const TRAINABLE = new Set([
+  'attn_q',
+  'attn_k',
+  'attn_v',
+  'attn_output',
+  'attn_qkv',
+  'ffn_gate',
+  'ffn_up',
+  'ffn_gate_up',
+  'ffn_down',
+  'output',
+])
 const RANK = 2
 const ALPHA = 4
 
