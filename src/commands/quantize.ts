@@ -1,7 +1,14 @@
 import {Args, Flags} from '@oclif/core'
 
 import {loraFromFlags, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
-import {formatQuantizeSummary, QUANTIZE_MIXES, QUANTIZE_TYPES, quantizeFile, quantizeJson} from '../lib/quantize/index.js'
+import {
+  formatQuantizeSummary,
+  QUANTIZE_EXAMPLES,
+  QUANTIZE_MIXES,
+  QUANTIZE_TYPES,
+  quantizeFile,
+  quantizeJson,
+} from '../lib/quantize/index.js'
 
 export default class Quantize extends RunnerCommand {
   static override summary = 'Convert a GGUF model to a smaller weight type.'
@@ -16,37 +23,7 @@ export default class Quantize extends RunnerCommand {
     QUANTIZE_TYPES.join(', ') +
     '. See docs/quantize.md.'
 
-  static override examples = [
-    {
-      description: "llama.cpp's Q4_K_M mix (Q4_K, with Q6_K where its rules put more bits)",
-      command: '<%= config.bin %> quantize model-f16.gguf model-q4_k_m.gguf --type Q4_K_M',
-    },
-    {description: 'Q8_0 for every weight matrix', command: '<%= config.bin %> quantize model-f16.gguf model-q8_0.gguf --type Q8_0 --pure'},
-    {
-      description: 'Replace an output file that exists (without --force it is refused before any work)',
-      command: '<%= config.bin %> quantize model-f16.gguf model-q8_0.gguf --type Q8_0 --pure --force',
-    },
-    {
-      description: 'Q4_0 but keep the output projection as it is',
-      command: '<%= config.bin %> quantize model-f16.gguf model-q4_0.gguf --type Q4_0 --pure --keep-output',
-    },
-    {
-      description: 'Per-tensor rules from a plan file',
-      command: '<%= config.bin %> quantize in.gguf out.gguf --type Q4_0 --pure --type-plan plan.json',
-    },
-    {
-      description: 'Merge a LoRA adapter (in F32), then quantize',
-      command: '<%= config.bin %> quantize model-f16.gguf merged-q8_0.gguf --type Q8_0 --pure --merge-lora style.gguf',
-    },
-    {
-      description: 'Merge two adapters, the second at half strength, keeping full precision',
-      command: '<%= config.bin %> quantize model-f32.gguf merged-f32.gguf --type F32 --merge-lora a.gguf --merge-lora b.gguf:0.5',
-    },
-    {
-      description: 'Quantize and remove the attention of block 2 in one pass',
-      command: '<%= config.bin %> quantize in.gguf out.gguf --type Q8_0 --pure --remove-sublayer attn:2',
-    },
-  ]
+  static override examples = QUANTIZE_EXAMPLES
 
   static override args = {
     input: Args.string({description: 'GGUF model to read (F32, F16 or BF16 weights; any shard of a split set)', required: true}),

@@ -18,3 +18,4 @@ export {
   type SublayerRemoval,
 } from './remove-sublayer.js'
 export {formatQuantizeSummary, quantizeFile, type QuantizeFileOptions, type QuantizeFileResult, quantizeJson} from './quantize-file.js'
+export {QUANTIZE_EXAMPLES} from './examples.js'

@@ -213,6 +213,16 @@ async function run(
     }
     await writeCheckpoint(checkpointPath, state)
   }
+  /** Ctrl+C: the last finished step goes to the checkpoint, and the error says how to continue. */
+  const stopped = async (error: unknown, done: number): Promise<unknown> => {
+    if (!o.signal?.aborted) return error
+    await save(done)
+    return new RunnerError(
+      'INTERRUPTED',
+      `interrupted at step ${done + 1} of ${total}: saved the last finished step (${done}) to ${checkpointPath}; continue with --resume ${checkpointPath}`,
+      ExitCode.interrupted,
+    )
+  }
   const orders = new Map<number, number[]>()
   const t0 = performance.now()
   let trainedTokens = 0
@@ -231,15 +241,7 @@ async function run(
         tokens += s.tokens.length
       }
     } catch (error) {
-      if (o.signal?.aborted) {
-        await save(step)
-        throw new RunnerError(
-          'INTERRUPTED',
-          `interrupted at step ${step + 1} of ${total}: saved the last finished step (${step}) to ${checkpointPath}; continue with --resume ${checkpointPath}`,
-          ExitCode.interrupted,
-        )
-      }
-      throw error
+      throw await stopped(error, step)
     }
     const lr = learningRate(step, {lr: o.lr, warmup: o.warmup, total, schedule: o.schedule})
     const gradNorm = trainer.optimize({
@@ -264,8 +266,11 @@ async function run(
     curve.push(point)
     let v: ValidationPoint | undefined
     if (val && ((step + 1) % o.evalEvery === 0 || step + 1 === total)) {
-      const e = await evaluate(trainer, val, o.signal)
-      v = {step: step + 1, ...e}
+      try {
+        v = {step: step + 1, ...(await evaluate(trainer, val, o.signal))}
+      } catch (error) {
+        throw await stopped(error, step + 1)
+      }
       validation.push(v)
     }
     const elapsed = (performance.now() - t0) / 1000

@@ -1,0 +1,29 @@
+/** `runner run --help`'s examples (a table, so the command stays a thin parse-call-render). */
+export const RUN_EXAMPLES = [
+  {
+    description: 'Greedy continuation, the same llama.cpp prints',
+    command: '<%= config.bin %> run -m ../shared/models/stories260K.gguf -p "Once upon a time" -n 64 --temp 0',
+  },
+  {description: 'The model as the argument (as ollama run takes it)', command: '<%= config.bin %> run model.gguf -p "Once upon a time"'},
+  {
+    description: 'Sampled, reproducible with a seed',
+    command: '<%= config.bin %> run -m model.gguf -p "Write a haiku" --temp 0.7 --top-p 0.9 --seed 42',
+  },
+  {
+    description: 'Prompt from a file, result as JSON for scripts',
+    command: '<%= config.bin %> run -m model.gguf --file prompt.txt -n 128 --json',
+  },
+  {
+    description: 'Output constrained to a JSON Schema (or --grammar FILE.gbnf, or --json-object)',
+    command: '<%= config.bin %> run -m model.gguf -p "A person as JSON:" --json-schema person.schema.json',
+  },
+  {
+    description: 'With a LoRA adapter at half strength (llama.cpp --lora-scaled)',
+    command: '<%= config.bin %> run model.gguf --lora style.gguf:0.5 -p "Once upon a time"',
+  },
+  {description: 'Prompt from standard input', command: 'echo "Once upon a time" | <%= config.bin %> run -m model.gguf -n 32'},
+  {
+    description: 'A signed receipt anyone with the model can replay (runner verify)',
+    command: '<%= config.bin %> run -m model.gguf -p "Hello" --seed 7 --transcript r.json --sign-key alice.key',
+  },
+]
