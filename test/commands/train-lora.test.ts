@@ -151,26 +151,26 @@ describe('runner train-lora', {skip: SKIP}, () => {
   test('Ctrl+C saves a checkpoint and exits 130; --resume finishes with the same bytes as an uninterrupted run', async () => {
     const straight = join(dir, 'ctrl-straight.gguf')
     const out = join(dir, 'ctrl.gguf')
-    const args = base(out, '--steps', '400', '--ctx', '16')
+    const args = base(out, '--steps', '200', '--ctx', '16')
     const child = spawn(process.execPath, ['bin/run.js', ...args], {cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1'}})
     let stderr = ''
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
     await new Promise<void>((resolve, reject) => {
       child.stderr.setEncoding('utf8').on('data', (d: string) => {
         stderr += d
-        if (/step \d+\/400/.test(stderr)) resolve()
+        if (/step \d+\/200/.test(stderr)) resolve()
       })
       child.on('exit', () => reject(new Error(`exited before any step: ${stderr}`)))
     })
     child.kill('SIGINT')
     assert.equal(await exited, 130, stderr)
-    assert.match(stderr, /interrupted at step \d+ of 400: saved the last finished step \(\d+\) to .*ctrl\.ckpt; continue with --resume/)
+    assert.match(stderr, /interrupted at step \d+ of 200: saved the last finished step \(\d+\) to .*ctrl\.ckpt; continue with --resume/)
     assert.ok(!existsSync(out), 'no adapter is written')
     const [resumed] = await Promise.all([
-      train(out, '--steps', '400', '--ctx', '16', '--resume', join(dir, 'ctrl.ckpt')),
-      train(straight, '--steps', '400', '--ctx', '16'),
+      train(out, '--steps', '200', '--ctx', '16', '--resume', join(dir, 'ctrl.ckpt')),
+      train(straight, '--steps', '200', '--ctx', '16'),
     ])
-    assert.equal(resumed.steps, 400)
+    assert.equal(resumed.steps, 200)
     assert.deepEqual(readFileSync(out), readFileSync(straight))
   })
 

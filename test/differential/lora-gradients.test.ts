@@ -22,7 +22,7 @@ import {writeLoraAdapter} from '../../src/lib/lora/index.js'
 import {SeededRandom} from '../../src/lib/util/random.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../helpers/shared.js'
 
-const TEXT = 'Once upon a time, there was a little girl named Lily. She liked to play.'
+const TEXT = 'Once upon a time, there was a little girl named Lily.'
 const tiny = {nEmbd: 32, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 48}
 type Family = Omit<TestModelSpec, 'type' | 'seed' | 'tokenizerFrom' | 'nCtx'>
 const FAMILIES: Array<Family & {tol?: number}> = [

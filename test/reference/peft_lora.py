@@ -5,7 +5,8 @@ targets and initial parameters in runner's layout (per target: lora_a [rank, n_i
 [n_out, rank], row-major: PEFT's lora_A / lora_B weights in GGUF's row order), and optimizer steps.
 Loads the base with transformers' GGUF reader (dequantized, in float64), attaches a PEFT LoraConfig
 with those weights, and prints JSON: the summed cross-entropy of the scored tokens, every LoRA
-gradient, and the parameters after the steps, in runner's layout.
+gradient, and the parameters after each optimizer run (each from the initial parameters), in
+runner's layout.
 
 llama.cpp's converter permutes the rows of attn_q and attn_k (rope pairing) and transformers
 un-permutes them when it reads a GGUF; lora_b's rows are output rows, so they are mapped the same
@@ -87,11 +88,14 @@ def main():
     loss, n = loss_sum()
     loss.backward()
     result = {"loss": loss.item(), "scored": n, "grads": layout(lambda p: p.grad.detach())}
-    opt_job = job.get("optimizer")
-    if opt_job:
-        weights = [w for _, a, b in params for w in (a, b)]
-        for w in weights:
-            w.grad = None
+    # Each optimizer run starts from the job's parameters: steps of the mean loss over the scored tokens.
+    weights = [w for _, a, b in params for w in (a, b)]
+    start = [w.detach().clone() for w in weights]
+    result["after"] = []
+    for opt_job in job.get("optimizers", []):
+        with torch.no_grad():
+            for w, s in zip(weights, start):
+                w.copy_(s)
         if opt_job["kind"] == "sgd":
             opt = torch.optim.SGD(weights, lr=opt_job["lr"])
         else:
@@ -101,7 +105,7 @@ def main():
             loss, n = loss_sum()
             (loss / n).backward()
             opt.step()
-        result["after"] = layout(lambda p: p.detach())
+        result["after"].append(layout(lambda p: p.detach()))
     json.dump(result, sys.stdout)
 
 
