@@ -20,6 +20,7 @@ import {Model} from '../../src/lib/engine/index.js'
 import {readGgufFile, readGgufModel} from '../../src/lib/gguf/index.js'
 import type {LoraSpec} from '../../src/lib/lora/index.js'
 import {makeLoraAdapter} from '../helpers/lora.js'
+import {teacherForcedLogprobs} from '../helpers/logprobs.js'
 import {hasShared, NO_SHARED_REASON, runCliAsync, sharedPath} from '../helpers/shared.js'
 
 const SKIP = hasShared() ? false : NO_SHARED_REASON
@@ -69,21 +70,7 @@ async function llamaLogprobs(path: string, lora: readonly LoraSpec[] = []): Prom
 async function ourLogprobs(path: string, lora: readonly LoraSpec[] = []): Promise<number[]> {
   const model = await Model.load(path, {lora})
   try {
-    const ctx = await model.createContext({nCtx: 256, threads: 1, kvType: 'f32'})
-    const ids = model.tokenizer.encode(TEXT, {addSpecial: true})
-    const logits = (await ctx.decode(ids, {pos: 0, logits: 'all'}))!
-    const n = model.config.nVocab
-    const lps: number[] = []
-    for (let i = 0; i + 1 < ids.length; i++) {
-      const row = logits.subarray(i * n, (i + 1) * n)
-      let max = -Infinity
-      for (const v of row) max = Math.max(max, v)
-      let sum = 0
-      for (const v of row) sum += Math.exp(v - max)
-      lps.push(row[ids[i + 1]!]! - max - Math.log(sum))
-    }
-    ctx.dispose()
-    return lps
+    return await teacherForcedLogprobs(model, model.tokenizer.encode(TEXT, {addSpecial: true}))
   } finally {
     model.dispose()
   }

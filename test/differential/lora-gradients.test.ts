@@ -20,6 +20,8 @@ import {makeTestModel, type TestModelSpec} from '../../scripts/make-test-model.j
 import {Model, Trainer, type TrainTarget} from '../../src/lib/engine/index.js'
 import {writeLoraAdapter} from '../../src/lib/lora/index.js'
 import {SeededRandom} from '../../src/lib/util/random.js'
+import {ADAPTABLE_ROLES} from '../helpers/lora.js'
+import {teacherForcedLogprobs} from '../helpers/logprobs.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../helpers/shared.js'
 
 const TEXT = 'Once upon a time, there was a little girl named Lily.'
@@ -41,18 +43,8 @@ const FAMILIES: Array<Family & {tol?: number}> = [
   // experts: the gradient flows through the chosen experts and the router's weights of them
   {...tiny, arch: 'qwen3moe', nExpert: 4, nExpertUsed: 2, nFfExp: 24, rmsEps: 1e-6},
 ]
-const TRAINABLE = new Set([
-  'attn_q',
-  'attn_k',
-  'attn_v',
-  'attn_output',
-  'attn_qkv',
-  'ffn_gate',
-  'ffn_up',
-  'ffn_gate_up',
-  'ffn_down',
-  'output',
-])
+/** The trainer adapts every weight an adapter may (src/lib/lora's list). */
+const TRAINABLE: ReadonlySet<string> = new Set(ADAPTABLE_ROLES)
 const RANK = 2
 const ALPHA = 4
 
@@ -77,20 +69,7 @@ async function inferenceNll(path: string, model: Model, targets: TrainTarget[], 
   await writeLoraAdapter(adapter, {architecture: model.config.architecture, alpha: ALPHA, pairs})
   const m = await Model.load(path, {lora: [{path: adapter, scale: 1}]})
   try {
-    const ctx = await m.createContext({nCtx: 128, threads: 1, kvType: 'f32'})
-    const logits = (await ctx.decode(ids, {pos: 0, logits: 'all'}))!
-    const V = m.config.nVocab
-    let nll = 0
-    for (let i = 0; i + 1 < ids.length; i++) {
-      const row = logits.subarray(i * V, (i + 1) * V)
-      let mx = -Infinity
-      for (const v of row) mx = Math.max(mx, v)
-      let s = 0
-      for (const v of row) s += Math.exp(v - mx)
-      nll += mx + Math.log(s) - row[ids[i + 1]!]!
-    }
-    ctx.dispose()
-    return nll
+    return -(await teacherForcedLogprobs(m, ids, 128)).reduce((a, b) => a + b, 0)
   } finally {
     m.dispose()
   }

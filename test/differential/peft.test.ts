@@ -17,6 +17,7 @@ import {after, describe, test} from 'node:test'
 
 import {Model, Trainer, type TrainTarget} from '../../src/lib/engine/index.js'
 import {SeededRandom} from '../../src/lib/util/random.js'
+import {teacherForcedLogprobs} from '../helpers/logprobs.js'
 import {hasShared, NO_SHARED_REASON, REPO_ROOT, sharedPath} from '../helpers/shared.js'
 
 const PYTHON = process.env.RUNNER_REFERENCE_PYTHON ?? join(REPO_ROOT, '.venv-reference', 'bin', 'python')
@@ -153,22 +154,7 @@ describe(
       const adapted = await Model.load(path, {lora: [{path: theirs.adapter, scale: 1}]})
       const plain = await Model.load(path)
       try {
-        const logprobs = async (m: Model) => {
-          const ctx = await m.createContext({nCtx: 128, threads: 1, kvType: 'f32'})
-          const logits = (await ctx.decode(evalIds, {pos: 0, logits: 'all'}))!
-          const V = m.config.nVocab
-          const out: number[] = []
-          for (let i = 0; i + 1 < evalIds.length; i++) {
-            const row = logits.subarray(i * V, (i + 1) * V)
-            let mx = -Infinity
-            for (const v of row) mx = Math.max(mx, v)
-            let s = 0
-            for (const v of row) s += Math.exp(v - mx)
-            out.push(row[evalIds[i + 1]!]! - mx - Math.log(s))
-          }
-          ctx.dispose()
-          return out
-        }
+        const logprobs = (m: Model) => teacherForcedLogprobs(m, evalIds, 128)
         const ours = await logprobs(adapted)
         const base = await logprobs(plain)
         const diff = ours.reduce((m, v, i) => Math.max(m, Math.abs(v - theirs.logprobs[i]!)), 0)

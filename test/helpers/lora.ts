@@ -3,22 +3,11 @@
 // starts it at zero, which would test nothing) and the deltas are a sizeable fraction of W x.
 import type {TensorRole} from '../../src/lib/arch/index.js'
 import {readGgufModel} from '../../src/lib/gguf/index.js'
-import {writeLoraAdapter, type LoraPairData} from '../../src/lib/lora/index.js'
+import {LORA_ROLES, writeLoraAdapter, type LoraPairData} from '../../src/lib/lora/index.js'
 import {checkModel} from '../../src/lib/model-check/index.js'
 import {deriveSeed, SeededRandom} from '../../src/lib/util/random.js'
 
-export const ADAPTABLE_ROLES: readonly TensorRole[] = [
-  'attn_q',
-  'attn_k',
-  'attn_v',
-  'attn_output',
-  'attn_qkv',
-  'ffn_gate',
-  'ffn_up',
-  'ffn_down',
-  'ffn_gate_up',
-  'output',
-]
+export const ADAPTABLE_ROLES: readonly TensorRole[] = [...LORA_ROLES]
 
 export interface AdapterSpec {
   readonly seed: bigint

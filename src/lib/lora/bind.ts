@@ -8,7 +8,7 @@ import type {LoraAdapter, LoraTensorPair} from './adapter.js'
  * and why the others are refused. llama.cpp also adapts token_embd (a and b swapped, through
  * get_rows) and the experts (build_lora_mm_id); runner does not yet, and says so by name.
  */
-const ADAPTABLE: ReadonlySet<TensorRole> = new Set<TensorRole>([
+export const LORA_ROLES: ReadonlySet<TensorRole> = new Set<TensorRole>([
   'attn_q',
   'attn_k',
   'attn_v',
@@ -68,7 +68,7 @@ export function bindLoraAdapter(adapter: LoraAdapter, plan: ModelPlan): LoraPair
           ' (an adapter made for another base model?)',
         ExitCode.invalidModel,
       )
-    if (!ADAPTABLE.has(base.role))
+    if (!LORA_ROLES.has(base.role))
       throw new RunnerError(
         'LORA_UNSUPPORTED',
         `${where}: ${quoted(p.target)}: ${NOT_ADAPTABLE[base.role] ?? `a LoRA on ${base.role} is not supported`}`,
