@@ -59,14 +59,7 @@ function targetsOf(model: Model): TrainTarget[] {
 
 /** The inference pass's summed NLL of ids with `params` written as an F32 adapter and loaded as --lora. */
 async function inferenceNll(path: string, model: Model, targets: TrainTarget[], params: Float64Array, ids: number[]): Promise<number> {
-  let off = 0
-  const pairs = targets.map((t) => {
-    const a = Float32Array.from(params.subarray(off, (off += RANK * t.nIn)))
-    const b = Float32Array.from(params.subarray(off, (off += RANK * t.nOut)))
-    return {target: t.name, nIn: t.nIn, nOut: t.nOut, rank: RANK, a, b}
-  })
-  const adapter = join(dir, `${model.config.architecture}-adapter.gguf`)
-  await writeLoraAdapter(adapter, {architecture: model.config.architecture, alpha: ALPHA, pairs})
+  const adapter = await writeAdapter(model, targets, params)
   const m = await Model.load(path, {lora: [{path: adapter, scale: 1}]})
   try {
     return -(await teacherForcedLogprobs(m, ids, 128)).reduce((a, b) => a + b, 0)
@@ -135,3 +128,68 @@ describe('LoRA gradients against finite differences', {skip: hasShared() ? false
     })
   }
 })
+
+describe('LoRA gradients on a sample longer than the head computes at once', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
+  test('stories260K, 150 tokens (the head in chunks of 64): the loss against inference, sampled parameters against finite differences', async (t) => {
+    const path = sharedPath('models', 'stories260K.gguf')
+    const model = await Model.load(path)
+    const targets = targetsOf(model)
+    const tr = Trainer.create(model, {targets, rank: RANK, alpha: ALPHA, dropout: 0, nCtx: 256, threads: 2})
+    try {
+      const rng = new SeededRandom(78n)
+      const params = Float64Array.from({length: tr.nParams}, () => (rng.uniform() * 2 - 1) * 0.3)
+      tr.set('params', params)
+      const ids = model.tokenizer.encode(`${TEXT} She had a dog named Max. `.repeat(6), {addSpecial: true}).slice(0, 150)
+      assert.equal(ids.length, 150)
+      const tokens = Int32Array.from(ids)
+      const scored = new Uint8Array(ids.length).fill(1)
+      scored[0] = 0
+      for (let i = 60; i < 70; i++) scored[i] = 0 // a masked span across the first chunk's end
+      const run = await tr.sample(tokens, scored, {grad: true})
+      const grads = tr.get('grads')
+      // Every token scored but the masked ones, counted against inference over the same positions.
+      const adapted = await Model.load(path, {lora: [{path: await writeAdapter(model, targets, params), scale: 1}]})
+      const lps = await teacherForcedLogprobs(adapted, ids).finally(() => adapted.dispose())
+      const nll = -lps.reduce((sum, lp, i) => sum + (scored[i + 1] ? lp : 0), 0)
+      assert.equal(run.scored, 139)
+      assert.ok(Math.abs(nll - run.loss) / run.scored < 1e-5, `loss ${run.loss} vs inference ${nll}`)
+      const h = 1e-5
+      const gmax = grads.reduce((m, g) => Math.max(m, Math.abs(g)), 0)
+      let worst = 0
+      const probe = Float64Array.from(params)
+      // The head's pair (last) and a spread over the others.
+      const picks = [
+        ...Array.from({length: 30}, (_, k) => tr.nParams - 1 - k * 37),
+        ...Array.from({length: 30}, (_, k) => (k * 571) % tr.nParams),
+      ]
+      for (const i of picks) {
+        probe[i] = params[i]! + h
+        tr.set('params', probe)
+        const up = (await tr.sample(tokens, scored, {grad: false})).loss
+        probe[i] = params[i]! - h
+        tr.set('params', probe)
+        const down = (await tr.sample(tokens, scored, {grad: false})).loss
+        probe[i] = params[i]!
+        worst = Math.max(worst, Math.abs((up - down) / (2 * h) - grads[i]!) / gmax)
+      }
+      t.diagnostic(`${picks.length} sampled parameters: worst error ${worst.toExponential(2)} of the largest gradient`)
+      assert.ok(worst < 1e-6, `worst error ${worst} of the largest gradient`)
+    } finally {
+      tr.dispose()
+      model.dispose()
+    }
+  })
+})
+
+/** The parameters as an F32 adapter file (what train-lora writes). */
+async function writeAdapter(model: Model, targets: TrainTarget[], params: Float64Array): Promise<string> {
+  let off = 0
+  const pairs = targets.map((t) => {
+    const a = Float32Array.from(params.subarray(off, (off += RANK * t.nIn)))
+    const b = Float32Array.from(params.subarray(off, (off += RANK * t.nOut)))
+    return {target: t.name, nIn: t.nIn, nOut: t.nOut, rank: RANK, a, b}
+  })
+  const adapter = join(dir, `${model.config.architecture}-adapter.gguf`)
+  await writeLoraAdapter(adapter, {architecture: model.config.architecture, alpha: ALPHA, pairs})
+  return adapter
+}

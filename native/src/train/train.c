@@ -41,6 +41,7 @@ static uint64_t splitmix(uint64_t x) {
  * of the seed, so the backward's recomputation draws the same masks. */
 static double keep(const runner_trainer *t, int32_t k, int64_t tok, int64_t i) {
     if (!t->use_dropout) return 1.0;
+    tok += t->tok0; /* the head runs in chunks: the mask belongs to the token, not its place in a chunk */
     const uint64_t h = splitmix(t->seed ^ splitmix(((uint64_t)k << 40) ^ ((uint64_t)tok << 20) ^ (uint64_t)i));
     return (double)(h >> 11) * 0x1.0p-53 < t->dropout ? 0.0 : 1.0 / (1.0 - t->dropout);
 }
@@ -704,45 +705,54 @@ runner_status runner_trainer_sample(runner_trainer *t, const int32_t *tokens, co
         memcpy(t->layer_in + (size_t)l * t->n_ctx * d, t->x, sizeof(double) * nd);
         block_fwd(t, l, t->x);
     }
-    /* head, on the rows whose next token is scored */
+    /* The head, RUNNER_TRAIN_HEAD_ROWS rows at a time (the logits of a whole sample would not fit for a
+     * large vocabulary), each chunk's backward right after it; tokens stay in ascending order, so the
+     * sums are those of one pass over all rows. */
     rms_fwd(t->x, fdata(&m->output_norm), t->xn_out, t->inv_out, n, d, d, c->norm_eps);
     const train_pair *head = pair_at(t, -1, 0);
     const int64_t V = c->n_vocab;
     const double ls = c->logit_scale > 0.0f ? 1.0 / (double)c->logit_scale : 1.0, cap = (double)c->final_softcap;
-    project(t, &m->output, head, t->xn_out, t->logits, n, 1.0, 0);
     double loss = 0.0;
     int32_t count = 0;
-    memset(t->dx, 0, sizeof(double) * nd);
-    for (int32_t tk = 0; tk + 1 < n; tk++) {
-        double *z = t->logits + (size_t)tk * V;
-        if (!scored[tk + 1]) {
-            for (int64_t v = 0; v < V; v++) z[v] = 0.0; /* no gradient from this row */
-            continue;
+    if (grad) memset(t->dtmp, 0, sizeof(double) * nd);
+    for (int32_t c0 = 0; c0 + 1 < n; c0 += RUNNER_TRAIN_HEAD_ROWS) {
+        const int32_t nc = n - 1 - c0 < RUNNER_TRAIN_HEAD_ROWS ? n - 1 - c0 : RUNNER_TRAIN_HEAD_ROWS;
+        int any = 0;
+        for (int32_t r = 0; r < nc; r++) any |= scored[c0 + r + 1];
+        if (!any) continue;
+        t->tok0 = c0;
+        project(t, &m->output, head, t->xn_out + (size_t)c0 * d, t->logits, nc, 1.0, 0);
+        for (int32_t r = 0; r < nc; r++) {
+            const int32_t tk = c0 + r;
+            double *z = t->logits + (size_t)r * V;
+            if (!scored[tk + 1]) {
+                for (int64_t v = 0; v < V; v++) z[v] = 0.0; /* no gradient from this row */
+                continue;
+            }
+            double mx = -INFINITY;
+            for (int64_t v = 0; v < V; v++) {
+                const double pre = z[v] * ls;
+                z[v] = cap > 0.0 ? cap * tanh(pre / cap) : pre;
+                if (z[v] > mx) mx = z[v];
+            }
+            double sum = 0.0;
+            for (int64_t v = 0; v < V; v++) sum += exp(z[v] - mx);
+            const double lse = mx + log(sum);
+            loss += lse - z[tokens[tk + 1]];
+            count++;
+            /* d loss / d (W xn): softmax - onehot, back through the soft-cap and the logit scale */
+            for (int64_t v = 0; v < V; v++) {
+                const double pz = exp(z[v] - lse) - (v == tokens[tk + 1] ? 1.0 : 0.0);
+                const double dcap = cap > 0.0 ? 1.0 - (z[v] / cap) * (z[v] / cap) : 1.0;
+                z[v] = pz * dcap * ls;
+            }
         }
-        double mx = -INFINITY;
-        for (int64_t v = 0; v < V; v++) {
-            const double pre = z[v] * ls;
-            z[v] = cap > 0.0 ? cap * tanh(pre / cap) : pre;
-            if (z[v] > mx) mx = z[v];
-        }
-        double sum = 0.0;
-        for (int64_t v = 0; v < V; v++) sum += exp(z[v] - mx);
-        const double lse = mx + log(sum);
-        loss += lse - z[tokens[tk + 1]];
-        count++;
-        /* d loss / d (W xn): softmax - onehot, back through the soft-cap and the logit scale */
-        for (int64_t v = 0; v < V; v++) {
-            const double pz = exp(z[v] - lse) - (v == tokens[tk + 1] ? 1.0 : 0.0);
-            const double dcap = cap > 0.0 ? 1.0 - (z[v] / cap) * (z[v] / cap) : 1.0;
-            z[v] = pz * dcap * ls;
-        }
+        if (grad) project_bwd(t, &m->output, head, t->xn_out + (size_t)c0 * d, t->logits, t->dtmp + (size_t)c0 * d, nc);
+        t->tok0 = 0;
     }
-    memset(t->logits + (size_t)(n - 1) * V, 0, sizeof(double) * (size_t)V); /* the last row predicts nothing */
     *loss_sum = loss;
     *n_scored = count;
     if (!grad) return RUNNER_OK;
-    memset(t->dtmp, 0, sizeof(double) * nd);
-    project_bwd(t, &m->output, head, t->xn_out, t->logits, t->dtmp, n);
     rms_bwd(t->x, fdata(&m->output_norm), t->inv_out, t->dtmp, t->dx, n, d, d, 0);
     for (int32_t l = c->n_layer - 1; l >= 0; l--) {
         if (abort_flag && *abort_flag) return runner_fail(err, err_len, RUNNER_ERR_ABORTED, "aborted at layer %d of the backward pass", l);

@@ -54,6 +54,7 @@ struct runner_trainer {
     const int32_t *tokens;
     uint64_t seed;
     int use_dropout;
+    int32_t tok0; /* the first token of the head chunk being computed (dropout masks) */
     double *layer_in; /* [n_layer][n_ctx][n_embd]: each block's input rows */
     layer_acts a;
     double *x, *dx, *dtmp, *dq, *dk, *dv, *dff, *dff2, *dnorm; /* working rows */
@@ -63,6 +64,9 @@ struct runner_trainer {
     float *wbuf; /* one weight dequantized */
     size_t wbuf_floats;
 };
+
+/* Rows of logits the head computes at once. */
+#define RUNNER_TRAIN_HEAD_ROWS 64
 
 /* Index into slot[] of a block's weight (layer >= 0) or the head (layer -1). */
 static inline size_t runner_train_slot(const runner_model_config *c, int32_t layer, int slot) {

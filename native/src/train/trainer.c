@@ -162,7 +162,7 @@ runner_status runner_trainer_create(runner_model *m, const runner_trainer_params
     } want[] = {
         {&t->p, np}, {&t->g, np}, {&t->m1, np}, {&t->m2, np}, {&t->layer_in, (size_t)c->n_layer * n * d}, {&t->x, n * d}, {&t->dx, n * d},
         {&t->dtmp, n * d}, {&t->dq, n * nq}, {&t->dk, n * nkv}, {&t->dv, n * nkv}, {&t->dff, n * max_sz(ff, nq)},
-        {&t->dff2, n * max_sz(ff, nq)}, {&t->dnorm, n * max_sz(d, nq)}, {&t->xn_out, n * d}, {&t->inv_out, n}, {&t->logits, n * V},
+        {&t->dff2, n * max_sz(ff, nq)}, {&t->dnorm, n * max_sz(d, nq)}, {&t->xn_out, n * d}, {&t->inv_out, n}, {&t->logits, (n < RUNNER_TRAIN_HEAD_ROWS ? n : RUNNER_TRAIN_HEAD_ROWS) * V},
         {&t->rope_cos, n * half}, {&t->rope_sin, n * half}, {&t->a.xa, n * d}, {&t->a.inv_a, n}, {&t->a.q_lin, any_qk_norm ? n * nq : 1},
         {&t->a.k_lin, any_qk_norm ? n * nkv : 1}, {&t->a.inv_q, n * (size_t)c->n_head}, {&t->a.inv_k, n * (size_t)c->n_head_kv},
         {&t->a.q, n * nq}, {&t->a.k, n * nkv}, {&t->a.v, n * nkv}, {&t->a.lse, n * (size_t)c->n_head}, {&t->a.att, n * nq},
