@@ -437,14 +437,16 @@ describe('runner run: Ctrl+C stops cleanly and keeps what was generated', {skip:
   let big = ''
   before(async () => {
     big = join(dir, 'big.gguf')
-    // ~3.4M parameters and a 4096 context: 3000 greedy tokens take several seconds on one thread.
+    // ~25M parameters and a 4096 context: 3000 greedy tokens take over ten seconds on one thread (a
+    // 3.4M-parameter model finished them in under a second with AVX-512, before the --json test's
+    // SIGINT came: the signal then met a process already exiting).
     await makeTestModel(big, {
       arch: 'llama',
-      nEmbd: 256,
-      nLayer: 4,
+      nEmbd: 512,
+      nLayer: 8,
       nHead: 8,
       nHeadKv: 4,
-      nFf: 768,
+      nFf: 1536,
       nCtx: 4096,
       type: 'f32',
       seed: 7n,

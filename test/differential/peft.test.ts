@@ -26,8 +26,8 @@ const SCRIPT = join(REPO_ROOT, 'test', 'reference', 'peft_lora.py')
 function skipReason(): string | false {
   if (!hasShared()) return NO_SHARED_REASON
   if (!existsSync(PYTHON)) return `no reference Python at ${PYTHON} (.ci/run creates it: torch, transformers, peft)`
-  const r = spawnSync(PYTHON, ['-c', 'import torch, transformers, peft'], {encoding: 'utf8'})
-  return r.status === 0 ? false : `torch, transformers or peft is missing in ${PYTHON}: ${r.stderr.trim().split('\n').at(-1)}`
+  const r = spawnSync(PYTHON, ['-c', 'import torch, transformers, peft, gguf'], {encoding: 'utf8'})
+  return r.status === 0 ? false : `torch, transformers, peft or gguf is missing in ${PYTHON}: ${r.stderr.trim().split('\n').at(-1)}`
 }
 
 const SKIP = skipReason()
