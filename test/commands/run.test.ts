@@ -166,8 +166,9 @@ function ok(r: CliResult): string {
 }
 
 /** The summary line: load ms, prompt tok/s, decode tok/s, peak RSS, finish reason, seed. */
+// A decode of one token reports no rate (there is no interval between tokens to time).
 const SUMMARY =
-  /load [\d.]+ ms · prompt (\d+) tokens, [\d.]+ tok\/s · decode (\d+) tokens, [\d.]+ tok\/s · peak RSS [\d.]+ (B|KiB|MiB|GiB) · (\w+) · seed (\d+)/
+  /load [\d.]+ ms · prompt (\d+) tokens, [\d.]+ tok\/s · decode (\d+) tokens(?:, [\d.]+ tok\/s)? · peak RSS [\d.]+ (B|KiB|MiB|GiB) · (\w+) · seed (\d+)/
 
 describe('runner run: the greedy story is the one llama.cpp prints', {skip: SKIP}, () => {
   test('`run -m stories260K.gguf -p "Once upon a time" -n 64 --temp 0` prints llama.cpp\'s greedy continuation (also with --kv-type f32, -t 2, -b 1)', async () => {
