@@ -46,6 +46,8 @@ const FAMILIES: Array<Family & {tol?: number}> = [
 /** The trainer adapts every weight an adapter may (src/lib/lora's list). */
 const TRAINABLE: ReadonlySet<string> = new Set(ADAPTABLE_ROLES)
 const RANK = 2
+/** The finite-difference step: large enough that the loss's rounding stays far below the gradients. */
+const FD_STEP = 1e-5
 const ALPHA = 4
 
 const dir = mkdtempSync(join(tmpdir(), 'runner-lora-grad-'))
@@ -96,20 +98,12 @@ describe('LoRA gradients against finite differences', {skip: hasShared() ? false
         assert.ok(perToken <= (tol ?? 1e-5), `loss ${run.loss} vs inference ${nll}: ${perToken} per token`)
 
         // Centred differences for every parameter, in double: (L(p + h) - L(p - h)) / 2h.
-        const h = 1e-5
         const gmax = grads.reduce((m, g) => Math.max(m, Math.abs(g)), 0)
         let worstRel = 0
         let worstAbs = 0
         const probe = Float64Array.from(params)
         for (let i = 0; i < params.length; i++) {
-          probe[i] = params[i]! + h
-          tr.set('params', probe)
-          const up = (await tr.sample(tokens, scored, {grad: false})).loss
-          probe[i] = params[i]! - h
-          tr.set('params', probe)
-          const down = (await tr.sample(tokens, scored, {grad: false})).loss
-          probe[i] = params[i]!
-          const fd = (up - down) / (2 * h)
+          const fd = await centredDifference(tr, params, probe, i, tokens, scored)
           const err = Math.abs(fd - grads[i]!)
           worstAbs = Math.max(worstAbs, err / gmax)
           // Relative error where the gradient is not lost in the loss's rounding (|g| above 1e-4 of the largest).
@@ -153,7 +147,6 @@ describe('LoRA gradients on a sample longer than the head computes at once', {sk
       const nll = -lps.reduce((sum, lp, i) => sum + (scored[i + 1] ? lp : 0), 0)
       assert.equal(run.scored, 139)
       assert.ok(Math.abs(nll - run.loss) / run.scored < 1e-5, `loss ${run.loss} vs inference ${nll}`)
-      const h = 1e-5
       const gmax = grads.reduce((m, g) => Math.max(m, Math.abs(g)), 0)
       let worst = 0
       const probe = Float64Array.from(params)
@@ -163,14 +156,7 @@ describe('LoRA gradients on a sample longer than the head computes at once', {sk
         ...Array.from({length: 30}, (_, k) => (k * 571) % tr.nParams),
       ]
       for (const i of picks) {
-        probe[i] = params[i]! + h
-        tr.set('params', probe)
-        const up = (await tr.sample(tokens, scored, {grad: false})).loss
-        probe[i] = params[i]! - h
-        tr.set('params', probe)
-        const down = (await tr.sample(tokens, scored, {grad: false})).loss
-        probe[i] = params[i]!
-        worst = Math.max(worst, Math.abs((up - down) / (2 * h) - grads[i]!) / gmax)
+        worst = Math.max(worst, Math.abs((await centredDifference(tr, params, probe, i, tokens, scored)) - grads[i]!) / gmax)
       }
       t.diagnostic(`${picks.length} sampled parameters: worst error ${worst.toExponential(2)} of the largest gradient`)
       assert.ok(worst < 1e-6, `worst error ${worst} of the largest gradient`)
@@ -180,6 +166,26 @@ describe('LoRA gradients on a sample longer than the head computes at once', {sk
     }
   })
 })
+
+/** (L(p + h e_i) - L(p - h e_i)) / 2h in double, h = 1e-5; `probe` (a copy of params) is restored. */
+async function centredDifference(
+  tr: Trainer,
+  params: Float64Array,
+  probe: Float64Array,
+  i: number,
+  tokens: Int32Array,
+  scored: Uint8Array,
+): Promise<number> {
+  const loss = async (v: number) => {
+    probe[i] = v
+    tr.set('params', probe)
+    return (await tr.sample(tokens, scored, {grad: false})).loss
+  }
+  const up = await loss(params[i]! + FD_STEP)
+  const down = await loss(params[i]! - FD_STEP)
+  probe[i] = params[i]!
+  return (up - down) / (2 * FD_STEP)
+}
 
 /** The parameters as an F32 adapter file (what train-lora writes). */
 async function writeAdapter(model: Model, targets: TrainTarget[], params: Float64Array): Promise<string> {
