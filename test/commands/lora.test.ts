@@ -20,6 +20,7 @@ import {ggmlTypeByName, GgufValueType, readGgufFile, writeGguf, type GgufKv, typ
 import {Model} from '../../src/lib/engine/index.js'
 import type {RunnerError} from '../../src/lib/errors.js'
 import {makeLoraAdapter} from '../helpers/lora.js'
+import {scoreStories} from '../helpers/score-stories.js'
 import {type CliResult, hasShared, NO_SHARED_REASON, runCliAsync, runCliWithInput, sharedPath} from '../helpers/shared.js'
 import {startTestServer} from '../server/helpers.js'
 
@@ -96,25 +97,7 @@ describe('--lora on run, score, chat, embed and verify', {skip: SKIP}, () => {
   })
 
   test('scale 0 is the base, bit for bit (score and embed); a nonzero scale is not', async () => {
-    const score = async (...extra: string[]) => {
-      const r = await runCliAsync([
-        'score',
-        '-m',
-        STORIES,
-        '--file',
-        sharedPath('reference', 'corpus-stories.txt'),
-        '--ctx',
-        '128',
-        '--json',
-        ...extra,
-      ])
-      assert.equal(r.status, 0, r.stderr)
-      return JSON.parse(r.stdout) as {
-        nll_mean: number
-        ppl: number
-        model: {sha256: string; adapters?: Array<{file: string; sha256: string; alpha: number; scale: number}>}
-      }
-    }
+    const score = scoreStories
     const [base, zero, half] = await Promise.all([score(), score('--lora', `${adapterA}:0`), score('--lora', `${adapterA}:0.5`)])
     assert.equal(zero.nll_mean, base.nll_mean)
     assert.notEqual(half.nll_mean, base.nll_mean)

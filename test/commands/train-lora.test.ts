@@ -19,6 +19,7 @@ import {getLlama, LlamaLogLevel} from 'node-llama-cpp'
 import {Model} from '../../src/lib/engine/index.js'
 import {readTrainingData} from '../../src/lib/train/index.js'
 import {compareWithLlamaCpp} from '../helpers/llama-cpp.js'
+import {scoreStories} from '../helpers/score-stories.js'
 import {hasShared, NO_SHARED_REASON, REPO_ROOT, runCliAsync, sharedPath} from '../helpers/shared.js'
 
 const SKIP = hasShared() ? false : NO_SHARED_REASON
@@ -87,21 +88,7 @@ describe('runner train-lora', {skip: SKIP}, () => {
     assert.ok(afterTraining.ppl < before.ppl / 4, `held-out perplexity ${before.ppl} -> ${afterTraining.ppl}`)
     assert.ok(run.curve.at(-1)!.loss < run.curve[0]!.loss / 4)
     // Forgetting: the base's own corpus (llama.cpp's reference text), scored without and with the adapter.
-    const score = async (...extra: string[]) => {
-      const r = await runCliAsync([
-        'score',
-        '-m',
-        STORIES,
-        '--file',
-        sharedPath('reference', 'corpus-stories.txt'),
-        '--ctx',
-        '128',
-        '--json',
-        ...extra,
-      ])
-      assert.equal(r.status, 0, r.stderr)
-      return (JSON.parse(r.stdout) as {ppl: number}).ppl
-    }
+    const score = async (...extra: string[]) => (await scoreStories(...extra)).ppl
     const [plain, adapted] = await Promise.all([score(), score('--lora', trained)])
     t.diagnostic(`forgetting: corpus-stories.txt perplexity ${plain.toFixed(3)} (base) -> ${adapted.toFixed(3)} (with the adapter)`)
     assert.ok(adapted > plain, 'an adapter fitted to another style costs perplexity on the base corpus')
