@@ -79,7 +79,7 @@ export default class Chat extends RunnerCommand {
   async run(): Promise<void> {
     const {flags, args} = await this.parse(Chat)
     const code = await runChat({
-      modelPath: modelFromFlagOrArg(flags.model, args.model, 'chat'),
+      modelPath: await modelFromFlagOrArg(flags.model, args.model, 'chat'),
       system: flags.system,
       nPredict: flags['n-predict'],
       ...contextFromFlags(flags),

@@ -1,6 +1,6 @@
-import {Args, Flags} from '@oclif/core'
+import {Flags} from '@oclif/core'
 
-import {RunnerCommand} from '../lib/cli/index.js'
+import {modelInputArg, RunnerCommand} from '../lib/cli/index.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {
   modelToJson,
@@ -35,7 +35,7 @@ export default class Inspect extends RunnerCommand {
   ]
 
   static override args = {
-    file: Args.string({description: 'GGUF file (or any shard of a split model)', required: true}),
+    file: modelInputArg('GGUF file (or any shard of a split model)'),
   }
 
   static override flags = {

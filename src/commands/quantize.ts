@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {loraFromFlags, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {loraFromFlags, modelInputArg, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
 import {
   formatQuantizeSummary,
   QUANTIZE_EXAMPLES,
@@ -26,7 +26,7 @@ export default class Quantize extends RunnerCommand {
   static override examples = QUANTIZE_EXAMPLES
 
   static override args = {
-    input: Args.string({description: 'GGUF model to read (F32, F16 or BF16 weights; any shard of a split set)', required: true}),
+    input: modelInputArg('GGUF model to read (F32, F16 or BF16 weights; any shard of a split set)'),
     output: Args.string({description: 'GGUF file to write (never the input)', required: true}),
   }
 

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {modelInputArg, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
 import {readGgufModel} from '../lib/gguf/index.js'
 import {parseRemovals, removeSublayers} from '../lib/quantize/index.js'
 import {formatBytes, formatRows} from '../lib/util/index.js'
@@ -27,7 +27,7 @@ export default class RemoveSublayer extends RunnerCommand {
   ]
 
   static override args = {
-    input: Args.string({description: 'GGUF model', required: true}),
+    input: modelInputArg('GGUF model'),
     output: Args.string({description: 'GGUF file to write', required: true}),
     sublayers: Args.string({description: 'comma-separated attn:N and mlp:N (N: block index)', required: true}),
   }

@@ -29,7 +29,7 @@ export default class Run extends RunnerCommand {
 
   async run(): Promise<void> {
     const {flags, args} = await this.parse(Run)
-    const modelPath = modelFromFlagOrArg(flags.model, args.model, 'run', '-p')
+    const modelPath = await modelFromFlagOrArg(flags.model, args.model, 'run', '-p')
     const prompt = await readPrompt(flags.prompt, flags.file)
     const sampling = samplingFromFlags(flags)
     const constraint = await constraintFromFlags(flags)

@@ -75,7 +75,7 @@ describe('habits from ollama and llama.cpp', {skip: hasShared() ? false : NO_SHA
   test('a mistyped command, and a model where a command goes', async () => {
     const a = await runCliAsync(['rn'])
     assert.equal(a.status, 2)
-    assert.match(a.stderr, /rn is not a runner command. Did you mean `runner run`\?/)
+    assert.match(a.stderr, /rn is not a runner command. Did you mean (`runner rm` or )?`runner run`\?/)
     const b = await runCliAsync(['model.gguf', '-p', 'hi'])
     assert.equal(b.status, 2)
     assert.match(b.stderr, /To run a model: `runner run model.gguf -p TEXT`/)

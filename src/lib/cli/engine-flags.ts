@@ -2,29 +2,58 @@ import {Args, Flags} from '@oclif/core'
 
 import {ExitCode, RunnerError} from '../errors.js'
 import {type LoraSpec, parseLoraSpec} from '../lora/index.js'
+import {resolveModelPath} from '../models/index.js'
 import {printable} from '../util/index.js'
+
+/**
+ * A model path or name, wherever a command takes one: an existing file is itself; otherwise a model
+ * in the models folder by name (`runner list`), resolved here, once, so every command that takes a
+ * path takes a name too.
+ */
+const resolveAs = (flag: string) => async (input: string) => resolveModelPath(input, flag)
 
 /** The model file flag of every command that loads one. */
 export const modelFlag = {
-  model: Flags.string({char: 'm', description: 'GGUF model file (or any shard of a split model)', required: true, helpValue: 'FILE'}),
+  model: Flags.string({
+    char: 'm',
+    description: 'GGUF model file (or any shard of a split model), or the name of a model in the models folder (runner list)',
+    required: true,
+    helpValue: 'FILE|NAME',
+    parse: resolveAs('-m'),
+  }),
 }
 
 /** run and chat take the model as -m or as their one positional argument (`runner run FILE -p TEXT`, as ollama's `run NAME`). */
 export const modelFlagOrArg = {
   model: Flags.string({
     char: 'm',
-    description: 'GGUF model file (or any shard of a split model); or give it as the argument',
-    helpValue: 'FILE',
+    description: 'GGUF model file (or any shard of a split model) or a model name (runner list); or give it as the argument',
+    helpValue: 'FILE|NAME',
+    parse: resolveAs('-m'),
   }),
 }
 
 export const modelArg = {
   // ignoreStdin: oclif would otherwise read a piped standard input as this argument (run reads its prompt from there, chat its lines)
-  model: Args.string({description: 'GGUF model file (the same as -m)', required: false, ignoreStdin: true}),
+  // Resolved in modelFromFlagOrArg, not here: with -m given, the argument is a misplaced prompt to point at -p, not a model to look up.
+  model: Args.string({description: 'GGUF model file or model name (the same as -m)', required: false, ignoreStdin: true}),
 }
 
-/** The model from -m or the argument: one of them, once. `run -m M "Once upon a time"` is a prompt where a model goes. */
-export function modelFromFlagOrArg(flag: string | undefined, arg: string | undefined, command: string, promptFlag?: string): string {
+/** A command's model input as an argument (inspect FILE, quantize IN OUT): a path or a model name, as -m takes. */
+export function modelInputArg(description: string) {
+  return Args.string({description: `${description}; or a model name (runner list)`, required: true, parse: resolveAs('model')})
+}
+
+/**
+ * The model from -m (resolved as it was parsed) or the argument (resolved here): one of them, once.
+ * `run -m M "Once upon a time"` is a prompt where a model goes.
+ */
+export async function modelFromFlagOrArg(
+  flag: string | undefined,
+  arg: string | undefined,
+  command: string,
+  promptFlag?: string,
+): Promise<string> {
   if (flag !== undefined && arg !== undefined) {
     const hint = promptFlag ? `; a prompt goes in ${promptFlag} ${JSON.stringify(printable(arg, {max: 60}))}` : ''
     throw new RunnerError(
@@ -33,14 +62,14 @@ export function modelFromFlagOrArg(flag: string | undefined, arg: string | undef
       ExitCode.usage,
     )
   }
-  const model = flag ?? arg
-  if (model === undefined)
+  if (flag !== undefined) return flag
+  if (arg === undefined)
     throw new RunnerError(
       'MODEL_MISSING',
       `no model: \`runner ${command} FILE.gguf${promptFlag ? ` ${promptFlag} TEXT` : ''}\` or \`runner ${command} -m FILE.gguf\``,
       ExitCode.usage,
     )
-  return model
+  return resolveModelPath(arg, 'model')
 }
 
 /**

@@ -12,10 +12,12 @@ export {
   modelArg,
   modelFlag,
   modelFlagOrArg,
+  modelInputArg,
   modelFromFlagOrArg,
   noGpuFlag,
   refuseGpuLayers,
 } from './engine-flags.js'
+export {ByteProgress, formatDuration} from './byte-progress.js'
 export {type Interrupt, listenForInterrupt, withInterrupt} from './interrupt.js'
 export {loadProgress} from './progress.js'
 export {RunnerCommand} from './runner-command.js'

@@ -37,10 +37,12 @@ export abstract class RunnerCommand extends Command {
       return this.usageError(`unexpected argument ${args}${hint ? `: ${hint}` : ''}.`)
     }
     if (!(err instanceof RunnerError)) return super.catch(printableError(err))
-    process.stderr.write(`runner: ${err.message} [${err.code}]\n`)
+    // A flag's parse function (the model name's resolution) throws through oclif, which wraps the message.
+    const message = err.message.replace(/^Parsing --[\w-]+ \n\t([\s\S]*)\nSee more help with --help$/, '$1')
+    process.stderr.write(`runner: ${message} [${err.code}]\n`)
     if (this.argv.includes('--json')) {
       const extra = err instanceof GgufError ? {field: err.field, offset: err.offset, file: err.file} : {}
-      process.stdout.write(`${printableJson({error: {code: err.code, message: err.message, ...extra}})}\n`)
+      process.stdout.write(`${printableJson({error: {code: err.code, message, ...extra}})}\n`)
     }
     return this.exit(err.exitCode)
   }

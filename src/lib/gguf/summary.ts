@@ -97,6 +97,16 @@ export function summarizeModel(model: GgufModelFiles): ModelSummary {
   }
 }
 
+/**
+ * The type holding most of the weight bytes, F32 only when nothing else is there (norms are F32 in
+ * every quantized file): what a roster's `type` and `runner list`'s TYPE column name.
+ */
+export function dominantType(s: ModelSummary): string {
+  const quantized = s.bytesByType.filter((t) => t.type !== 'F32')
+  const pool = quantized.length > 0 ? quantized : s.bytesByType
+  return pool.length === 0 ? 'none' : pool.reduce((a, b) => (b.bytes > a.bytes ? b : a)).type
+}
+
 /** The whole model as one JSON-safe document (`runner inspect --json`). */
 export function modelToJson(model: GgufModelFiles): unknown {
   return {

@@ -4,17 +4,10 @@
  * finite logits. Every other check of a row builds on this one.
  */
 import {Model} from '../../engine/index.js'
-import {readGgufModel, summarizeModel, type ModelSummary} from '../../gguf/index.js'
+import {dominantType, readGgufModel, summarizeModel} from '../../gguf/index.js'
 import {loadVerdict} from '../../model-check/index.js'
 import {fileSha256} from '../sha-cache.js'
 import {type CheckClass, fail, pass} from '../types.js'
-
-/** The type holding most of the weight bytes, F32 only when nothing else is there (the roster's `type`). */
-export function dominantType(s: ModelSummary): string {
-  const quantized = s.bytesByType.filter((t) => t.type !== 'F32')
-  const pool = quantized.length > 0 ? quantized : s.bytesByType
-  return pool.reduce((a, b) => (b.bytes > a.bytes ? b : a)).type
-}
 
 export const load: CheckClass = {
   name: 'load',

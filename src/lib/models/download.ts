@@ -1,0 +1,110 @@
+import {createHash, type Hash} from 'node:crypto'
+import {createReadStream} from 'node:fs'
+import {mkdir, open, rename, stat, truncate, unlink} from 'node:fs/promises'
+import {dirname} from 'node:path'
+
+import {ExitCode, RunnerError} from '../errors.js'
+import {printable} from '../util/index.js'
+import type {HubClient, HubFile} from './hub-client.js'
+
+/** The name a file has while it downloads: kept on failure or Ctrl+C, so the next pull resumes from it. */
+export const partialPath = (path: string) => `${path}.download`
+
+/** The hash the Hub's digest is of: sha256 of the bytes (LFS), or git's blob id (sha1 of `blob N\0` and the bytes). */
+function digestHash(file: HubFile): Hash {
+  if (file.digest.algorithm === 'sha256') return createHash('sha256')
+  return createHash('sha1').update(`blob ${file.bytes}\0`)
+}
+
+/**
+ * Download one file to `dest`: into `dest.download`, resumed from what is there with a Range request
+ * (the bytes already there are hashed first, so the digest covers the whole file), checked against
+ * the Hub's digest, fsynced, and only then renamed to `dest`. A file whose bytes do not hash to the
+ * digest is deleted, never published. `onBytes(n)` reports the bytes of this file on disk so far.
+ */
+export async function downloadFile(
+  client: HubClient,
+  url: string,
+  file: HubFile,
+  dest: string,
+  onBytes: (n: number) => void,
+): Promise<{resumedFrom: number}> {
+  const part = partialPath(dest)
+  await mkdir(dirname(dest), {recursive: true})
+  let have = (await stat(part).catch(() => undefined))?.size ?? 0
+  if (have > file.bytes) {
+    await truncate(part, 0)
+    have = 0
+  }
+  let hash = digestHash(file)
+  if (have > 0) for await (const c of createReadStream(part, {end: have - 1, highWaterMark: 4 << 20})) hash.update(c as Buffer)
+  const resumedFrom = have
+  onBytes(have)
+  if (have < file.bytes) {
+    const res = await client.getBytes(url, have, file.path)
+    if (res.status === 200 && have > 0) {
+      // The server ignored the range: the whole file comes again, so start it again.
+      await truncate(part, 0)
+      have = 0
+      hash = digestHash(file)
+      onBytes(0)
+    } else if (res.status === 206) {
+      const start = /^bytes (\d+)-/.exec(res.headers.get('content-range') ?? '')
+      if (!start || Number(start[1]) !== have) {
+        await res.body?.cancel()
+        throw new RunnerError(
+          'HUB_BAD_ANSWER',
+          `${file.path}: asked for bytes from ${have}, the server sent ${printable(res.headers.get('content-range') ?? 'no Content-Range')}`,
+          ExitCode.failure,
+        )
+      }
+    } else if (res.status !== 200) {
+      await res.body?.cancel()
+      throw new RunnerError('HUB_BAD_ANSWER', `${file.path}: the server answered ${res.status} to a download`, ExitCode.failure)
+    }
+    const fh = await open(part, have === 0 ? 'w' : 'a')
+    try {
+      for await (const chunk of res.body ?? []) {
+        const c = chunk as Uint8Array
+        if (have + c.length > file.bytes)
+          throw new RunnerError(
+            'PULL_SIZE_MISMATCH',
+            `${file.path}: the server sent more than the ${file.bytes} bytes the Hub lists`,
+            ExitCode.verificationFailed,
+          )
+        hash.update(c)
+        for (let done = 0; done < c.length;) done += (await fh.write(c, done, c.length - done)).bytesWritten
+        have += c.length
+        onBytes(have)
+      }
+      await fh.sync()
+    } finally {
+      await fh.close()
+    }
+  }
+  if (have !== file.bytes)
+    throw new RunnerError(
+      'PULL_INCOMPLETE',
+      `${file.path}: the download stopped at ${have} of ${file.bytes} bytes; run the same pull again and it resumes from there`,
+      ExitCode.failure,
+    )
+  const got = hash.digest('hex')
+  if (got !== file.digest.hex) {
+    // Resuming from bytes that hash wrong would only repeat the failure: they go.
+    await unlink(part).catch(() => {})
+    throw new RunnerError(
+      'PULL_DIGEST_MISMATCH',
+      `${file.path}: the downloaded bytes have ${file.digest.algorithm} ${got}, the Hub lists ${file.digest.hex}; nothing was kept (run the pull again)`,
+      ExitCode.verificationFailed,
+    )
+  }
+  await rename(part, dest)
+  await syncFolder(dirname(dest))
+  return {resumedFrom}
+}
+
+async function syncFolder(dir: string): Promise<void> {
+  const fh = await open(dir, 'r').catch(() => undefined)
+  await fh?.sync().catch(() => {})
+  await fh?.close()
+}
