@@ -18,7 +18,8 @@ describe('runner bench on stories260K', {skip: hasShared() ? false : NO_SHARED_R
   // One process per format, all at once: each loads a 1 MB model and runs a few millisecond tests.
   const runs = () =>
     Promise.all([
-      runCliAsync(['bench', M(), '-p', '16', '-n', '8', '-r', '2', '-t', '1,2', '--progress']),
+      // the model last: list flags take one value each, so it is not read as another thread count
+      runCliAsync(['bench', '-p', '16', '-n', '8', '-r', '2', '-t', '1,2', '--progress', M()]),
       runCliAsync(['bench', '-m', M(), '-p', '16', '-n', '8', '-r', '2', '-t', '1,2', '-o', 'csv', '--progress', '--no-warmup']),
       runCliAsync(['bench', M(), '-p', '16', '-n', '8', '-r', '2', '-t', '1,2', '--json']),
       runCliAsync(['bench', M(), '-p', '16', '-n', '8', '--pg', '8,4', '-d', '0,16', '-r', '2', '-t', '1', '-o', 'jsonl']),

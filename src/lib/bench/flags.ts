@@ -13,14 +13,21 @@ import {defaultThreads, printable} from '../util/index.js'
 import type {BenchParams, KvType} from './tests.js'
 import {OUTPUT_FORMATS, type OutputFormat} from './writers.js'
 
+// multipleNonGreedy: one value per flag, so `-t 1,2 model.gguf` leaves the model to the argument
+// (oclif's greedy default would read it as another thread count).
 const list = (char: 'p' | 'n' | 'd' | 'b' | 't' | undefined, description: string, helpValue: string) =>
-  Flags.string({...(char ? {char} : {}), description, multiple: true, helpValue})
+  Flags.string({...(char ? {char} : {}), description, multiple: true, multipleNonGreedy: true, helpValue})
 
 export const benchFlags = {
   ...modelFlagOrArg,
   'n-prompt': list('p', 'prompt lengths to time (pp tests); 0: none (default 512)', 'N[,N...]'),
   'n-gen': list('n', 'generated lengths to time (tg tests); 0: none (default 128)', 'N[,N...]'),
-  pg: Flags.string({description: "llama-bench's -pg: a prompt then a generation, timed together", multiple: true, helpValue: 'PP,TG'}),
+  pg: Flags.string({
+    description: "llama-bench's -pg: a prompt then a generation, timed together",
+    multiple: true,
+    multipleNonGreedy: true,
+    helpValue: 'PP,TG',
+  }),
   'n-depth': list('d', 'tokens already in the cache before each test, not timed (default 0)', 'N[,N...]'),
   'batch-size': list('b', 'tokens per forward step while reading a prompt (default 512)', 'N[,N...]'),
   threads: list('t', 'threads (default: physical cores, at most 32)', 'N[,N...]'),

@@ -90,8 +90,12 @@ const markdown: BenchWriter = {
 
 const CSV_FIELDS = RECORD_FIELDS.filter((f) => !SAMPLE_FIELDS.has(f))
 
-/** Every value quoted, as llama-bench's csv writes them; a quote inside is doubled (RFC 4180). */
-const csvCell = (v: BenchRecord[string]) => `"${printable(String(v), {max: 1000}).replaceAll('"', '""')}"`
+/**
+ * Every value quoted, as llama-bench's csv writes them, a quote inside doubled (RFC 4180); fractions
+ * with 6 decimals, as its std::to_string writes avg_ts and stddev_ts.
+ */
+const csvCell = (v: BenchRecord[string]) =>
+  `"${printable(typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(6) : String(v), {max: 1000}).replaceAll('"', '""')}"`
 
 const csv: BenchWriter = {
   header: () => `${CSV_FIELDS.join(',')}\n`,

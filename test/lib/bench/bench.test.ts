@@ -202,6 +202,8 @@ describe('writers', () => {
     assert.equal(get('cpu_info'), 'CPU "X"')
     assert.equal(get('model_type'), 'llama F32\\x1B[31m', 'the escape from the file is printed escaped')
     assert.equal(get('avg_ts'), '512')
+    const second = lines[2]!.match(/"(?:[^"]|"")*"/g)!.map((c) => c.slice(1, -1))
+    assert.equal(second[header.indexOf('stddev_ts')], '45.254834', "6 decimals, as llama-bench's csv (std::to_string)")
     assert.equal(get('n_prompt'), '512')
   })
 
