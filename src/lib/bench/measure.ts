@@ -96,6 +96,7 @@ export async function runBench(o: BenchOptions): Promise<BenchResult[]> {
     /** n forward passes of one token each; llama-bench's test_gen. */
     const tg = async (ctx: Context, n: number, pos: number) => {
       const r = await ctx.generate(prompt(1), {maxTokens: n, sampling, stopTokens: [], pos, signal}).result
+      // generate ends an abort as a finish reason; decode throws the engine's ENGINE_ABORTED: one error for both.
       if (r.finishReason === 'aborted') throw new RunnerError('ENGINE_ABORTED', 'interrupted', ExitCode.interrupted)
       if (r.tokens.length !== n) throw new RunnerError('BENCH_SHORT', `generated ${r.tokens.length} tokens of ${n} (${r.finishReason})`)
     }
