@@ -39,6 +39,7 @@ import {basename, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
 import {parseArgs} from 'node:util'
 
+import {cpuModel} from '../src/lib/bench/index.js'
 import {amxStatus, cpuFeatures, describeKernels, kernelSet} from '../src/lib/engine/index.js'
 import {readGgufModel} from '../src/lib/gguf/index.js'
 import {defaultThreads} from '../src/lib/util/index.js'
@@ -645,16 +646,6 @@ function summarize(runs: WorkerResult[], errors: string[], weightBytes: number):
     coresUsed: stats(runs.map((r) => r.coresUsed)),
     tgGBs: (weightBytes * tg.median) / 1e9,
   }
-}
-
-function cpuModel(): string {
-  try {
-    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))
-    if (m?.[1]) return m[1].trim()
-  } catch {
-    // not Linux
-  }
-  return cpus()[0]?.model ?? 'unknown'
 }
 
 function nodeLlamaCppVersion(): string {

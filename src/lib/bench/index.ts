@@ -1,0 +1,11 @@
+/** Public face of `runner bench` (llama-bench's measurements of this engine): the flags, the loop, the writers. */
+export {benchHost, runBenchCli, type BenchStreams} from './bench-cli.js'
+export {BENCH_EXAMPLES} from './examples.js'
+export {type BenchCliOptions, benchFlags, type BenchFlagValues, benchOptionsFromFlags, typedFlag} from './flags.js'
+export {cpuModel} from './host.js'
+export {type BenchEvent, type BenchOptions, type BenchPhase, type BenchResult, runBench} from './measure.js'
+export {benchModelInfo, type BenchModelInfo} from './model-info.js'
+export {benchRecord, type BenchHost, type BenchRecord, RECORD_FIELDS, SAMPLE_FIELDS} from './record.js'
+export {mean, type SampleStats, sampleStats, stddev} from './stats.js'
+export {type BenchParams, type BenchTest, contextFor, expandTests, type KvType, testName} from './tests.js'
+export {BENCH_WRITERS, type BenchWriter, OUTPUT_FORMATS, type OutputFormat, type WriterContext} from './writers.js'
