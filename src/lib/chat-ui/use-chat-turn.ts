@@ -8,6 +8,7 @@ import {useCallback, useRef, useState} from 'react'
 import {RunnerError} from '../errors.js'
 import type {RenderStats} from './app.js'
 import type {ChatConversation} from './conversation.js'
+import {cutMarker} from './cut-marker.js'
 import {type ItemKind, ReplyWrapper, type TranscriptItem} from './transcript.js'
 
 export interface Transcript {
@@ -118,6 +119,7 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
         notes.push(item('notice', `stopped after ${result.tokens.length} tokens (kept in the conversation)`))
       else if (result && result.reply.trim() === '')
         notes.push(item('notice', `empty reply (${result.finishReason === 'eos' ? 'the model ended it at once' : result.finishReason})`))
+      else if (result && cutMarker(result)) notes.push(item('notice', cutMarker(result)!))
       else if (result?.finishReason === 'context') {
         notes.push(
           item(
