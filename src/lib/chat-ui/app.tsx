@@ -15,7 +15,7 @@ import {runSlashCommand} from './commands.js'
 import type {ChatConversation} from './conversation.js'
 import type {EditorState} from './editor.js'
 import {parseInput} from './slash.js'
-import {formatStatus} from './status.js'
+import {formatStatus, liveContextUsed} from './status.js'
 import {displayText, type ItemKind, type TranscriptItem, wrapText} from './transcript.js'
 import {useBracketedPaste, useChatInput} from './use-chat-input.js'
 import {useChatTurn} from './use-chat-turn.js'
@@ -109,7 +109,8 @@ export function ChatApp(props: ChatAppProps): React.JSX.Element {
     modelName: props.modelName,
     templateOrigin: props.templateOrigin,
     nCtx: props.nCtx,
-    contextUsed: conversation.contextUsed,
+    // The conversation's count changes only when a turn ends: while a reply is written, count it here.
+    contextUsed: transcript.live !== undefined ? liveContextUsed(transcript.prompt, transcript.generated) : conversation.contextUsed,
     last: conversation.last,
     ...(transcript.live !== undefined ? {generating: transcript.generated, generatingCached: transcript.cached} : {}),
   })

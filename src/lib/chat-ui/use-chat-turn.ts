@@ -17,6 +17,8 @@ export interface Transcript {
   readonly live: string | undefined
   readonly generated: number
   readonly cached: number
+  /** Prompt tokens of the reply being generated (the status line's context use counts them). */
+  readonly prompt: number
 }
 
 export interface ChatTurnOptions {
@@ -46,7 +48,13 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
   const {conversation, stats, frameMs, replyColumns} = options
   const nextId = useRef(0)
   const item = useCallback((kind: ItemKind, text: string): TranscriptItem => ({id: nextId.current++, kind, text}), [])
-  const [transcript, setTranscript] = useState<Transcript>(() => ({items: options.initial(item), live: undefined, generated: 0, cached: 0}))
+  const [transcript, setTranscript] = useState<Transcript>(() => ({
+    items: options.initial(item),
+    live: undefined,
+    generated: 0,
+    cached: 0,
+    prompt: 0,
+  }))
   const busy = useRef(false)
   const abortRef = useRef<AbortController | undefined>(undefined)
   const append = useCallback((...items: TranscriptItem[]) => setTranscript((t) => ({...t, items: [...t.items, ...items]})), [])
@@ -74,7 +82,13 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
       const head = [item('user', text)]
       if (turn.plan.dropped > 0)
         head.push(item('notice', `dropped the ${turn.plan.dropped} oldest messages to fit the context (--context-shift)`))
-      setTranscript((t) => ({items: [...t.items, ...head], live: '', generated: 0, cached: turn.cachedTokens}))
+      setTranscript((t) => ({
+        items: [...t.items, ...head],
+        live: '',
+        generated: 0,
+        cached: turn.cachedTokens,
+        prompt: turn.plan.prompt.length,
+      }))
       const wrapper = new ReplyWrapper(replyColumns())
       let buffer = ''
       let generated = 0
@@ -85,7 +99,7 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
         buffer = ''
         if (final) rows.push(...wrapper.end())
         const chunk = rows.length > 0 ? item('assistant', rows.join('\n')) : undefined
-        setTranscript((t) => ({items: chunk ? [...t.items, chunk] : t.items, live: final ? undefined : live, generated, cached: t.cached}))
+        setTranscript((t) => ({...t, items: chunk ? [...t.items, chunk] : t.items, live: final ? undefined : live, generated}))
       }
       const timer = setInterval(() => {
         if (!dirty) return
