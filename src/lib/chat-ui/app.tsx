@@ -13,7 +13,8 @@ import {useCallback, useRef} from 'react'
 import type {ChatMessage, ChatTemplateSource} from '../chat/index.js'
 import {runSlashCommand} from './commands.js'
 import type {ChatConversation} from './conversation.js'
-import type {EditorState} from './editor.js'
+import {paint} from './color.js'
+import {InputView} from './input-view.js'
 import {parseInput} from './slash.js'
 import {formatStatus, liveContextUsed} from './status.js'
 import {displayText, type ItemKind, type TranscriptItem, wrapText} from './transcript.js'
@@ -41,6 +42,8 @@ export interface ChatAppProps {
   readonly onExit: (code: number) => void
   /** Least time between two frames while streaming (ms). */
   readonly frameMs?: number
+  /** Style the screen (false under NO_COLOR: no SGR escape at all; chatColor decides). */
+  readonly color?: boolean
 }
 
 const TEMPLATE_NOTE: Readonly<Record<ChatTemplateSource, string>> = {
@@ -51,6 +54,7 @@ const TEMPLATE_NOTE: Readonly<Record<ChatTemplateSource, string>> = {
 
 export function ChatApp(props: ChatAppProps): React.JSX.Element {
   const {conversation, stats} = props
+  const color = props.color ?? true
   const {exit} = useApp()
   const {stdout} = useStdout()
   const columnsRef = useRef(stdout.columns || 80)
@@ -117,20 +121,26 @@ export function ChatApp(props: ChatAppProps): React.JSX.Element {
 
   return (
     <>
-      <Static items={[...transcript.items]}>{(it) => <Item key={it.id} item={it} columns={columns} />}</Static>
+      <Static items={[...transcript.items]}>{(it) => <Item key={it.id} item={it} columns={columns} color={color} />}</Static>
       {transcript.live !== undefined ? (
         <Box paddingLeft={2}>
           <Text>{transcript.live || ' '}</Text>
         </Box>
       ) : null}
       <Box marginTop={1} flexDirection="column">
-        <InputView editor={editor} busy={transcript.live !== undefined} />
+        <InputView
+          editor={editor}
+          busy={transcript.live !== undefined}
+          color={color}
+          columns={columns}
+          top={transcript.live !== undefined ? 2 : 1}
+        />
         {hint === undefined ? null : (
-          <Text color="yellow" wrap="truncate-end">
+          <Text {...paint(color, {color: 'yellow'})} wrap="truncate-end">
             {hint}
           </Text>
         )}
-        <Text dimColor wrap="truncate-end">
+        <Text {...paint(color, {dimColor: true})} wrap="truncate-end">
           {status}
         </Text>
       </Box>
@@ -141,18 +151,16 @@ export function ChatApp(props: ChatAppProps): React.JSX.Element {
 /** Columns each kind of item takes before its text (its prefix or indentation). */
 const INDENT: Record<ItemKind, number> = {banner: 0, user: 2, assistant: 2, system: 8, notice: 2, error: 2}
 
-function Item({item: raw, columns}: {item: TranscriptItem; columns: number}): React.JSX.Element {
+function Item({item: raw, columns, color}: {item: TranscriptItem; columns: number; color: boolean}): React.JSX.Element {
   // Wrapped here, one column short of the edge, so Ink writes the rows as they are.
   const item = {...raw, text: wrapText(displayText(raw.text), columns - INDENT[raw.kind] - 1).join('\n')}
   switch (item.kind) {
     case 'banner':
-      return <Text dimColor>{item.text}</Text>
+      return <Text {...paint(color, {dimColor: true})}>{item.text}</Text>
     case 'user':
       return (
         <Box marginTop={1}>
-          <Text color="cyan" bold>
-            {'› '}
-          </Text>
+          <Text {...paint(color, {color: 'cyan', bold: true})}>{'› '}</Text>
           <Text>{item.text}</Text>
         </Box>
       )
@@ -165,55 +173,23 @@ function Item({item: raw, columns}: {item: TranscriptItem; columns: number}): Re
     case 'system':
       return (
         <Box marginTop={1}>
-          <Text color="magenta">{'system: '}</Text>
+          <Text {...paint(color, {color: 'magenta'})}>{'system: '}</Text>
           <Text>{item.text}</Text>
         </Box>
       )
     case 'notice':
       return (
         <Box>
-          <Text color="yellow">{'· '}</Text>
-          <Text color="yellow">{item.text}</Text>
+          <Text {...paint(color, {color: 'yellow'})}>{'· '}</Text>
+          <Text {...paint(color, {color: 'yellow'})}>{item.text}</Text>
         </Box>
       )
     case 'error':
       return (
         <Box>
-          <Text color="red">{'✗ '}</Text>
-          <Text color="red">{item.text}</Text>
+          <Text {...paint(color, {color: 'red'})}>{'✗ '}</Text>
+          <Text {...paint(color, {color: 'red'})}>{item.text}</Text>
         </Box>
       )
   }
-}
-
-/** The input: "› " before the first line, the cursor as an inverse cell. */
-function InputView({editor, busy}: {editor: EditorState; busy: boolean}): React.JSX.Element {
-  const lines = editor.text.split('\n')
-  let offset = 0
-  return (
-    <Box flexDirection="column">
-      {lines.map((line, i) => {
-        const start = offset
-        offset += line.length + 1
-        const at = editor.cursor - start
-        const hasCursor = at >= 0 && at <= line.length
-        return (
-          <Box key={i}>
-            <Text color={busy ? 'gray' : 'cyan'} bold>
-              {i === 0 ? '› ' : '  '}
-            </Text>
-            {hasCursor ? (
-              <Text>
-                {line.slice(0, at)}
-                <Text inverse>{at < line.length ? String.fromCodePoint(line.codePointAt(at)!) : ' '}</Text>
-                {at < line.length ? line.slice(at + String.fromCodePoint(line.codePointAt(at)!).length) : ''}
-              </Text>
-            ) : (
-              <Text>{line}</Text>
-            )}
-          </Box>
-        )
-      })}
-    </Box>
-  )
 }

@@ -10,6 +10,7 @@ import type {ChatTemplate} from '../chat/index.js'
 import {listenForInterrupt} from '../cli/index.js'
 import {ExitCode} from '../errors.js'
 import {ChatApp, type RenderStats} from './app.js'
+import {chatColor} from './color.js'
 import type {ChatConversation} from './conversation.js'
 
 export async function runInteractive(
@@ -29,6 +30,7 @@ export async function runInteractive(
       templateOrigin={origin}
       nCtx={nCtx}
       stats={stats}
+      color={chatColor()}
       onExit={(c) => {
         code = c
       }}
