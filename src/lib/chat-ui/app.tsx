@@ -20,6 +20,7 @@ import {formatStatus, liveContextUsed} from './status.js'
 import {displayText, type ItemKind, type TranscriptItem, wrapText} from './transcript.js'
 import {useBracketedPaste, useChatInput} from './use-chat-input.js'
 import {useChatTurn} from './use-chat-turn.js'
+import {useResizeRedraw} from './use-resize-redraw.js'
 
 /** Counters the command can write out (RUNNER_CHAT_STATS) to measure frames per token. */
 export interface RenderStats {
@@ -30,6 +31,8 @@ export interface RenderStats {
   /** Tokens generated. */
   tokens: number
   generating: boolean
+  /** Times the screen was cleared and written again after a resize (use-resize-redraw.ts). */
+  redraws: number
 }
 
 export interface ChatAppProps {
@@ -60,7 +63,7 @@ export function ChatApp(props: ChatAppProps): React.JSX.Element {
   const columnsRef = useRef(stdout.columns || 80)
   const exiting = useRef(false)
   const replyColumns = useCallback(() => columnsRef.current - INDENT.assistant - 1, [])
-  const {transcript, item, append, runTurn, stopReply, busy} = useChatTurn({
+  const {transcript, item, append, runTurn, stopReply, busy, redraw} = useChatTurn({
     conversation,
     stats,
     frameMs: props.frameMs ?? 30,
@@ -106,6 +109,16 @@ export function ChatApp(props: ChatAppProps): React.JSX.Element {
   )
   const {editor, hint} = useChatInput({busy, exiting, stopReply, leave, submit})
   useBracketedPaste(stdout)
+  useResizeRedraw(
+    stdout,
+    useCallback(
+      (columns: number) => {
+        stats.redraws++
+        redraw(columns - INDENT.assistant - 1)
+      },
+      [redraw, stats],
+    ),
+  )
 
   const columns = stdout.columns || 80
   columnsRef.current = columns
@@ -121,7 +134,9 @@ export function ChatApp(props: ChatAppProps): React.JSX.Element {
 
   return (
     <>
-      <Static items={[...transcript.items]}>{(it) => <Item key={it.id} item={it} columns={columns} color={color} />}</Static>
+      <Static key={transcript.epoch} items={[...transcript.items]}>
+        {(it) => <Item key={it.id} item={it} columns={columns} color={color} />}
+      </Static>
       {transcript.live !== undefined ? (
         <Box paddingLeft={2}>
           <Text>{transcript.live || ' '}</Text>
