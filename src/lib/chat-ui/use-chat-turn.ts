@@ -145,13 +145,14 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
       busy.current = false
       abortRef.current = undefined
       const notes: TranscriptItem[] = []
+      const cut = result && cutMarker(result)
       if (failure !== undefined) notes.push(item('error', failure instanceof RunnerError ? failure.message : String(failure)))
       else if (result && !result.kept) notes.push(item('notice', 'stopped before the first token; nothing was added to the conversation'))
       else if (result?.finishReason === 'aborted')
         notes.push(item('notice', `stopped after ${result.tokens.length} tokens (kept in the conversation)`))
       else if (result && result.reply.trim() === '')
         notes.push(item('notice', `empty reply (${result.finishReason === 'eos' ? 'the model ended it at once' : result.finishReason})`))
-      else if (result && cutMarker(result)) notes.push(item('notice', cutMarker(result)!))
+      else if (cut) notes.push(item('notice', cut))
       else if (result?.finishReason === 'context') {
         notes.push(
           item(
