@@ -25,7 +25,8 @@ export default class Chat extends RunnerCommand {
     "renders the whole history through the model's chat template (ChatML when it has none) and evaluates only what is " +
     'new: the earlier turns come from the KV cache. Enter sends; Shift+Enter, Alt+Enter or a trailing backslash adds a ' +
     'line; Up/Down recall earlier inputs; Esc or Ctrl+C stops a reply; Ctrl+C twice or Ctrl+D exits; /help lists the ' +
-    'slash commands (/reset, /system, /save, /load, /params, /exit).\n\n' +
+    'slash commands (/reset, /system, /save, /load, /params, /exit). A reply cut by -n is marked [cut: -n N reached]; ' +
+    'NO_COLOR (set and not empty) turns colour off.\n\n' +
     'When standard input or output is not a terminal (or with --json), it reads one message per line and writes one ' +
     'answer per line; a newline inside a message or an answer is written \\n and a backslash \\\\ (docs/chat.md).'
 

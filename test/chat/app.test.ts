@@ -87,7 +87,7 @@ describe('the chat UI on fake terminal streams', {skip: hasShared() ? false : NO
     })
     const stdin = new FakeStdin()
     const stdout = new FakeStdout()
-    const stats = {frames: 0, streamFrames: 0, tokens: 0, generating: false}
+    const stats = {frames: 0, streamFrames: 0, tokens: 0, generating: false, redraws: 0}
     let exitCode: number | undefined
     const instance = render(
       createElement(ChatApp, {

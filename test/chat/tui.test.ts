@@ -5,7 +5,10 @@
  * trailing backslash, Shift+Enter, Alt+Enter), interrupts generations with Esc and Ctrl+C, runs
  * /reset and /save, checks the saved file parses
  * and holds what the screen shows, exits with Ctrl+D (0) and Ctrl+C twice (130), and reads the
- * frame counters the CLI writes with RUNNER_CHAT_STATS (frames per token, full-screen clears).
+ * frame counters the CLI writes with RUNNER_CHAT_STATS (frames per token, full-screen clears). Issue
+ * #22: under NO_COLOR the pane holds no SGR escape (without it, it does); a reply -n cut is marked and
+ * one not cut is not; the status line's context use grows while a reply is written; resizing the
+ * window mid-reply (100 → 40 → 100 columns) leaves each row once at the new width and no fragment.
  *
  * Build first (`npx tsc -p .`). Skips with a reason when tmux or ../shared is missing.
  */
@@ -17,7 +20,7 @@ import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
 
 import {makeTestModel} from '../../scripts/make-test-model.js'
-import {displayText} from '../../src/lib/chat-ui/transcript.js'
+import {charWidth, displayText} from '../../src/lib/chat-ui/transcript.js'
 import {hasShared, NO_SHARED_REASON, REPO_ROOT, sharedPath} from '../helpers/shared.js'
 
 const STORIES = sharedPath('models', 'stories260K.gguf')
@@ -30,12 +33,16 @@ const SKIP = !hasShared()
 const dir = mkdtempSync(join(tmpdir(), 'runner-chat-tui-'))
 after(() => rmSync(dir, {recursive: true, force: true}))
 
-/** Ink prints only <Static> output under CI (is-in-ci): the pane must not look like CI. */
-function terminalEnv(): NodeJS.ProcessEnv {
+/**
+ * Ink prints only <Static> output under CI (is-in-ci): the pane must not look like CI. NO_COLOR=1
+ * unless `color` (then neither NO_COLOR nor FORCE_COLOR: the chat decides from the terminal).
+ */
+function terminalEnv(color = false): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
   for (const [k, v] of Object.entries(process.env))
-    if (!(k === 'CI' || k === 'CONTINUOUS_INTEGRATION' || k.startsWith('CI_') || k === 'TMUX')) env[k] = v
-  return {...env, NO_COLOR: '1', TERM: 'xterm-256color', SHELL: '/bin/sh'}
+    if (!(k === 'CI' || k === 'CONTINUOUS_INTEGRATION' || k.startsWith('CI_') || k === 'TMUX' || k === 'NO_COLOR' || k === 'FORCE_COLOR'))
+      env[k] = v
+  return {...env, ...(color ? {} : {NO_COLOR: '1'}), TERM: 'xterm-256color', SHELL: '/bin/sh'}
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -45,10 +52,13 @@ let terminals = 0
 class Terminal {
   /** A private tmux server whose socket lives in the test's folder (removed with it). */
   private readonly socket = join(dir, `tmux-${++terminals}.sock`)
-  constructor(readonly statsFile: string) {}
+  constructor(
+    readonly statsFile: string,
+    private readonly color = false,
+  ) {}
 
-  private tmux(...args: string[]): string {
-    const r = spawnSync('tmux', ['-S', this.socket, ...args], {env: terminalEnv(), encoding: 'utf8', timeout: 10_000})
+  tmux(...args: string[]): string {
+    const r = spawnSync('tmux', ['-S', this.socket, ...args], {env: terminalEnv(this.color), encoding: 'utf8', timeout: 10_000})
     if (r.status !== 0) throw new Error(`tmux ${args.join(' ')}: ${r.stderr}`)
     return r.stdout
   }
@@ -64,6 +74,11 @@ class Terminal {
   /** The pane with its scrollback, wrapped lines joined. */
   screen(): string {
     return this.tmux('capture-pane', '-p', '-J', '-S', '-')
+  }
+
+  /** The pane and its scrollback as the terminal holds them: its rows, with their SGR escapes. */
+  rows(): string {
+    return this.tmux('capture-pane', '-p', '-e', '-S', '-')
   }
 
   keys(...keys: string[]): void {
@@ -158,6 +173,8 @@ describe('runner chat in a terminal (tmux)', {skip: SKIP}, () => {
       assert.ok(s.includes('› Hello'), 'the message is in the transcript')
       const afterFirst = status(s)
       assert.match(afterFirst, /ctx (\d+)\/512 · cached 0 · prompt [\d.]+ tok\/s · decode [\d.]+ tok\/s/)
+      assert.match(s, /› Hello\n[^]*\n· \[cut: -n 24 reached\]\n/, 'the reply -n cut is marked')
+      assert.ok(!t.rows().includes('\u001B['), `NO_COLOR: no escape on the screen:\n${t.rows()}`)
 
       // Up recalls the message; Ctrl+U clears it.
       t.keys('Up')
@@ -276,6 +293,55 @@ describe('runner chat in a terminal (tmux)', {skip: SKIP}, () => {
       assert.equal(stats.fullClears, 0, 'the screen was never cleared and redrawn')
       assert.ok(stats.streamFramesPerToken < 0.5, `frames per token ${stats.streamFramesPerToken}`)
       assert.ok(existsSync(statsFile))
+    } finally {
+      t.kill()
+    }
+  })
+  test('colour without NO_COLOR; live context use; a resize mid-reply redraws each line once at the new width; no cut marker without -n', async () => {
+    const saveFile = join(dir, 'resized.json')
+    const t = new Terminal(join(dir, 'stats3.json'), true)
+    try {
+      t.start(['-m', slowModel, '--temp', '0', '-c', '2048', '-t', '1'])
+      await t.waitFor('the banner', (x) => status(x).includes('ctx 0/2048'))
+      assert.ok(t.rows().includes('\u001B['), 'without NO_COLOR the screen has SGR escapes (so the NO_COLOR check can fail)')
+
+      await t.type('Hello')
+      t.keys('Enter')
+      // The status line counts the context as the reply is written: prompt plus reply so far.
+      const progress = (x: string) => {
+        const m = /ctx (\d+)\/2048 · cached \d+ · generating (\d+) tok/.exec(status(x))
+        return m ? {ctx: Number(m[1]), generated: Number(m[2])} : undefined
+      }
+      let s = await t.waitFor('a reply in progress', (x) => (progress(x)?.generated ?? 0) >= 10)
+      const first = progress(s)!
+      assert.ok(first.ctx > first.generated, `ctx counts the prompt and the reply: ${status(s)}`)
+      s = await t.waitFor('the context use growing', (x) => (progress(x)?.ctx ?? 0) > first.ctx)
+
+      // Narrower, mid-reply: the screen is written again at 40 columns, each row once.
+      t.tmux('resize-window', '-x', '40')
+      const visible = (x: string) => x.split('\n').map((l) => [...l].reduce((n, ch) => n + charWidth(ch), 0))
+      s = await t.waitFor('the redraw at 40 columns', (x) => x.startsWith('runner chat · ') && visible(x).every((w) => w <= 40), 30_000)
+      const narrow = t.tmux('capture-pane', '-p', '-S', '-')
+      assert.equal(narrow.split('\n').filter((l) => l.startsWith('› Hello')).length, 1, `the message once:\n${narrow}`)
+      assert.equal(narrow.split('\n').filter((l) => l.startsWith('runner chat')).length, 1, `the banner once:\n${narrow}`)
+
+      // Back to 100 columns (wider: the other way the terminal reflows), then Esc ends the reply (CI
+      // time; had it ended by itself first, Esc does nothing): the screen holds it exactly once.
+      t.tmux('resize-window', '-x', '100')
+      await t.waitFor('the redraw at 100 columns', (x) => x.startsWith('runner chat · slow · no chat template in the model'))
+      t.keys('Escape')
+      s = await t.waitFor('the end of the reply', idle)
+      const final = Number(/ctx (\d+)\/2048/.exec(status(s))![1])
+      assert.ok(final > first.ctx, `the final context use ${final} is past the live one`)
+      await t.type(`/save ${saveFile}`)
+      t.keys('Enter')
+      s = await t.waitFor('the save notice', (x) => x.includes('· saved 2 messages'))
+      const reply = (JSON.parse(readFileSync(saveFile, 'utf8')) as {messages: Array<{content: string}>}).messages[1]!.content
+      const shown = s.slice(s.indexOf('› Hello') + '› Hello'.length, s.indexOf('· saved 2 messages')).split('· stopped after')[0]!
+      assert.equal(squash(shown), squash(displayText(reply)), 'the reply on the screen once, with no fragment left by the resizes')
+      assert.ok(!s.includes('[cut:'), 'a reply not cut by -n has no cut marker')
+      const narrowReply = narrow.slice(narrow.indexOf('› Hello') + '› Hello'.length).split(/\n›/)[0]!
+      assert.ok(squash(displayText(reply)).startsWith(squash(narrowReply)), `the 40-column screen held the reply so far, once:\n${narrow}`)
     } finally {
       t.kill()
     }

@@ -13,12 +13,14 @@ import {useCallback, useRef} from 'react'
 import type {ChatMessage, ChatTemplateSource} from '../chat/index.js'
 import {runSlashCommand} from './commands.js'
 import type {ChatConversation} from './conversation.js'
-import type {EditorState} from './editor.js'
+import {paint} from './color.js'
+import {InputView} from './input-view.js'
 import {parseInput} from './slash.js'
-import {formatStatus} from './status.js'
+import {formatStatus, liveContextUsed} from './status.js'
 import {displayText, type ItemKind, type TranscriptItem, wrapText} from './transcript.js'
 import {useBracketedPaste, useChatInput} from './use-chat-input.js'
 import {useChatTurn} from './use-chat-turn.js'
+import {useResizeRedraw} from './use-resize-redraw.js'
 
 /** Counters the command can write out (RUNNER_CHAT_STATS) to measure frames per token. */
 export interface RenderStats {
@@ -29,6 +31,8 @@ export interface RenderStats {
   /** Tokens generated. */
   tokens: number
   generating: boolean
+  /** Times the screen was cleared and written again after a resize (use-resize-redraw.ts). */
+  redraws: number
 }
 
 export interface ChatAppProps {
@@ -41,6 +45,8 @@ export interface ChatAppProps {
   readonly onExit: (code: number) => void
   /** Least time between two frames while streaming (ms). */
   readonly frameMs?: number
+  /** Style the screen (false under NO_COLOR: no SGR escape at all; chatColor decides). */
+  readonly color?: boolean
 }
 
 const TEMPLATE_NOTE: Readonly<Record<ChatTemplateSource, string>> = {
@@ -51,12 +57,13 @@ const TEMPLATE_NOTE: Readonly<Record<ChatTemplateSource, string>> = {
 
 export function ChatApp(props: ChatAppProps): React.JSX.Element {
   const {conversation, stats} = props
+  const color = props.color ?? true
   const {exit} = useApp()
   const {stdout} = useStdout()
   const columnsRef = useRef(stdout.columns || 80)
   const exiting = useRef(false)
   const replyColumns = useCallback(() => columnsRef.current - INDENT.assistant - 1, [])
-  const {transcript, item, append, runTurn, stopReply, busy} = useChatTurn({
+  const {transcript, item, append, runTurn, stopReply, busy, redraw} = useChatTurn({
     conversation,
     stats,
     frameMs: props.frameMs ?? 30,
@@ -102,6 +109,16 @@ export function ChatApp(props: ChatAppProps): React.JSX.Element {
   )
   const {editor, hint} = useChatInput({busy, exiting, stopReply, leave, submit})
   useBracketedPaste(stdout)
+  useResizeRedraw(
+    stdout,
+    useCallback(
+      (columns: number) => {
+        stats.redraws++
+        redraw(columns - INDENT.assistant - 1)
+      },
+      [redraw, stats],
+    ),
+  )
 
   const columns = stdout.columns || 80
   columnsRef.current = columns
@@ -109,27 +126,36 @@ export function ChatApp(props: ChatAppProps): React.JSX.Element {
     modelName: props.modelName,
     templateOrigin: props.templateOrigin,
     nCtx: props.nCtx,
-    contextUsed: conversation.contextUsed,
+    // The conversation's count changes only when a turn ends: while a reply is written, count it here.
+    contextUsed: transcript.live !== undefined ? liveContextUsed(transcript.prompt, transcript.generated) : conversation.contextUsed,
     last: conversation.last,
     ...(transcript.live !== undefined ? {generating: transcript.generated, generatingCached: transcript.cached} : {}),
   })
 
   return (
     <>
-      <Static items={[...transcript.items]}>{(it) => <Item key={it.id} item={it} columns={columns} />}</Static>
+      <Static key={transcript.epoch} items={[...transcript.items]}>
+        {(it) => <Item key={it.id} item={it} columns={columns} color={color} />}
+      </Static>
       {transcript.live !== undefined ? (
         <Box paddingLeft={2}>
           <Text>{transcript.live || ' '}</Text>
         </Box>
       ) : null}
       <Box marginTop={1} flexDirection="column">
-        <InputView editor={editor} busy={transcript.live !== undefined} />
+        <InputView
+          editor={editor}
+          busy={transcript.live !== undefined}
+          color={color}
+          columns={columns}
+          top={transcript.live !== undefined ? 2 : 1}
+        />
         {hint === undefined ? null : (
-          <Text color="yellow" wrap="truncate-end">
+          <Text {...paint(color, {color: 'yellow'})} wrap="truncate-end">
             {hint}
           </Text>
         )}
-        <Text dimColor wrap="truncate-end">
+        <Text {...paint(color, {dimColor: true})} wrap="truncate-end">
           {status}
         </Text>
       </Box>
@@ -140,18 +166,16 @@ export function ChatApp(props: ChatAppProps): React.JSX.Element {
 /** Columns each kind of item takes before its text (its prefix or indentation). */
 const INDENT: Record<ItemKind, number> = {banner: 0, user: 2, assistant: 2, system: 8, notice: 2, error: 2}
 
-function Item({item: raw, columns}: {item: TranscriptItem; columns: number}): React.JSX.Element {
+function Item({item: raw, columns, color}: {item: TranscriptItem; columns: number; color: boolean}): React.JSX.Element {
   // Wrapped here, one column short of the edge, so Ink writes the rows as they are.
   const item = {...raw, text: wrapText(displayText(raw.text), columns - INDENT[raw.kind] - 1).join('\n')}
   switch (item.kind) {
     case 'banner':
-      return <Text dimColor>{item.text}</Text>
+      return <Text {...paint(color, {dimColor: true})}>{item.text}</Text>
     case 'user':
       return (
         <Box marginTop={1}>
-          <Text color="cyan" bold>
-            {'› '}
-          </Text>
+          <Text {...paint(color, {color: 'cyan', bold: true})}>{'› '}</Text>
           <Text>{item.text}</Text>
         </Box>
       )
@@ -164,55 +188,23 @@ function Item({item: raw, columns}: {item: TranscriptItem; columns: number}): Re
     case 'system':
       return (
         <Box marginTop={1}>
-          <Text color="magenta">{'system: '}</Text>
+          <Text {...paint(color, {color: 'magenta'})}>{'system: '}</Text>
           <Text>{item.text}</Text>
         </Box>
       )
     case 'notice':
       return (
         <Box>
-          <Text color="yellow">{'· '}</Text>
-          <Text color="yellow">{item.text}</Text>
+          <Text {...paint(color, {color: 'yellow'})}>{'· '}</Text>
+          <Text {...paint(color, {color: 'yellow'})}>{item.text}</Text>
         </Box>
       )
     case 'error':
       return (
         <Box>
-          <Text color="red">{'✗ '}</Text>
-          <Text color="red">{item.text}</Text>
+          <Text {...paint(color, {color: 'red'})}>{'✗ '}</Text>
+          <Text {...paint(color, {color: 'red'})}>{item.text}</Text>
         </Box>
       )
   }
-}
-
-/** The input: "› " before the first line, the cursor as an inverse cell. */
-function InputView({editor, busy}: {editor: EditorState; busy: boolean}): React.JSX.Element {
-  const lines = editor.text.split('\n')
-  let offset = 0
-  return (
-    <Box flexDirection="column">
-      {lines.map((line, i) => {
-        const start = offset
-        offset += line.length + 1
-        const at = editor.cursor - start
-        const hasCursor = at >= 0 && at <= line.length
-        return (
-          <Box key={i}>
-            <Text color={busy ? 'gray' : 'cyan'} bold>
-              {i === 0 ? '› ' : '  '}
-            </Text>
-            {hasCursor ? (
-              <Text>
-                {line.slice(0, at)}
-                <Text inverse>{at < line.length ? String.fromCodePoint(line.codePointAt(at)!) : ' '}</Text>
-                {at < line.length ? line.slice(at + String.fromCodePoint(line.codePointAt(at)!).length) : ''}
-              </Text>
-            ) : (
-              <Text>{line}</Text>
-            )}
-          </Box>
-        )
-      })}
-    </Box>
-  )
 }

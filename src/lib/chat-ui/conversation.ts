@@ -78,6 +78,8 @@ export interface TurnResult {
   readonly dropped: number
   /** The sampling seed of the reply (random unless --seed or /params set it). */
   readonly seed: bigint
+  /** The -n this reply ran under (-1: none), so a reply cut by it can say which limit it was. */
+  readonly maxTokens: number
 }
 
 export interface ChatTurn {
@@ -167,7 +169,8 @@ export class ChatConversation {
     if (this.active) throw new RunnerError('CHAT_BUSY', 'a reply is still being generated; stop it first')
     const plan = this.plan(text)
     const {session, nCtx} = this.options
-    const maxTokens = this.params.maxTokens >= 0 ? this.params.maxTokens : nCtx
+    const limit = this.params.maxTokens
+    const maxTokens = limit >= 0 ? limit : nCtx
     const seed = this.params.sampling.seed
     const abort = new AbortController()
     if (signal?.aborted) abort.abort()
@@ -206,6 +209,7 @@ export class ChatConversation {
           contextUsed: this.contextUsed,
           dropped: plan.dropped,
           seed,
+          maxTokens: limit,
         }
         this.last = out
         return out

@@ -13,9 +13,10 @@ export {
   type TurnResult,
 } from './conversation.js'
 export {applyAction, type EditorAction, type EditorState, emptyEditor, keyActions, type KeyLike} from './editor.js'
+export {cutMarker} from './cut-marker.js'
 export {escapeLine, unescapeLine} from './escape.js'
 export {answerJson, type LineModeOptions, runLineMode} from './line-mode.js'
 export {applyParams, type ChatParams, formatParams} from './params.js'
 export {helpText, parseInput, type ParsedInput, type SlashCommand} from './slash.js'
-export {formatStatus, type StatusInput} from './status.js'
+export {formatStatus, liveContextUsed, type StatusInput} from './status.js'
 export {displayText, ReplyWrapper, wrapText} from './transcript.js'

@@ -10,6 +10,7 @@ import type {ChatTemplate} from '../chat/index.js'
 import {listenForInterrupt} from '../cli/index.js'
 import {ExitCode} from '../errors.js'
 import {ChatApp, type RenderStats} from './app.js'
+import {chatColor} from './color.js'
 import type {ChatConversation} from './conversation.js'
 
 export async function runInteractive(
@@ -18,7 +19,7 @@ export async function runInteractive(
   origin: ChatTemplate['origin'],
   nCtx: number,
 ): Promise<number> {
-  const stats: RenderStats = {frames: 0, streamFrames: 0, tokens: 0, generating: false}
+  const stats: RenderStats = {frames: 0, streamFrames: 0, tokens: 0, generating: false, redraws: 0}
   const statsFile = process.env.RUNNER_CHAT_STATS
   const output = statsFile ? countOutput() : undefined
   let code = ExitCode.ok as number
@@ -29,6 +30,7 @@ export async function runInteractive(
       templateOrigin={origin}
       nCtx={nCtx}
       stats={stats}
+      color={chatColor()}
       onExit={(c) => {
         code = c
       }}
@@ -59,16 +61,19 @@ export async function runInteractive(
     output?.restore()
   }
   if (statsFile && output) {
-    const {frames, streamFrames, tokens} = stats
+    const {frames, streamFrames, tokens, redraws} = stats
     writeFileSync(
       statsFile,
-      `${JSON.stringify({frames, streamFrames, tokens, streamFramesPerToken: tokens ? streamFrames / tokens : 0, stdoutBytes: output.bytes, fullClears: output.clears})}\n`,
+      `${JSON.stringify({frames, streamFrames, tokens, streamFramesPerToken: tokens ? streamFrames / tokens : 0, stdoutBytes: output.bytes, fullClears: output.clears - redraws, redraws})}\n`,
     )
   }
   return code
 }
 
-/** RUNNER_CHAT_STATS: count what reaches the terminal (bytes, and full-screen clears, which would redraw history). */
+/**
+ * RUNNER_CHAT_STATS: count what reaches the terminal: bytes, and full-screen clears (Ink's fallback
+ * that rewrites history; the chat's own redraws after a resize are counted apart, in RenderStats).
+ */
 function countOutput(): {bytes: number; clears: number; restore: () => void} {
   const original = process.stdout.write.bind(process.stdout)
   const counter = {

@@ -10,6 +10,7 @@ import {ExitCode, RunnerError} from '../errors.js'
 import {decodeRate} from '../util/index.js'
 import {runSlashCommand} from './commands.js'
 import type {ChatConversation, TurnResult} from './conversation.js'
+import {cutMarker} from './cut-marker.js'
 import {escapeLine, unescapeLine} from './escape.js'
 import {parseInput} from './slash.js'
 
@@ -49,6 +50,9 @@ export async function runLineMode(options: LineModeOptions): Promise<number> {
       for await (const t of turn.stream) if (!json && t.text) write(escapeLine(t.text))
       const result = await turn.result
       write(json ? `${JSON.stringify(answerJson(result))}\n` : '\n')
+      // On stderr, after the answer's line: stdout keeps exactly one line per message.
+      const cut = cutMarker(result)
+      if (cut) diagnostic(`runner: ${cut}\n`)
       if (result.finishReason === 'context')
         diagnostic('runner: the reply stopped because the context is full; /reset starts over, --context-shift drops old turns\n')
       if (result.finishReason === 'aborted') return ExitCode.interrupted

@@ -20,6 +20,15 @@ const ORIGIN: Record<ChatTemplateSource, string> = {
   override: 'template override',
 }
 
+/**
+ * KV positions in use while a reply is written: the prompt and the reply's tokens but the newest,
+ * which is decoded into the cache with the next step (so the figure does not drop when the reply
+ * ends and the conversation's own count takes over).
+ */
+export function liveContextUsed(promptTokens: number, generated: number): number {
+  return promptTokens + Math.max(0, generated - 1)
+}
+
 function rate(tokens: number, ms: number): string {
   if (tokens === 0) return '-'
   const r = (1000 * tokens) / Math.max(ms, 1e-3)

@@ -10,6 +10,8 @@ export interface TranscriptItem {
   readonly id: number
   readonly kind: ItemKind
   readonly text: string
+  /** Rows of the reply being written carry its turn, so a resize can wrap them again as one. */
+  readonly turn?: number
 }
 
 /**
@@ -92,8 +94,10 @@ export class ReplyWrapper {
   /** Rows of `pending` already handed out as finished. */
   private emitted = 0
   private started = false
+  /** Everything shown so far (display text), for rewrap. */
+  private shown = ''
 
-  constructor(private readonly columns: number) {}
+  constructor(private columns: number) {}
 
   push(text: string): {rows: string[]; live: string} {
     let t = displayText(text)
@@ -102,6 +106,7 @@ export class ReplyWrapper {
       if (t === '') return {rows: [], live: ''}
       this.started = true
     }
+    this.shown += t
     const parts = (this.pending + t).split('\n')
     const rows: string[] = []
     for (const paragraph of parts.slice(0, -1)) {
@@ -112,6 +117,27 @@ export class ReplyWrapper {
     const wrapped = wrapText(this.pending, this.columns)
     rows.push(...wrapped.slice(this.emitted, -1))
     this.emitted = Math.max(this.emitted, wrapped.length - 1)
+    return {rows, live: wrapped.at(-1)!}
+  }
+
+  /** The reply as shown so far, unwrapped (display text, leading whitespace dropped). */
+  get text(): string {
+    return this.shown
+  }
+
+  /**
+   * Wrap the reply so far again at a new width (the terminal was resized): every finished row, to
+   * replace the ones written at the old width, and the row being written. Later pushes go on at the
+   * new width.
+   */
+  rewrap(columns: number): {rows: string[]; live: string} {
+    this.columns = columns
+    const parts = this.shown.split('\n')
+    const rows = parts.slice(0, -1).flatMap((paragraph) => wrapText(paragraph, columns))
+    this.pending = parts.at(-1)!
+    const wrapped = wrapText(this.pending, columns)
+    rows.push(...wrapped.slice(0, -1))
+    this.emitted = wrapped.length - 1
     return {rows, live: wrapped.at(-1)!}
   }
 

@@ -8,6 +8,7 @@ import {useCallback, useRef, useState} from 'react'
 import {RunnerError} from '../errors.js'
 import type {RenderStats} from './app.js'
 import type {ChatConversation} from './conversation.js'
+import {cutMarker} from './cut-marker.js'
 import {type ItemKind, ReplyWrapper, type TranscriptItem} from './transcript.js'
 
 export interface Transcript {
@@ -16,6 +17,10 @@ export interface Transcript {
   readonly live: string | undefined
   readonly generated: number
   readonly cached: number
+  /** Prompt tokens of the reply being generated (the status line's context use counts them). */
+  readonly prompt: number
+  /** Bumped when the whole transcript is written again (after a resize): <Static>'s key. */
+  readonly epoch: number
 }
 
 export interface ChatTurnOptions {
@@ -39,15 +44,31 @@ export interface ChatTurnState {
   readonly stopReply: () => boolean
   /** A reply or a command is running: a new message must wait. */
   readonly busy: {current: boolean}
+  /**
+   * Write the whole transcript again, the reply being written wrapped anew at `replyColumns` (the
+   * terminal was resized and its screen cleared).
+   */
+  readonly redraw: (replyColumns: number) => void
 }
 
 export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
   const {conversation, stats, frameMs, replyColumns} = options
   const nextId = useRef(0)
   const item = useCallback((kind: ItemKind, text: string): TranscriptItem => ({id: nextId.current++, kind, text}), [])
-  const [transcript, setTranscript] = useState<Transcript>(() => ({items: options.initial(item), live: undefined, generated: 0, cached: 0}))
+  const [transcript, setTranscript] = useState<Transcript>(() => ({
+    items: options.initial(item),
+    live: undefined,
+    generated: 0,
+    cached: 0,
+    prompt: 0,
+    epoch: 0,
+  }))
   const busy = useRef(false)
   const abortRef = useRef<AbortController | undefined>(undefined)
+  /** The reply being written: its turn (its rows' tag) and its wrapper. */
+  const replyRef = useRef<{turn: number; wrapper: ReplyWrapper} | undefined>(undefined)
+  /** Finished replies' text by turn: a redraw writes each as one item, wrapped at the new width. */
+  const replies = useRef(new Map<number, string>())
   const append = useCallback((...items: TranscriptItem[]) => setTranscript((t) => ({...t, items: [...t.items, ...items]})), [])
 
   const stopReply = useCallback(() => {
@@ -73,8 +94,18 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
       const head = [item('user', text)]
       if (turn.plan.dropped > 0)
         head.push(item('notice', `dropped the ${turn.plan.dropped} oldest messages to fit the context (--context-shift)`))
-      setTranscript((t) => ({items: [...t.items, ...head], live: '', generated: 0, cached: turn.cachedTokens}))
+      setTranscript((t) => ({
+        ...t,
+        items: [...t.items, ...head],
+        live: '',
+        generated: 0,
+        cached: turn.cachedTokens,
+        prompt: turn.plan.prompt.length,
+      }))
       const wrapper = new ReplyWrapper(replyColumns())
+      // The reply's rows are tagged with its message's id.
+      const turnId = head[0]!.id
+      replyRef.current = {turn: turnId, wrapper}
       let buffer = ''
       let generated = 0
       let dirty = false
@@ -83,8 +114,8 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
         const {rows, live} = wrapper.push(buffer)
         buffer = ''
         if (final) rows.push(...wrapper.end())
-        const chunk = rows.length > 0 ? item('assistant', rows.join('\n')) : undefined
-        setTranscript((t) => ({items: chunk ? [...t.items, chunk] : t.items, live: final ? undefined : live, generated, cached: t.cached}))
+        const chunk = rows.length > 0 ? {...item('assistant', rows.join('\n')), turn: turnId} : undefined
+        setTranscript((t) => ({...t, items: chunk ? [...t.items, chunk] : t.items, live: final ? undefined : live, generated}))
       }
       const timer = setInterval(() => {
         if (!dirty) return
@@ -108,16 +139,20 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
       }
       const result = failure === undefined ? await turn.result.catch((error: unknown) => ((failure = error), undefined)) : undefined
       flush(true)
+      replies.current.set(turnId, wrapper.text)
+      replyRef.current = undefined
       stats.generating = false
       busy.current = false
       abortRef.current = undefined
       const notes: TranscriptItem[] = []
+      const cut = result && cutMarker(result)
       if (failure !== undefined) notes.push(item('error', failure instanceof RunnerError ? failure.message : String(failure)))
       else if (result && !result.kept) notes.push(item('notice', 'stopped before the first token; nothing was added to the conversation'))
       else if (result?.finishReason === 'aborted')
         notes.push(item('notice', `stopped after ${result.tokens.length} tokens (kept in the conversation)`))
       else if (result && result.reply.trim() === '')
         notes.push(item('notice', `empty reply (${result.finishReason === 'eos' ? 'the model ended it at once' : result.finishReason})`))
+      else if (cut) notes.push(item('notice', cut))
       else if (result?.finishReason === 'context') {
         notes.push(
           item(
@@ -131,5 +166,26 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
     [append, conversation, frameMs, item, replyColumns, stats],
   )
 
-  return {transcript, item, append, runTurn, stopReply, busy}
+  const redraw = useCallback(
+    (columns: number) => {
+      const reply = replyRef.current
+      const again = reply?.wrapper.rewrap(columns)
+      setTranscript((t) => {
+        // A reply's rows went out in chunks, each wrapped for the width of its time: a finished reply
+        // becomes one item of its whole text (wrapped by <Static> at the new width), the one being
+        // written one item of its finished rows at the new width.
+        const items: TranscriptItem[] = []
+        for (const it of t.items) {
+          if (it.turn === undefined) items.push(it)
+          else if (it.turn === reply?.turn || items.at(-1)?.turn === it.turn) continue
+          else items.push({...it, text: replies.current.get(it.turn) ?? it.text})
+        }
+        if (reply && again && again.rows.length > 0) items.push({...item('assistant', again.rows.join('\n')), turn: reply.turn})
+        return {...t, items, ...(again ? {live: again.live} : {}), epoch: t.epoch + 1}
+      })
+    },
+    [item],
+  )
+
+  return {transcript, item, append, runTurn, stopReply, busy, redraw}
 }
