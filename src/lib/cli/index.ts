@@ -17,7 +17,7 @@ export {
   refuseGpuLayers,
 } from './engine-flags.js'
 export {type Interrupt, listenForInterrupt, withInterrupt} from './interrupt.js'
-export {loadProgress} from './progress.js'
+export {ByteProgress, type ByteProgressOptions, formatEta, loadProgress, type ProgressStream} from './progress.js'
 export {RunnerCommand} from './runner-command.js'
 export {parseNumberFlag, parseSeed, samplingFlags, samplingFromFlags} from './sampling-flags.js'
 export {didYouMean} from './did-you-mean.js'
