@@ -165,6 +165,39 @@ test('a contradiction in the numbers is refused, not reported (self-check)', asy
   )
 })
 
+test('Ctrl+C inside a window: the whole windows before it are the result, marked partial (issue #22)', async () => {
+  // A context whose third decode is interrupted, as the engine rejects an aborted decode.
+  const controller = new AbortController()
+  let decodes = 0
+  const fake = {
+    model: {config: {nVocab: 4}},
+    kvTruncate() {},
+    async decode(ids: number[]) {
+      if (++decodes === 3) {
+        controller.abort('SIGINT')
+        throw new Error('aborted')
+      }
+      return Float32Array.from({length: ids.length * 4}, (_, i) => (i % 4 === 0 ? 1 : 0))
+    },
+  } as unknown as Context
+  const running: number[] = []
+  const r = await scoreTokens(
+    fake,
+    Array.from({length: 40}, (_, i) => i % 4),
+    {
+      ctx: 8,
+      bos: 1,
+      signal: controller.signal,
+      onProgress: (_done, _total, ppl) => running.push(ppl),
+    },
+  )
+  assert.equal(r.partial, true)
+  assert.equal(r.windows.length, 2)
+  assert.equal(r.nScored, 2 * r.scheme.scoredPerWindow)
+  assert.equal(running.length, 2)
+  assert.equal(running.at(-1), r.ppl)
+})
+
 describe('runner score --save-logits / --kld', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   const dir = mkdtempSync(join(tmpdir(), 'runner-kld-'))
   after(() => rmSync(dir, {recursive: true, force: true}))
