@@ -17,7 +17,7 @@ export default class Bench extends RunnerCommand {
 
   async run(): Promise<void> {
     const {flags, args} = await this.parse(Bench)
-    const modelPath = modelFromFlagOrArg(flags.model, args.model, 'bench')
+    const modelPath = await modelFromFlagOrArg(flags.model, args.model, 'bench')
     refuseGpuLayers(flags['n-gpu-layers'])
     const options = benchOptionsFromFlags(flags, this.argv)
     try {

@@ -54,7 +54,7 @@ export default class Pull extends RunnerCommand {
         signal: interrupt.signal,
         onPlan: (p) => {
           plan = p
-          progress = new ByteProgress(`pulling ${printable(p.name)}`, process.stderr, !flags.json)
+          if (!flags.json) progress = new ByteProgress(`pulling ${printable(p.name)}`)
         },
         onBytes: (d, total) => {
           done = d
@@ -62,11 +62,13 @@ export default class Pull extends RunnerCommand {
         },
       })
       const verb = r.upToDate ? 'up to date' : 'pulled'
-      progress?.done(
-        `${verb} ${printable(r.manifest.name)} (${r.manifest.files.length} file${r.manifest.files.length > 1 ? 's' : ''}, ` +
-          `${formatBytes(r.manifest.files.reduce((a, f) => a + f.bytes, 0))}, sha256 checked${r.resumedBytes > 0 ? `, resumed after ${formatBytes(r.resumedBytes)}` : ''})\n` +
-          `run it with: runner run ${printable(r.manifest.name)} -p TEXT`,
-      )
+      progress?.end()
+      if (!flags.json)
+        process.stderr.write(
+          `${verb} ${printable(r.manifest.name)} (${r.manifest.files.length} file${r.manifest.files.length > 1 ? 's' : ''}, ` +
+            `${formatBytes(r.manifest.files.reduce((a, f) => a + f.bytes, 0))}, sha256 checked${r.resumedBytes > 0 ? `, resumed after ${formatBytes(r.resumedBytes)}` : ''})\n` +
+            `run it with: runner run ${printable(r.manifest.name)} -p TEXT\n`,
+        )
       if (flags.json)
         this.log(
           printableJson({
@@ -81,7 +83,7 @@ export default class Pull extends RunnerCommand {
     } catch (error) {
       // fetch rejects with the signal's reason (the signal's name), not an Error.
       if (interrupt.signal.aborted) {
-        progress?.done()
+        progress?.end()
         throw new RunnerError(
           'PULL_INTERRUPTED',
           plan
@@ -90,7 +92,7 @@ export default class Pull extends RunnerCommand {
           ExitCode.interrupted,
         )
       }
-      progress?.done()
+      progress?.end()
       throw error
     } finally {
       interrupt.dispose()

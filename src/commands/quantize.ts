@@ -59,7 +59,7 @@ export default class Quantize extends RunnerCommand {
       max: 256,
     }),
     force: Flags.boolean({description: 'replace the output file if it exists (without it, an existing file is refused)'}),
-    json: Flags.boolean({description: 'print one JSON summary on stdout instead of the task list'}),
+    json: Flags.boolean({description: 'print one JSON summary on stdout (no progress line on stderr)'}),
   }
 
   async run(): Promise<void> {

@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {loraFlag, loraFromFlags, noGpuFlag, refuseGpuLayers, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {ExitCode} from '../lib/errors.js'
 import {formatScoreReport, scoreCorpus, scoreProgress} from '../lib/score/index.js'
 import {readPrompt} from '../lib/util/index.js'
 
@@ -10,7 +11,9 @@ export default class Score extends RunnerCommand {
     'Tokenizes the corpus, evaluates it in windows of --ctx tokens and scores the second half of each window, exactly as ' +
     "llama.cpp's perplexity tool does (docs/score.md). Probabilities are full-vocabulary log-softmax in double precision, and " +
     'every position is checked against two facts of probability (p > 0.5 implies argmax; the argmax has p >= 1/n_vocab): a ' +
-    'contradiction refuses the result (exit 4). The numbers are the same, bit for bit, for any --threads and --batch-size.'
+    'contradiction refuses the result (exit 4). The numbers are the same, bit for bit, for any --threads and --batch-size. ' +
+    'While it scores, stderr shows the time per window, an ETA and the running perplexity after each window, as ' +
+    'llama-perplexity does; Ctrl+C prints the report of the windows scored so far, marked partial, and exits 130.'
 
   static override examples = [
     {
@@ -59,7 +62,7 @@ export default class Score extends RunnerCommand {
   async run(): Promise<void> {
     const {flags} = await this.parse(Score)
     refuseGpuLayers(flags['n-gpu-layers'])
-    const corpus = await readPrompt(undefined, flags.file)
+    const corpus = await readPrompt(undefined, flags.file, {noun: 'corpus', flags: '--file FILE'})
     const doc = await withInterrupt((signal) =>
       scoreCorpus({
         modelPath: flags.model,
@@ -75,9 +78,11 @@ export default class Score extends RunnerCommand {
         saveTopK: flags['save-top-k'],
         kld: flags.kld,
         signal,
-        onProgress: scoreProgress(!flags.json),
+        keepPartial: true,
+        progress: scoreProgress(),
       }),
     )
     this.log(flags.json ? JSON.stringify(doc, null, 2) : formatScoreReport(doc))
+    if (doc.partial) this.exit(ExitCode.interrupted)
   }
 }

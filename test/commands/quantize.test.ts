@@ -92,7 +92,8 @@ describe('runner quantize', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
     assert.ok(same >= 8, `only ${same} greedy tokens agree: ours ${mine} vs llama.cpp ${theirs}`)
   })
 
-  test('--keep-output and a type plan change exactly the tensors they name', () => {
+  // One run checks two things (CI time): the tensors a plan names, and the progress on a piped stderr.
+  test('--keep-output and a type plan change exactly the tensors they name; piped, progress is a line per 10 % (issue #22)', () => {
     const plan = join(dir, 'plan.json')
     writeFileSync(plan, JSON.stringify({rules: [{pattern: 'blk\\.\\d+\\.ffn_down\\.weight', type: 'Q8_0'}]}))
     const out = join(dir, 'planned.gguf')
@@ -112,6 +113,18 @@ describe('runner quantize', {skip: hasShared() ? false : NO_SHARED_REASON}, () =
       const want = t.shape.length === 1 ? 'F32' : t.name === 'output.weight' ? 'F32' : t.name.endsWith('ffn_down.weight') ? 'Q8_0' : 'Q4_0'
       assert.equal(t.type.name, want, t.name)
     }
+    // Not a terminal: plain lines with percent by bytes, bytes done of total, rate and ETA; never one per tensor.
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith('quantize '))
+    assert.ok(lines.length >= 2 && lines.length <= 11, r.stderr)
+    for (const l of lines) assert.match(l, /^quantize +\d+% [\d.]+ [KMG]?i?B of [\d.]+ [KMG]?i?B, [\d.]+ [KMG]?i?B\/s, (ETA .+|done)$/)
+    const percents = lines.map((l) => Number(/(\d+)%/.exec(l)![1]))
+    assert.deepEqual(
+      percents,
+      [...percents].sort((a, b) => a - b),
+    )
+    assert.equal(percents.at(-1), 100)
+    assert.match(lines.slice(0, -1).join('\n'), /ETA /)
+    assert.doesNotMatch(r.stderr, /blk\.\d+\./, 'no line per tensor')
   })
 
   test('--threads: the same bytes from 1, 2 and 3 worker threads (a K-quant mix)', () => {

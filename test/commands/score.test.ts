@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
+import {spawn} from 'node:child_process'
 import {after, before, describe, test} from 'node:test'
 
 import type {Context} from '../../src/lib/engine/context.js'
@@ -14,7 +15,7 @@ import {RunnerError} from '../../src/lib/errors.js'
 import {readGgufModel, writeGguf} from '../../src/lib/gguf/index.js'
 import {scoreTokens} from '../../src/lib/score/index.js'
 import {SeededRandom} from '../../src/lib/util/random.js'
-import {hasShared, NO_SHARED_REASON, runCli, sharedPath} from '../helpers/shared.js'
+import {hasShared, NO_SHARED_REASON, REPO_ROOT, runCli, sharedPath} from '../helpers/shared.js'
 
 interface Perplexity {
   corpus_sha256: string
@@ -27,9 +28,13 @@ interface Perplexity {
 
 const CORPUS = () => sharedPath('reference', 'corpus-stories.txt')
 
+/** The last score() run's stderr: its running output. */
+let lastStderr = ''
+
 function score(model: string, ...extra: string[]) {
   const r = runCli(['score', '-m', sharedPath(...model.split('/')), '--file', CORPUS(), '--ctx', '128', '--json', ...extra])
   assert.equal(r.status, 0, r.stderr)
+  lastStderr = r.stderr
   return JSON.parse(r.stdout)
 }
 
@@ -57,6 +62,15 @@ describe('runner score vs llama-perplexity', {skip: hasShared() ? false : NO_SHA
       })
       assert.ok(got.ppl_ci95[0] < got.ppl && got.ppl < got.ppl_ci95[1])
       assert.ok(got.top1 > 0 && got.top1 <= got.n_scored)
+      assert.equal(got.partial, false)
+      // The running perplexity, llama-perplexity's way ([1]..,[2]..,): one entry per window, the last the result.
+      const running = [...lastStderr.matchAll(/\[(\d+)\]([\d.]+),/g)]
+      assert.deepEqual(
+        running.map((m) => Number(m[1])),
+        got.windows.map((_: unknown, i: number) => i + 1),
+      )
+      assert.equal(running.at(-1)![2], got.ppl.toFixed(4))
+      assert.match(lastStderr, new RegExp(`^score: ${got.windows.length} windows, [\\d.]+ s per window, ETA `, 'm'))
     })
   }
 
@@ -81,6 +95,58 @@ describe('runner score vs llama-perplexity', {skip: hasShared() ? false : NO_SHA
     const tiny = runCli(['score', '-m', sharedPath('models', 'stories260K.gguf'), '--ctx', '2048', '--file', CORPUS()])
     assert.equal(tiny.status, 2)
     assert.match(tiny.stderr, /SCORE_TOO_SHORT/)
+    // No corpus: the message names the flag score has (it has no --prompt; issue #22).
+    const none = runCli(['score', '-m', sharedPath('models', 'stories260K.gguf')])
+    assert.equal(none.status, 2)
+    assert.match(none.stderr, /no corpus: .*--file FILE/)
+    assert.doesNotMatch(none.stderr, /--prompt/)
+  })
+})
+
+describe('runner score, Ctrl+C (issue #22)', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'runner-score-int-'))
+  after(() => rmSync(dir, {recursive: true, force: true}))
+  // 30 copies of the corpus at --ctx 256: about 180 windows, seconds of scoring on one thread, so
+  // the signal sent after the first window finds the run still scoring.
+  const corpus = join(dir, 'long.txt')
+  writeFileSync(corpus, readFileSync(CORPUS(), 'utf8').repeat(30))
+
+  /** Spawn score, wait for its first running-perplexity entry on stderr, send SIGINT. */
+  function interrupted(...extra: string[]): Promise<{status: number | null; stdout: string; stderr: string}> {
+    const args = ['bin/run.js', 'score', '-m', sharedPath('models', 'stories260K.gguf'), '--file', corpus, '--ctx', '256', '-t', '1']
+    const child = spawn(process.execPath, [...args, ...extra], {cwd: REPO_ROOT, env: {...process.env, NO_COLOR: '1'}})
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d
+      if (stderr.includes('[1]') && child.signalCode === null && !child.killed) child.kill('SIGINT')
+    })
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    return new Promise((resolve) =>
+      child.on('close', (status) => {
+        clearTimeout(timer)
+        resolve({status, stdout, stderr})
+      }),
+    )
+  }
+
+  test('text and --json: exit 130, the windows scored so far reported and marked partial', async () => {
+    const [text, json] = await Promise.all([interrupted(), interrupted('--json')])
+    assert.equal(text.status, 130, text.stderr)
+    assert.match(text.stderr, /^score: \d+ windows, [\d.]+ s per window, ETA .+\n\[1\][\d.]+,/m)
+    const m = /^partial +(\d+) of (\d+) windows \(interrupted\)/m.exec(text.stdout)
+    assert.ok(m, text.stdout)
+    assert.ok(Number(m[1]) >= 1 && Number(m[1]) < Number(m[2]), text.stdout)
+    assert.match(text.stdout, new RegExp(`^tokens scored +\\d+ in ${m[1]} windows`, 'm'))
+
+    assert.equal(json.status, 130, json.stderr)
+    const doc = JSON.parse(json.stdout)
+    assert.equal(doc.partial, true)
+    assert.ok(doc.windows_scored >= 1 && doc.windows_scored < doc.scheme.windows, JSON.stringify(doc.scheme))
+    assert.equal(doc.windows.length, doc.windows_scored)
+    assert.equal(doc.n_scored, doc.windows_scored * doc.scheme.scoredPerWindow)
+    assert.ok(Number.isFinite(doc.ppl) && doc.ppl > 1)
   })
 })
 
@@ -97,6 +163,39 @@ test('a contradiction in the numbers is refused, not reported (self-check)', asy
     scoreTokens(fake, [1, 2, 3, 0, 1, 2, 3, 0], {ctx: 8, bos: 1}),
     (e: unknown) => e instanceof RunnerError && e.code === 'SCORE_SELF_CHECK' && e.exitCode === 4,
   )
+})
+
+test('Ctrl+C inside a window: the whole windows before it are the result, marked partial (issue #22)', async () => {
+  // A context whose third decode is interrupted, as the engine rejects an aborted decode.
+  const controller = new AbortController()
+  let decodes = 0
+  const fake = {
+    model: {config: {nVocab: 4}},
+    kvTruncate() {},
+    async decode(ids: number[]) {
+      if (++decodes === 3) {
+        controller.abort('SIGINT')
+        throw new Error('aborted')
+      }
+      return Float32Array.from({length: ids.length * 4}, (_, i) => (i % 4 === 0 ? 1 : 0))
+    },
+  } as unknown as Context
+  const running: number[] = []
+  const r = await scoreTokens(
+    fake,
+    Array.from({length: 40}, (_, i) => i % 4),
+    {
+      ctx: 8,
+      bos: 1,
+      signal: controller.signal,
+      onProgress: (_done, _total, ppl) => running.push(ppl),
+    },
+  )
+  assert.equal(r.partial, true)
+  assert.equal(r.windows.length, 2)
+  assert.equal(r.nScored, 2 * r.scheme.scoredPerWindow)
+  assert.equal(running.length, 2)
+  assert.equal(running.at(-1), r.ppl)
 })
 
 describe('runner score --save-logits / --kld', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {

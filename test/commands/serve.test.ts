@@ -4,6 +4,7 @@
 // Build first (`npx tsc -p .`): the CLI runs from dist/.
 import assert from 'node:assert/strict'
 import {type ChildProcess, spawn} from 'node:child_process'
+import {type AddressInfo, createServer} from 'node:net'
 import {describe, test} from 'node:test'
 
 import OpenAI from 'openai'
@@ -80,7 +81,7 @@ describe('runner serve (the process)', {skip: hasShared() ? false : NO_SHARED_RE
     }
   })
 
-  test('--api-key guards every route but /health (401 as the SDK reads it); SIGINT exits 0', async () => {
+  test('--api-key guards every route but /health (401 as the SDK reads it); SIGINT exits 0; a text log line per request, no key in it', async () => {
     const s = await serve(['--api-key', 'sesame', '--ctx', '128'])
     try {
       assert.equal((await fetch(`${s.url}/health`)).status, 200)
@@ -94,6 +95,21 @@ describe('runner serve (the process)', {skip: hasShared() ? false : NO_SHARED_RE
       assert.doesNotMatch(s.stderr(), /warning/)
       s.child.kill('SIGINT')
       assert.equal(await s.exited, 0, s.stderr())
+      // The request log (default text, issue #22): one line per request, refusals included, tokens where
+      // the model ran, and never a key from the headers.
+      const log = s
+        .stderr()
+        .split('\n')
+        .filter((l) => /^\d{4}-\d\d-\d\dT/.test(l))
+        .map((l) => l.replace(/^\S+ /, '').replace(/ · \d+ ms$/, ''))
+      assert.deepEqual(log, [
+        'GET /health 200',
+        'GET /v1/models 401',
+        'GET /metrics 401',
+        'GET /v1/models 200',
+        `POST /v1/chat/completions 200 · ${r.usage?.prompt_tokens} prompt + 3 completion tokens`,
+      ])
+      assert.doesNotMatch(s.stderr(), /sesame|nope/)
     } finally {
       s.child.kill('SIGKILL')
     }
@@ -114,7 +130,7 @@ describe('runner serve (the process)', {skip: hasShared() ? false : NO_SHARED_RE
     }
   })
 
-  test('--alias (repeated), --accept-any-model and --cors (repeated) reach the server', async () => {
+  test('--alias (repeated), --accept-any-model, --cors (repeated) and --log-format json reach the server', async () => {
     const s = await serve([
       '--ctx',
       '64',
@@ -127,6 +143,8 @@ describe('runner serve (the process)', {skip: hasShared() ? false : NO_SHARED_RE
       'http://localhost:5173',
       '--cors',
       'https://app.example',
+      '--log-format',
+      'json',
     ])
     try {
       const client = new OpenAI({baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0})
@@ -144,10 +162,46 @@ describe('runner serve (the process)', {skip: hasShared() ? false : NO_SHARED_RE
         })
         assert.equal(pre.headers.get('access-control-allow-origin'), origin)
       }
+      assert.equal((await fetch(`${s.url}/v1/nothing?secret=abc`)).status, 404)
       s.child.kill('SIGTERM')
       assert.equal(await s.exited, 0)
+      // --log-format json: one object per line; an unmatched path without its query (issue #22).
+      const log = s
+        .stderr()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+      assert.deepEqual(
+        log.map((e) => [e.method, e.route, e.status, e.completion_tokens]),
+        [
+          ['GET', '/v1/models', 200, undefined],
+          ['POST', '/v1/chat/completions', 200, r.usage?.completion_tokens],
+          ['OPTIONS', '/v1/chat/completions', 204, undefined],
+          ['OPTIONS', '/v1/chat/completions', 204, undefined],
+          ['GET', '/v1/nothing', 404, undefined],
+        ],
+      )
+      assert.equal(log[1]!.prompt_tokens, r.usage?.prompt_tokens)
+      for (const e of log) assert.ok(typeof e.ms === 'number' && !Number.isNaN(Date.parse(e.time as string)), JSON.stringify(e))
+      assert.doesNotMatch(s.stderr(), /secret/)
     } finally {
       s.child.kill('SIGKILL')
+    }
+  })
+
+  test('a port in use: exit 1 at once (before the model loads), one line naming host:port and --port 0 (issue #22)', async () => {
+    const holder = createServer()
+    await new Promise<void>((resolve) => holder.listen({host: '127.0.0.1', port: 0}, resolve))
+    const port = (holder.address() as AddressInfo).port
+    try {
+      const c = spawn(process.execPath, ['bin/run.js', 'serve', '-m', STORIES, '--port', String(port)], {cwd: REPO_ROOT})
+      let e = ''
+      c.stderr.on('data', (d: Buffer) => (e += d.toString()))
+      assert.equal(await new Promise((resolve) => c.on('close', resolve)), 1, e)
+      assert.equal(e.trim().split('\n').length, 1, e)
+      assert.match(e, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use; .*--port 0 .*\\[SERVE_PORT_IN_USE\\]`))
+    } finally {
+      holder.close()
     }
   })
 

@@ -17,9 +17,8 @@ export {
   noGpuFlag,
   refuseGpuLayers,
 } from './engine-flags.js'
-export {ByteProgress, formatDuration} from './byte-progress.js'
 export {type Interrupt, listenForInterrupt, withInterrupt} from './interrupt.js'
-export {loadProgress} from './progress.js'
+export {ByteProgress, type ByteProgressOptions, formatEta, loadProgress, type ProgressStream} from './progress.js'
 export {RunnerCommand} from './runner-command.js'
 export {parseNumberFlag, parseSeed, samplingFlags, samplingFromFlags} from './sampling-flags.js'
 export {didYouMean} from './did-you-mean.js'

@@ -30,6 +30,8 @@ export interface GgufWriteOptions {
   readonly inputs?: readonly string[]
   /** Called after each tensor with bytes written so far and the total. */
   readonly onProgress?: (written: number, total: number) => void
+  /** Called after every chunk written (header, padding, each tensor's chunks) with bytes so far and the total: a progress line by bytes. */
+  readonly onBytes?: (written: number, total: number) => void
   /** Refuse an existing file at the target (OUTPUT_EXISTS; quantize without --force) instead of replacing it. */
   readonly exclusive?: boolean
   /**
@@ -71,6 +73,7 @@ export async function writeGguf(path: string, input: GgufWriteInput, options: Gg
     const write = async (bytes: Uint8Array) => {
       await out.write(bytes, pos)
       pos += bytes.length
+      options.onBytes?.(pos, layout.totalBytes)
       signal?.throwIfAborted()
     }
     await write(layout.header)

@@ -1,12 +1,11 @@
 /**
  * `runner quantize` as a library call: read the type plan file, plan the removals and the tensor
- * types, convert with a task list on stderr (silent for --json), and the two renderings of the
+ * types, convert with a progress line on stderr (silent for --json), and the two renderings of the
  * summary. The command parses flags and prints one of them.
  */
 import {readFile} from 'node:fs/promises'
 
-import {Listr, ListrLogger, ProcessOutput} from 'listr2'
-
+import {ByteProgress} from '../cli/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {LoraSpec} from '../lora/index.js'
 import {readGgufModel} from '../gguf/index.js'
@@ -31,7 +30,7 @@ export interface QuantizeFileOptions {
   /** Merge these LoRA adapters into their weights (in F32, in order) before converting. */
   readonly mergeLora?: readonly LoraSpec[]
   readonly threads?: number
-  /** No task list (--json). */
+  /** No progress on stderr (--json). */
   readonly silent: boolean
   /** Replace an existing output file (--force); without it one is refused before any work. */
   readonly force?: boolean
@@ -69,49 +68,32 @@ export async function quantizeFile(o: QuantizeFileOptions): Promise<QuantizeFile
   const removal = o.removeSublayer === undefined ? undefined : planRemovals(model, parseRemovals(o.removeSublayer))
   const merge = await planLoraMerges(model, o.mergeLora ?? [], removal?.kept ?? model.tensors)
   const decisions = planQuantization(model, options, removal?.kept, merge.targets)
-  let summary: QuantizeSummary | undefined
-  // The task list is diagnostics: stderr, so stdout stays for results.
-  const logger = () => new ListrLogger({processOutput: new ProcessOutput(process.stderr, process.stderr)})
-  const tasks = new Listr(
-    [
-      {
-        title:
-          `Quantize ${decisions.filter((d) => d.to.id !== d.from.id).length} of ${decisions.length} tensors to ${o.type.toUpperCase()}` +
-          (merge.byTensor.size > 0 ? `, merging ${merge.adapters.length} LoRA adapter(s) into ${merge.byTensor.size}` : ''),
-        task: async (_ctx, task) => {
-          const onTensor = (i: number, n: number, d: TensorDecision) => {
-            task.output = `${i + 1}/${n} ${d.tensor.name}: ${d.from.name} -> ${d.to.name}`
-          }
-          const write = {exclusive: !o.force, signal: o.signal}
-          const kvs = [...(removal?.kvs ?? model.kvs), ...merge.kvs]
-          summary = await quantizeModel(
-            model,
-            o.output,
-            decisions,
-            options,
-            onTensor,
-            kvs,
-            o.threads ?? defaultThreads(),
-            write,
-            merge.byTensor,
-          )
-          task.title = `Wrote ${o.output}`
-        },
-        rendererOptions: {outputBar: 1},
-      },
-    ],
-    {
-      renderer: o.silent ? 'silent' : 'default',
-      fallbackRenderer: 'simple',
-      rendererOptions: {logger: logger()},
-      fallbackRendererOptions: {logger: logger()},
-      exitOnError: true,
-      // Ctrl+C is the command's (withInterrupt: remove the partial output, exit 130), not listr2's exit 127.
-      registerSignalListeners: false,
-    },
+  const say = (line: string) => {
+    if (!o.silent) process.stderr.write(`${line}\n`)
+  }
+  say(
+    `quantize: ${decisions.filter((d) => d.to.id !== d.from.id).length} of ${decisions.length} tensors to ${o.type.toUpperCase()}` +
+      (merge.byTensor.size > 0 ? `, merging ${merge.adapters.length} LoRA adapter(s) into ${merge.byTensor.size}` : ''),
   )
-  await tasks.run()
-  return {summary: summary!, decisions, merged: merge.adapters}
+  // Diagnostics: stderr, so stdout stays for results (--json prints nothing here).
+  const progress = o.silent ? undefined : new ByteProgress('quantize')
+  let summary: QuantizeSummary
+  try {
+    summary = await quantizeModel(
+      model,
+      o.output,
+      decisions,
+      options,
+      progress && ((done, total) => progress.update(done, total)),
+      [...(removal?.kvs ?? model.kvs), ...merge.kvs],
+      o.threads ?? defaultThreads(),
+      {exclusive: !o.force, signal: o.signal},
+      merge.byTensor,
+    )
+  } finally {
+    progress?.end()
+  }
+  return {summary, decisions, merged: merge.adapters}
 }
 
 /** The --json document: the summary, the type, and every tensor's decision. */

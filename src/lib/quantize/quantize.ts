@@ -84,7 +84,8 @@ export async function quantizeModel(
   out: string,
   decisions: readonly TensorDecision[],
   options: QuantizeOptions,
-  onTensor?: (index: number, total: number, d: TensorDecision) => void,
+  /** Bytes of the output written so far, of its total (header and padding included): a progress line. */
+  onBytes?: (written: number, total: number) => void,
   /** Metadata to start from (default: the model's; remove-sublayer passes its rewritten set). */
   baseKvs: readonly GgufKv[] = model.kvs,
   /** Worker threads converting chunks (1: on this thread). The bytes are the same for any count. */
@@ -96,7 +97,6 @@ export async function quantizeModel(
 ): Promise<QuantizeSummary> {
   const t0 = performance.now()
   const pool = new ChunkPool(threads)
-  let index = 0
   const tensors = decisions.map((d) => ({
     name: d.tensor.name,
     type: d.to,
@@ -104,10 +104,7 @@ export async function quantizeModel(
     data:
       d.to.id === d.from.id && !merges.has(d.tensor.name)
         ? {file: d.tensor.file, offset: d.tensor.offset}
-        : () => {
-            onTensor?.(index, decisions.length, d)
-            return convert(d, pool, merges.get(d.tensor.name))
-          },
+        : () => convert(d, pool, merges.get(d.tensor.name)),
   }))
   let result
   try {
@@ -117,9 +114,7 @@ export async function quantizeModel(
       {
         ...write,
         inputs: model.shards.map((s) => s.path),
-        onProgress: () => {
-          index++
-        },
+        onBytes,
       },
     )
   } finally {

@@ -10,6 +10,7 @@ import {ExitCode, RunnerError} from '../errors.js'
 import {checkOutputPath, sha256File, sha256Text} from '../util/index.js'
 import {type BaseLogits, type BasePosition, readBaseLogits, writeBaseLogits} from './base-logits.js'
 import {basePosition, checkBaseMatches, KLD_MARGIN, positionKld, summarizeKld} from './kld.js'
+import type {ScoreProgress} from './progress.js'
 import {scoreTokens} from './score.js'
 import {windowScheme} from './windows.js'
 
@@ -30,10 +31,16 @@ export interface CorpusScoreOptions {
   readonly saveTopK: number
   /** Compare against the base saved in this file. */
   readonly kld?: string
-  /** Ctrl+C: scoring stops at the next layer; INTERRUPTED (exit 130) says what was not written. */
+  /**
+   * Ctrl+C: scoring stops at the next layer; INTERRUPTED (exit 130) says what was not written. With
+   * keepPartial, once a window is scored the report of the windows so far comes back instead, marked
+   * `partial` (--save-logits is then not written: a base must cover every window).
+   */
   readonly signal?: AbortSignal
-  /** After each window: windows done, windows in all, ms since scoring began. */
-  readonly onProgress?: (done: number, total: number, elapsedMs: number) => void
+  /** Ctrl+C during scoring returns the windows so far (the command); without it, INTERRUPTED (compat checks). */
+  readonly keepPartial?: boolean
+  /** Running figures as each window ends (./progress.ts); ended however scoring ends. */
+  readonly progress?: ScoreProgress
 }
 
 export const SCHEME_DESCRIPTION =
@@ -58,7 +65,8 @@ class KldTally {
   }
 
   report(ppl: number) {
-    const k = summarizeKld(this.klds, this.agree, this.base)
+    // A partial run compares the positions it scored with the same positions of the base.
+    const k = summarizeKld(this.klds, this.agree, {...this.base, positions: this.base.positions.slice(0, this.klds.length)})
     return {
       mean: k.mean,
       median: k.median,
@@ -99,6 +107,8 @@ export async function scoreCorpus(o: CorpusScoreOptions) {
   } catch (error) {
     if (o.signal?.aborted) throw interrupted(progress, o.saveLogits)
     throw error
+  } finally {
+    o.progress?.end()
   }
 }
 
@@ -133,13 +143,15 @@ async function scoreWithModel(o: CorpusScoreOptions, progress: Progress) {
           if (o.saveLogits !== undefined) saved.push(basePosition(row, lse, target, Math.min(o.saveTopK, row.length)))
           tally?.add(row, lse, target, argmax)
         },
-        onProgress: (done, total) => {
+        onProgress: (done, total, ppl) => {
           progress.done = done
-          o.onProgress?.(done, total, performance.now() - started)
+          o.progress?.window(done, total, performance.now() - started, ppl)
         },
       })
+      if (result.partial && !o.keepPartial) o.signal?.throwIfAborted()
+      o.progress?.end()
       // Ctrl+C after the last window (while a large model is hashed) still means no report and no file.
-      o.signal?.throwIfAborted()
+      if (!result.partial) o.signal?.throwIfAborted()
       const modelSha = await sha256File(model.gguf.path)
       const adapters = await Promise.all(
         model.adapters.map(async (a) => ({
@@ -149,7 +161,8 @@ async function scoreWithModel(o: CorpusScoreOptions, progress: Progress) {
           scale: a.spec.scale,
         })),
       )
-      o.signal?.throwIfAborted()
+      if (!result.partial) o.signal?.throwIfAborted()
+      const scored = result.windows.length
       const doc = {
         model: {file: o.modelPath, sha256: modelSha, shards: model.gguf.shards.length, ...(adapters.length > 0 ? {adapters} : {})},
         corpus: {file: o.corpusFile, sha256: corpusSha, tokens: tokens.length},
@@ -162,6 +175,10 @@ async function scoreWithModel(o: CorpusScoreOptions, progress: Progress) {
           scoredPerWindow: result.scheme.scoredPerWindow,
           bosReplacesFirst: tok.addBos,
         },
+        /** Interrupted (Ctrl+C): every figure is over the first windows_scored windows only. */
+        partial: result.partial,
+        windows_scored: scored,
+        ...(result.partial && o.saveLogits !== undefined ? {not_written: o.saveLogits} : {}),
         n_scored: result.nScored,
         nll_mean: result.nllMean,
         nll_std: result.nllStd,
@@ -174,13 +191,13 @@ async function scoreWithModel(o: CorpusScoreOptions, progress: Progress) {
         windows: result.windows,
         timings: {
           ms: Math.round(result.ms * 10) / 10,
-          tokensPerSecond: Math.round((result.scheme.starts.length * o.ctx * 1000) / result.ms),
+          tokensPerSecond: Math.round((scored * o.ctx * 1000) / result.ms),
           scoredPerSecond: Math.round((result.nScored * 1000) / result.ms),
         },
         kvType: o.kvType,
         ...(tally ? {kld: tally.report(result.ppl)} : {}),
       }
-      if (o.saveLogits !== undefined) {
+      if (o.saveLogits !== undefined && !result.partial) {
         await writeBaseLogits(o.saveLogits, {
           k: Math.min(o.saveTopK, result.nVocab),
           nVocab: result.nVocab,

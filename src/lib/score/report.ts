@@ -4,7 +4,8 @@ import type {ScoreDocument} from './corpus.js'
 /** The human form of a score report: one row per figure. */
 export function formatScoreReport(doc: ScoreDocument): string {
   return formatRows([
-    ['tokens scored', `${doc.n_scored} in ${doc.scheme.windows} windows of ${doc.scheme.ctx} (stride ${doc.scheme.stride})`],
+    ...(doc.partial ? ([['partial', partialLine(doc)]] as Array<[string, string]>) : []),
+    ['tokens scored', `${doc.n_scored} in ${doc.windows_scored} windows of ${doc.scheme.ctx} (stride ${doc.scheme.stride})`],
     ['nll mean', `${doc.nll_mean.toFixed(6)} ± ${doc.nll_std_error.toFixed(6)} (std ${doc.nll_std.toFixed(4)})`],
     ['perplexity', `${doc.ppl.toFixed(4)} (95%: ${doc.ppl_ci95[0].toFixed(4)} to ${doc.ppl_ci95[1].toFixed(4)})`],
     ['top-1', `${doc.top1} of ${doc.n_scored} (${(100 * doc.top1_rate).toFixed(2)}%)`],
@@ -28,10 +29,8 @@ export function formatScoreReport(doc: ScoreDocument): string {
   ])
 }
 
-/** "scoring window i/n" on stderr, on a terminal only, once scoring has taken over a second. */
-export function scoreProgress(enabled: boolean): ((done: number, total: number, elapsedMs: number) => void) | undefined {
-  if (!enabled || !process.stderr.isTTY) return undefined
-  return (done, total, elapsedMs) => {
-    if (elapsedMs > 1000) process.stderr.write(`\rscoring window ${done}/${total}${done === total ? '\n' : ''}`)
-  }
+/** What an interrupted report covers, first in it: a reader must not take it for the whole corpus. */
+function partialLine(doc: ScoreDocument): string {
+  const unsaved = doc.not_written === undefined ? '' : `; ${printable(doc.not_written)} was not written`
+  return `${doc.windows_scored} of ${doc.scheme.windows} windows (interrupted); every figure below is over those windows only${unsaved}`
 }

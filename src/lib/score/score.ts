@@ -7,7 +7,12 @@ export interface ScoreOptions {
   readonly stride?: number
   /** Token that replaces the first token of every window (llama-perplexity uses BOS). */
   readonly bos: number | undefined
-  readonly onProgress?: (windowsDone: number, windows: number) => void
+  /** After each window: windows done, windows in all, and the perplexity of every position scored so far. */
+  readonly onProgress?: (windowsDone: number, windows: number, runningPpl: number) => void
+  /**
+   * Ctrl+C: the window being evaluated is dropped and the windows scored so far are the result,
+   * marked partial; before the first window ends it rejects as the engine does (aborted).
+   */
   readonly signal?: AbortSignal
   /** Called for every scored position in order: its logits row, log-sum-exp, target and argmax. */
   readonly onPosition?: (row: Float32Array, lse: number, target: number, argmax: number) => void
@@ -35,6 +40,8 @@ export interface ScoreResult {
   readonly top1: number
   readonly top1Rate: number
   readonly windows: readonly WindowResult[]
+  /** Interrupted: `windows` holds fewer than scheme.starts.length, and every figure is over those. */
+  readonly partial: boolean
   readonly ms: number
 }
 
@@ -84,9 +91,17 @@ export async function scoreTokens(ctx: Context, tokens: readonly number[], optio
   let sum2 = 0
   let top1 = 0
   for (const [w, start] of scheme.starts.entries()) {
+    if (options.signal?.aborted && windows.length > 0) break
     const ids = windowTokens(tokens, start, options.ctx, options.bos)
     ctx.kvTruncate(0)
-    const logits = (await ctx.decode(ids, {pos: 0, logits: 'all', signal: options.signal}))!
+    let logits: Float32Array
+    try {
+      logits = (await ctx.decode(ids, {pos: 0, logits: 'all', signal: options.signal}))!
+    } catch (error) {
+      // Interrupted inside a window: the whole windows before it are the (partial) result.
+      if (options.signal?.aborted && windows.length > 0) break
+      throw error
+    }
     let nllSum = 0
     for (let i = scheme.first; i < options.ctx - 1; i++) {
       const row = logits.subarray(i * nVocab, (i + 1) * nVocab)
@@ -106,7 +121,7 @@ export async function scoreTokens(ctx: Context, tokens: readonly number[], optio
     }
     sum += nllSum
     windows.push({start, nllSum, nScored: options.ctx - 1 - scheme.first})
-    options.onProgress?.(w + 1, scheme.starts.length)
+    options.onProgress?.(w + 1, scheme.starts.length, Math.exp(sum / n))
   }
   const mean = sum / n
   const variance = Math.max(0, sum2 / n - mean * mean)
@@ -123,6 +138,7 @@ export async function scoreTokens(ctx: Context, tokens: readonly number[], optio
     top1,
     top1Rate: top1 / n,
     windows,
+    partial: windows.length < scheme.starts.length,
     ms: performance.now() - t0,
   }
 }

@@ -13,6 +13,7 @@ import {ApiError, badParam, toApiError} from './api-error.js'
 import {checkModel} from './requests.js'
 import {validateBody} from './schemas.js'
 import {refuseUnfittable} from './request-limits.js'
+import {countRequestTokens} from './request-log.js'
 import type {ServerState} from './state.js'
 
 /** OpenAI's limit on inputs in one request. */
@@ -140,7 +141,12 @@ export async function embedOnSlot(s: ServerState, req: FastifyRequest, reply: Fa
   try {
     const lease = await s.scheduler.acquire([], life.signal)
     try {
-      return await embedTokens(lease.slot.session, tokens, {signal: life.signal})
+      const result = await embedTokens(lease.slot.session, tokens, {signal: life.signal})
+      countRequestTokens(
+        result.tokenCounts.reduce((a, b) => a + b, 0),
+        0,
+      )
+      return result
     } catch (error) {
       throw life.signal.aborted ? life.signal.reason : toApiError(error)
     } finally {

@@ -15,6 +15,7 @@ import type {Constraint} from '../grammar/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {ApiError} from './api-error.js'
 import type {Metrics} from './metrics.js'
+import {countRequestTokens} from './request-log.js'
 import type {Scheduler} from './scheduler.js'
 
 export type {TokenReport} from '../generate/index.js'
@@ -98,6 +99,7 @@ export async function runGeneration(
     const seconds = (performance.now() - t0) / 1000
     // The slot's time and tokens were spent even when no answer goes out.
     metrics.recordGeneration(o.usage.promptTokens, o.usage.completionTokens, o.usage.cachedTokens, seconds)
+    countRequestTokens(o.usage.promptTokens, o.usage.completionTokens)
     // Aborted (timeout, client gone, shutdown): the reason is the signal's. A generation that ended
     // on its own (or at a stop string) just as the signal fired is still a complete answer.
     if (o.finishReason === 'aborted') throw signal.reason ?? new ApiError(500, 'the generation was aborted')

@@ -1,6 +1,6 @@
 /**
  * What `runner serve` does around startServer: its flags and what they give (a template file read,
- * the timeout checked), the warning for an open address without a key, the startup line, and the graceful close
+ * the timeout checked, the request log's format), the warning for an open address without a key, the startup line, and the graceful close
  * on SIGINT or SIGTERM.
  */
 import {readFileSync} from 'node:fs'
@@ -10,6 +10,7 @@ import {Flags, type Interfaces} from '@oclif/core'
 import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers} from '../cli/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {CONNECTION_DEFAULTS} from './connections.js'
+import {LOG_FORMATS, type LogFormat} from './request-log.js'
 import {REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimitFlag, type RequestLimits} from './request-limits.js'
 import {type RunningServer, SERVE_DEFAULTS, type ServeOptions, SHUTDOWN_GRACE_MS} from './server.js'
 
@@ -110,6 +111,12 @@ export const serveFlags = {
   'no-batch-decode': Flags.boolean({
     description: "run each slot's decode steps on its own instead of one forward pass for all slots (same tokens, slower with -P above 1)",
   }),
+  'log-format': Flags.string({
+    description:
+      'one stderr line per request (method, route, status, tokens, ms; never prompts or headers): text, json (one object a line) or none',
+    options: [...LOG_FORMATS],
+    default: SERVE_DEFAULTS.requestLog,
+  }),
   ...loraFlag,
   ...limitFlags(),
 }
@@ -149,6 +156,7 @@ type ServeFlagValues = {
   readonly 'max-connections': number
   readonly 'max-connections-per-client': number
   readonly lora?: string[]
+  readonly 'log-format': string
 } & Readonly<Record<RequestLimitFlag, number>>
 
 /** startServer's options from the parsed flags (the timeout checked, a template file read). */
@@ -173,6 +181,7 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     aliases: flags.alias,
     acceptAnyModel: flags['accept-any-model'],
     corsOrigins: flags.cors,
+    requestLog: flags['log-format'] as LogFormat,
     connections: {
       headersTimeoutSeconds: secondsFlag('--headers-timeout', flags['headers-timeout']),
       bodyTimeoutSeconds: secondsFlag('--body-timeout', flags['body-timeout']),

@@ -24,6 +24,8 @@ import {checkedJsonParser} from './json-body.js'
 import {clientErrorHandler, methodNotAllowed} from './http-conformance.js'
 import {buildInfo} from './build-info.js'
 import {installCors, parseCorsOrigins} from './cors.js'
+import {checkCanListen, listenError} from './listen.js'
+import {installRequestLog, type LogFormat} from './request-log.js'
 import {Metrics} from './metrics.js'
 import {modelIds as ids, otherIds} from './model-ids.js'
 import {COMPLETION_DEFAULT_MAX_TOKENS, type RequestEnv} from './requests.js'
@@ -78,6 +80,8 @@ export interface ServeOptions {
   readonly requestLimits?: Partial<RequestLimits>
   /** Origins allowed by CORS ("*": any); none by default (./cors.ts). */
   readonly corsOrigins?: readonly string[]
+  /** One line per request through startServer's `log` (./request-log.ts): text, json, or none. */
+  readonly requestLog?: LogFormat
 }
 
 export const SERVE_DEFAULTS = {
@@ -90,6 +94,7 @@ export const SERVE_DEFAULTS = {
   bodyLimitBytes: 4 << 20,
   prefixCache: true,
   batchDecode: true,
+  requestLog: 'text',
 } as const
 
 /** How long a graceful close lets in-flight requests finish before cancelling them. */
@@ -158,6 +163,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   for (const key of Object.keys(REQUEST_LIMIT_FLAGS) as Array<keyof RequestLimits>)
     check(REQUEST_LIMIT_FLAGS[key].flag, requestLimits[key], 1, 1 << 24)
   const build = await buildInfo()
+  // Before the model loads: a port in use is said at once, not after a long load.
+  await checkCanListen(o.host, o.port)
 
   const model = await Model.load(o.modelPath, {lora: options.lora})
   const contexts: Context[] = []
@@ -332,11 +339,11 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       routes: ROUTES.map((r) => ({method: r.method, path: r.url, summary: r.summary})),
     }
     const state = new ServerState(env, {scheduler, metrics}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000, model.gguf)
-    const app = buildApp(state, o.bodyLimitBytes, o.apiKey, corsOrigins, limits)
+    const app = buildApp(state, o.bodyLimitBytes, o.apiKey, corsOrigins, limits, (a) => installRequestLog(a, o.requestLog, log))
     try {
       await app.listen({host: o.host, port: o.port})
     } catch (error) {
-      throw new RunnerError('SERVE_LISTEN', `cannot listen on ${o.host}:${o.port}: ${(error as Error).message}`, ExitCode.failure)
+      throw listenError(error, o.host, o.port)
     }
     const address = app.server.address()
     const port = typeof address === 'object' && address ? address.port : o.port
@@ -382,6 +389,8 @@ function buildApp(
   apiKey: string | undefined,
   corsOrigins: readonly string[],
   limits: ConnectionLimits,
+  /** Installs the request log: its hook must come before every other (./request-log.ts). */
+  installLog: (app: FastifyInstance) => void = () => {},
 ): FastifyInstance {
   const app = Fastify({
     bodyLimit,
@@ -402,7 +411,9 @@ function buildApp(
   app.addContentTypeParser('application/json', {parseAs: 'buffer'}, json)
   app.addContentTypeParser('*', {parseAs: 'buffer'}, json)
 
-  // First: preflights are answered before the API key is asked for.
+  // First the request log (a request refused by a later hook is logged), then CORS: preflights are
+  // answered before the API key is asked for.
+  installLog(app)
   installCors(app, corsOrigins)
   const publicRoutes = new Set(ROUTES.filter((r) => !r.auth).map((r) => r.url))
   const key = apiKey === undefined ? undefined : Buffer.from(apiKey)

@@ -8,7 +8,7 @@ export {checkFreeSpace, checkOutputPath, interruptedWrite, type OutputPathOption
 export {own} from './own.js'
 // Printable text lives in its own area (errors.ts needs it without util); util re-exports it whole.
 export * from '../text/index.js'
-export {readPrompt} from './prompt-input.js'
+export {readPrompt, type TextInputNames} from './prompt-input.js'
 export {RecentCache} from './recent.js'
 export {deriveSeed, SeededRandom} from './random.js'
 export {sha256File, sha256Text} from './sha256.js'
