@@ -5,6 +5,7 @@
 // Packing uses --ignore-scripts: `npm test`'s pretest has just built dist/, and a prepare run here
 // would rewrite dist/ under the other tests. It compiles the addon once more (a minute of CPU; 4 min
 // of wall time on a shared 2-core machine), so it runs only when RUNNER_TEST_INSTALL=1 (CI's own job).
+// What the tarball holds is checked every time (npm pack --dry-run: 3 s).
 import assert from 'node:assert/strict'
 import {execFile, spawnSync} from 'node:child_process'
 import {mkdirSync, mkdtempSync, readFileSync, rmSync} from 'node:fs'
@@ -35,6 +36,32 @@ interface Greedy {
   ids: number[]
   text: string
 }
+
+// Cheap and ungated: what the tarball holds (npm's own file list, from package.json "files").
+describe('npm pack ships what an install needs and nothing of the checkout', {skip: hasNpm ? false : 'npm is not on PATH'}, () => {
+  test('compiled dist/src with declarations, bin, the engine sources and build files; no tests, build output, test addon or maps', async () => {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)))
+    const {stdout} = await run(NPM, ['pack', '--dry-run', '--ignore-scripts', '--json'], {cwd: REPO_ROOT, env, maxBuffer: 64 << 20})
+    const [{name, files}] = JSON.parse(stdout) as [{name: string; files: {path: string}[]}]
+    assert.equal(name, 'runner-llm')
+    const paths = new Set(files.map((f) => f.path))
+    for (const needed of [
+      'package.json',
+      'bin/run.js',
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/src/commands/run.js',
+      'native/CMakeLists.txt',
+      'native/package.json',
+      'native/include/runner.h',
+    ])
+      assert.ok(paths.has(needed), `the tarball holds ${needed}`)
+    const unwanted = [...paths].filter((p) =>
+      /^(test|src|scripts|fixtures|compat|dist\/scripts|native\/build|native\/addon-test)\/|\.map$/.test(p),
+    )
+    assert.deepEqual(unwanted, [], 'nothing of the checkout beyond what an install runs')
+  })
+})
 
 describe('npm pack + npm install -g gives a working `runner` from any folder', {skip: SKIP}, () => {
   const dir = mkdtempSync(join(tmpdir(), 'runner-global-'))
