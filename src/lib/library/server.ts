@@ -3,7 +3,7 @@
  * where it listens and how to close it. Signals are the caller's business here: nothing listens
  * for SIGINT or SIGTERM, as `runner serve` does.
  */
-import {type ServeOptions, startServer} from '../server/index.js'
+import type {ServeOptions} from '../server/index.js'
 
 export type {ServeOptions}
 
@@ -29,6 +29,9 @@ export interface Server {
  * await server.close()
  */
 export async function serve(options: ServeOptions): Promise<Server> {
+  // Loaded on first use: the HTTP stack (fastify, the routes' schemas) is most of what importing
+  // the package would cost (0.8 s instead of 0.3 s), and a caller that never serves need not pay it.
+  const {startServer} = await import('../server/index.js')
   const running = await startServer(options)
   return {
     url: running.url,
