@@ -50,12 +50,13 @@ describe('runner CLI', () => {
     assert.ok(COMMANDS.includes('inspect'))
   })
 
-  test('--version prints runner/<package.json version>', () => {
+  // oclif prints the npm package's name (runner-llm: what to install or upgrade), not the command's.
+  test('--version prints <package.json name>/<package.json version>', () => {
     const r = runCli(['--version'])
     assert.equal(r.status, 0, r.stderr)
     const first = r.stdout.split('\n')[0] ?? ''
-    assert.ok(first.startsWith(`${BIN}/${pkg.version}`), `--version printed ${JSON.stringify(r.stdout)}`)
-    assert.match(first, new RegExp(`^${BIN}/${pkg.version.replaceAll('.', '\\.')}(?: |$)`))
+    assert.ok(first.startsWith(`${pkg.name}/${pkg.version}`), `--version printed ${JSON.stringify(r.stdout)}`)
+    assert.match(first, new RegExp(`^${pkg.name}/${pkg.version.replaceAll('.', '\\.')}(?: |$)`))
   })
 
   test('--help lists every command of src/commands and exits 0', () => {

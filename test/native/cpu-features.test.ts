@@ -101,9 +101,11 @@ describe('native addon: loader failures', () => {
     })
   }
 
-  it('a missing .node is ADDON_NOT_BUILT, naming the path and how to build', () => {
+  it('a missing .node is ADDON_NOT_BUILT, naming the path and how to build, in the package folder', () => {
     const missing = join(scratch, 'nothing-here', 'runner_native.node')
-    assertRunnerError(() => loadAddonFrom(missing), 'ADDON_NOT_BUILT', missing, 'npm run build:native', 'cmake', 'Cannot find module')
+    // --prefix: after npm install -g the folder to build in is <prefix>/lib/node_modules/runner-llm, not the user's.
+    const build = `npm run build:native --prefix ${findPackageRoot()}`
+    assertRunnerError(() => loadAddonFrom(missing), 'ADDON_NOT_BUILT', missing, build, 'cmake', 'Cannot find module')
   })
 
   it('a .node that is not a shared library is ADDON_NOT_BUILT with the loader error', () => {

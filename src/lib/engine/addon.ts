@@ -390,15 +390,35 @@ function isNativeAddon(module: unknown): module is NativeAddon {
 }
 
 const ADDON_RELATIVE_PATH = join('native', 'build', 'Release', 'runner_native.node')
-const PACKAGE_NAME = 'runner'
-const BUILD_HINT =
-  'Build it with `npm run build:native` (npm ci also builds it); that needs cmake (>= 3.19) and a C/C++ compiler (gcc or clang).'
+const PACKAGE_NAME = 'runner-llm'
+/**
+ * How to build the addon, naming the folder to build it in: for a global install that is
+ * <prefix>/lib/node_modules/runner-llm, not the folder the user stands in, so `--prefix` says where.
+ */
+function buildHint(root?: string): string {
+  const command = root === undefined ? 'npm run build:native' : `npm run build:native --prefix ${quoteArg(root)}`
+  return `Build it with \`${command}\` (npm ci and npm install -g build it too); that needs cmake (>= 3.19) and a C/C++ compiler (gcc or clang).`
+}
+
+/** A path as a shell argument: as is when it is plain, in single quotes otherwise. */
+function quoteArg(path: string): string {
+  return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replaceAll("'", `'\\''`)}'`
+}
+
+/** The package root when it can be found, for the build hint; undefined rather than a second error. */
+function rootOrUndefined(): string | undefined {
+  try {
+    return findPackageRoot()
+  } catch {
+    return undefined
+  }
+}
 
 const requireNative = createRequire(import.meta.url)
 
 /**
  * The package root: the nearest directory above `start` holding the package.json named
- * "runner". Works from the compiled file (dist/src/lib/engine/) and from the source file
+ * "runner-llm" (the npm package; its command is `runner`). Works from the compiled file (dist/src/lib/engine/) and from the source file
  * run by tsx (src/lib/engine/).
  */
 export function findPackageRoot(start: string = dirname(fileURLToPath(import.meta.url))): string {
@@ -412,7 +432,7 @@ export function findPackageRoot(start: string = dirname(fileURLToPath(import.met
 
   throw new RunnerError(
     'ADDON_NOT_BUILT',
-    `Cannot find the runner package root (a package.json named "${PACKAGE_NAME}") above ${start}, so the native addon cannot be located. ${BUILD_HINT}`,
+    `Cannot find the runner package root (a package.json named "${PACKAGE_NAME}") above ${start}, so the native addon cannot be located. ${buildHint()}`,
     ExitCode.backendUnavailable,
   )
 }
@@ -446,7 +466,7 @@ export function requireAddon<T>(path: string, names: readonly string[], guard: (
     const reason = (error instanceof Error ? error.message : String(error)).split('\nRequire stack:')[0]
     throw new RunnerError(
       'ADDON_NOT_BUILT',
-      `The ${what} could not be loaded from ${path}: ${reason}. ${BUILD_HINT}`,
+      `The ${what} could not be loaded from ${path}: ${reason}. ${buildHint(rootOrUndefined())}`,
       ExitCode.backendUnavailable,
       {cause: error},
     )
@@ -459,7 +479,7 @@ export function requireAddon<T>(path: string, names: readonly string[], guard: (
     const found = missing.length > 0 ? `lacks ${missing.join(', ')}` : `has ABI version ${String(abi)}`
     throw new RunnerError(
       'ADDON_STALE',
-      `The ${what} at ${path} ${found}, but this runner expects ABI version ${ADDON_ABI_VERSION}: it was built from other sources. Rebuild it with \`npm run build:native\`.`,
+      `The ${what} at ${path} ${found}, but this runner expects ABI version ${ADDON_ABI_VERSION}: it was built from other sources. ${buildHint(rootOrUndefined()).replace('Build it', 'Rebuild it')}`,
       ExitCode.backendUnavailable,
     )
   }
