@@ -15,6 +15,8 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
 
+import {loadModel} from 'runner-llm'
+
 import {parseHubRef} from '../../src/lib/models/hub-ref.js'
 import {chooseFiles, pullModel, resolveModelPath} from '../../src/lib/models/index.js'
 import {COMMIT, FakeHub, gitBlobSha1, sha256} from '../helpers/fake-hub.js'
@@ -132,6 +134,17 @@ describe('runner pull from a Hub on loopback, list, run by name, rm', {skip: has
     assert.deepEqual(JSON.parse(run.stdout).tokens, reference.ids.slice(0, 16), "run by name: llama.cpp's greedy tokens")
     for (const name of ['hf.co/tiny/stories260K-GGUF:F32', 'stories260K-GGUF', 'stories260k-gguf:f32', 'tiny/stories260K-GGUF'])
       assert.equal(await resolveModelPath(name, '-m', env(dir)), result.path, `${name} is a unique shorter name`)
+    const saved = process.env.RUNNER_MODELS
+    process.env.RUNNER_MODELS = dir
+    try {
+      const model = await loadModel('stories260K-GGUF')
+      const lib = await model.generate(reference.prompt, {maxTokens: 8, temperature: 0})
+      await model.dispose()
+      assert.deepEqual(lib.tokens, reference.ids.slice(0, 8), "the library's loadModel takes the name too")
+    } finally {
+      if (saved === undefined) delete process.env.RUNNER_MODELS
+      else process.env.RUNNER_MODELS = saved
+    }
     const inspect = await runCliAsync(['inspect', 'stories260K-GGUF', '--json'], {env: env(dir)})
     assert.equal(JSON.parse(inspect.stdout).summary.architecture, 'llama', 'inspect takes the name too')
 

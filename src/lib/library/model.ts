@@ -12,6 +12,7 @@ import type {Pooling} from '../embed/index.js'
 import {type Context, defaultContextSize, type LoadOptions, Model, Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {fitPrompt, generate, type Generation} from '../generate/index.js'
+import {resolveModelPath} from '../models/index.js'
 import {resolveSamplingOptions, type SamplingInput} from '../sampling/index.js'
 import {type ScoreResult, scoreTokens} from '../score/index.js'
 import {encodePrompt} from '../tokenizer/index.js'
@@ -106,7 +107,8 @@ export interface ModelInfo {
 const DEFAULT_SCORE_WINDOW = 512
 
 /**
- * Load a GGUF model (checked as every command checks it) and make its context. The weights are
+ * Load a GGUF model (checked as every command checks it) and make its context. `path` is a file, or
+ * the name of a model in the models folder (`runner pull`, `runner list`), as the CLI's -m takes it. The weights are
  * mapped on a worker thread; the promise resolves when both are ready. Dispose of it when done
  * (`await model.dispose()`, or `await using model = await loadModel(...)`).
  *
@@ -125,7 +127,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     ...(options.signal ? {signal: options.signal} : {}),
     ...(options.onProgress ? {onProgress: options.onProgress} : {}),
   }
-  const model = await Model.load(path, load)
+  const model = await Model.load(await resolveModelPath(path, 'loadModel'), load)
   try {
     const nCtx = options.contextSize ?? defaultContextSize(model.config.nCtxTrain)
     const context = await model.createContext({nCtx, nBatch: options.batchSize, threads: options.threads, kvType: options.kvType})
