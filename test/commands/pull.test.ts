@@ -160,6 +160,10 @@ describe('runner pull from a Hub on loopback, list, run by name, rm', {skip: has
     assert.equal(gone.status, 3)
     assert.match(gone.stderr, /model "stories260K-GGUF": no such file, and no model of that name in .*runner pull OWNER\/REPO\[:QUANT\]/)
     assert.match(gone.stderr, /\[MODEL_NOT_FOUND\]$/m)
+    await assert.rejects(
+      resolveModelPath('hf.co/tiny/stories260K-GGUF:F32', '-m', env(dir)),
+      /`runner pull tiny\/stories260K-GGUF:F32` fetches it/,
+    )
     const rmAgain = await runCliAsync(['rm', 'nothing-here'], {env: env(dir)})
     assert.equal(rmAgain.status, 3)
   })

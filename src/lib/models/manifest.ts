@@ -103,11 +103,14 @@ export function safeRelativePath(path: string): boolean {
 const UNSAFE_IN_NAME = /[\\\u0000-\u001F\u007F]/
 
 /** The error for a model name that no manifest or file answers to. */
-export function unknownModel(name: string, dir: string, flag: string): RunnerError {
+export function unknownModel(name: string, dir: string, flag: string, hubName?: string): RunnerError {
+  const pull = hubName
+    ? `\`runner pull ${printable(hubName, {max: 120})}\` fetches it`
+    : '`runner pull OWNER/REPO[:QUANT]` fetches one from the Hugging Face Hub'
   return new RunnerError(
     'MODEL_NOT_FOUND',
     `${flag} ${JSON.stringify(printable(name, {max: 120}))}: no such file, and no model of that name in ${printable(dir)} ` +
-      '(`runner list` shows the models there; `runner pull OWNER/REPO[:QUANT]` fetches one from the Hugging Face Hub)',
+      `(\`runner list\` shows the models there; ${pull})`,
     ExitCode.invalidModel,
   )
 }

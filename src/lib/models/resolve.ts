@@ -18,17 +18,21 @@ export async function resolveModelPath(text: string, flag: string, env: NodeJS.P
   const dir = modelsDir(env)
   const stored = (await findStoredModel(dir, text)) ?? (await viaHubName(dir, text))
   if (stored) return stored.path
-  if (!/\.gguf$/i.test(text) || hasHubPrefix(text)) throw unknownModel(text, dir, flag)
+  if (!/\.gguf$/i.test(text) || hasHubPrefix(text)) throw unknownModel(text, dir, flag, hubName(text))
   return text
+}
+
+/** The Hub name a text would pull as, when it is written as one (OWNER/REPO[:QUANT], hf.co/...). */
+function hubName(text: string): string | undefined {
+  try {
+    return parseHubRef(text)?.name
+  } catch {
+    return undefined
+  }
 }
 
 /** `hf.co/OWNER/REPO:TAG` (llama.cpp's -hf spelling) means the pulled `OWNER/REPO:TAG`. */
 async function viaHubName(dir: string, text: string) {
-  let ref
-  try {
-    ref = parseHubRef(text)
-  } catch {
-    return undefined
-  }
-  return ref && ref.name !== text ? findStoredModel(dir, ref.name) : undefined
+  const name = hubName(text)
+  return name !== undefined && name !== text ? findStoredModel(dir, name) : undefined
 }
