@@ -17,6 +17,7 @@ import {after, before, describe, test} from 'node:test'
 
 import {loadModel} from 'runner-llm'
 
+import {type GgufKv, GgufValueType, readGgufModel, writeGguf} from '../../src/lib/gguf/index.js'
 import {parseHubRef} from '../../src/lib/models/hub-ref.js'
 import {chooseFiles, pullModel, resolveModelPath} from '../../src/lib/models/index.js'
 import {COMMIT, FakeHub, gitBlobSha1, sha256} from '../helpers/fake-hub.js'
@@ -29,6 +30,23 @@ const freshDir = () => {
   const d = join(tmp, `models-${fresh++}`)
   mkdirSync(d)
   return d
+}
+
+/** stories260K written as llama.cpp's split convention (two shards), as test/commands/inspect.test.ts writes it. */
+async function splitStories(): Promise<Buffer[]> {
+  const model = readGgufModel(sharedPath('models/stories260K.gguf'))
+  const half = Math.ceil(model.tensors.length / 2)
+  const kv = (no: number): GgufKv[] => [
+    {key: 'split.no', type: GgufValueType.UINT16, value: no},
+    {key: 'split.count', type: GgufValueType.UINT16, value: 2},
+    {key: 'split.tensors.count', type: GgufValueType.INT32, value: model.tensors.length},
+  ]
+  const tensors = (list: typeof model.tensors) =>
+    list.map((x) => ({name: x.name, type: x.type, shape: x.shape, data: {file: x.file, offset: x.offset}}))
+  const paths = [join(tmp, 'split-1.gguf'), join(tmp, 'split-2.gguf')]
+  await writeGguf(paths[0]!, {kvs: [...model.kvs, ...kv(0)], tensors: tensors(model.tensors.slice(0, half))})
+  await writeGguf(paths[1]!, {kvs: kv(1), tensors: tensors(model.tensors.slice(half))})
+  return paths.map((p) => readFileSync(p))
 }
 
 const f = (path: string, hex = 'a'.repeat(64)) => ({path, bytes: 1, digest: {algorithm: 'sha256' as const, hex}})
@@ -79,7 +97,16 @@ describe('runner pull from a Hub on loopback, list, run by name, rm', {skip: has
     if (!hasShared()) return
     const stories = storiesBytes()
     const q8 = readFileSync(sharedPath('models/stories260K.gguf'))
+    const split = await splitStories()
     hub = new FakeHub([
+      {
+        repo: 'tiny/split-GGUF',
+        files: [
+          {path: 'stories-Q8_0-00002-of-00002.gguf', bytes: split[1]!},
+          {path: 'stories-Q8_0-00001-of-00002.gguf', bytes: split[0]!},
+          {path: 'mmproj-stories-Q8_0.gguf', bytes: Buffer.from('not a model')},
+        ],
+      },
       {
         repo: 'tiny/stories260K-GGUF',
         files: [
@@ -174,6 +201,11 @@ describe('runner pull from a Hub on loopback, list, run by name, rm', {skip: has
     const first = await runCliAsync(['pull', 'tiny/stories260K-GGUF:F32'], {env: env(dir)})
     hub.options.cutAfterBytes = 0
     assert.equal(first.status, 1, first.stderr)
+    assert.match(
+      first.stderr,
+      /^pulling tiny\/stories260K-GGUF:F32 +\d+% [\d.]+ KiB of 1\.13 MiB, .*\/s, ETA /m,
+      'a progress line per 10 % in a log',
+    )
     assert.match(first.stderr, /PULL_INCOMPLETE|HUB_UNREACHABLE|terminated/)
     const part = join(dir, 'hf.co', 'tiny', 'stories260K-GGUF', 'stories260K-F32.gguf.download')
     const kept = statSync(part).size
@@ -268,6 +300,22 @@ describe('runner pull from a Hub on loopback, list, run by name, rm', {skip: has
     assert.equal(JSON.parse(ok.stdout).name, 'tiny/gated-GGUF/sub/gated-Q8_0.gguf')
     const run = await runCliAsync(['run', 'gated-Q8_0', '-p', 'Once', '-n', '2', '--temp', '0'], {env: env(dir)})
     assert.equal(run.status, 0, `the file's stem names it: ${run.stderr}`)
+  })
+
+  test('a split set: every shard comes, and the name opens the whole model', async () => {
+    const dir = freshDir()
+    const r = await pullModel('tiny/split-GGUF', {dir, endpoint: `${hub.url}/`})
+    assert.equal(r.manifest.name, 'tiny/split-GGUF:Q8_0', 'no tag: Q4_K_M, then Q8_0, as llama.cpp')
+    assert.deepEqual(
+      r.manifest.files.map((x) => x.path),
+      ['hf.co/tiny/split-GGUF/stories-Q8_0-00001-of-00002.gguf', 'hf.co/tiny/split-GGUF/stories-Q8_0-00002-of-00002.gguf'],
+    )
+    const model = readGgufModel(await resolveModelPath('split-GGUF', '-m', {RUNNER_MODELS: dir}))
+    assert.deepEqual(
+      model.tensors.map((t) => t.name),
+      readGgufModel(STORIES()).tensors.map((t) => t.name),
+      'both shards, read as one model',
+    )
   })
 
   test('a file kept in git (not LFS) is checked against its git blob id', async () => {
