@@ -49,7 +49,7 @@ export function modelFromFlagOrArg(flag: string | undefined, arg: string | undef
  */
 export const noGpuFlag = {
   'n-gpu-layers': Flags.integer({
-    description: "llama.cpp's -ngl: layers on a GPU. This build has no GPU backend (issue #25), so only 0 is accepted",
+    description: "llama.cpp's -ngl: layers on a GPU (default 0). This build has no GPU backend (issue #25), so only 0 is accepted",
     min: 0,
     helpValue: 'N',
   }),

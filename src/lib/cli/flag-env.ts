@@ -34,6 +34,7 @@ export const NOT_FROM_ENV: Readonly<Record<string, string>> = {
   val: "one training run's input",
   key: 'one lookup',
   out: 'an output path: every later command would write the same file',
+  markdown: 'an output path: every later command would write the same file',
   'save-logits': 'an output path: every later command would write the same file',
   transcript: 'an output path: every later command would write the same file',
   'transcript-prev': "one receipt chain's link",
@@ -79,7 +80,9 @@ function onCommandLine(name: string, flag: AnyFlag, argv: readonly string[]): bo
   const tokens = end >= 0 ? argv.slice(0, end) : argv
   const longs = [name, ...(flag.aliases ?? []), ...(flag.type === 'boolean' ? [`no-${name}`] : [])].map((n) => `--${n}`)
   return tokens.some(
-    (t) => longs.some((l) => t === l || t.startsWith(`${l}=`)) || (flag.char !== undefined && !t.startsWith('--') && t.startsWith(`-${flag.char}`)),
+    (t) =>
+      longs.some((l) => t === l || t.startsWith(`${l}=`)) ||
+      (flag.char !== undefined && !t.startsWith('--') && t.startsWith(`-${flag.char}`)),
   )
 }
 
@@ -133,7 +136,10 @@ export function namingVariable(error: Error & {code?: unknown}, sources: readonl
   const s = sources.find((x) => new RegExp(`(^|[^\\w-])--${x.flag}(?![\\w-])`).test(error.message))
   if (!s) return undefined
   // oclif's parse errors span lines and end by pointing at --help: one line here.
-  const text = error.message.replace(/\s*See more help with --help\s*$/, '').replaceAll(/\s*\n\s*/g, ' ').trim()
+  const text = error.message
+    .replace(/\s*See more help with --help\s*$/, '')
+    .replaceAll(/\s*\n\s*/g, ' ')
+    .trim()
   const message = `${s.variable}=${quoted(s.value)}: ${text}`
   if (error instanceof RunnerError) return new RunnerError(error.code, message, error.exitCode)
   return new RunnerError('BAD_ENV', message, ExitCode.usage)
