@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {ExitCode, RunnerError} from '../errors.js'
-import {resolveSamplingOptions, SAMPLING_DEFAULTS, type SamplingOptions} from '../sampling/index.js'
+import {resolveSamplingOptions, SAMPLING_DEFAULTS, type SamplingNames, type SamplingOptions} from '../sampling/index.js'
 
 const d = SAMPLING_DEFAULTS
 
@@ -33,20 +33,36 @@ export const samplingFlags = {
 
 type SamplingFlagValues = {[K in keyof typeof samplingFlags]?: K extends 'top-k' | 'repeat-last-n' ? number : string}
 
+/** Each sampling option's flag, so a refusal names the flag as typed (`--top-p 2: must be in (0, 1]`). */
+export const SAMPLING_FLAG_NAMES: SamplingNames = {
+  temperature: '--temp',
+  topK: '--top-k',
+  topP: '--top-p',
+  minP: '--min-p',
+  repeatPenalty: '--repeat-penalty',
+  penaltyLastN: '--repeat-last-n',
+  presencePenalty: '--presence-penalty',
+  frequencyPenalty: '--frequency-penalty',
+  seed: '--seed',
+}
+
 /** Validated sampling options from the parsed flags (every value checked by resolveSamplingOptions). */
 export function samplingFromFlags(flags: SamplingFlagValues): SamplingOptions {
-  return resolveSamplingOptions({
-    temperature: parseNumberFlag(flags.temp, '--temp'),
-    topK: flags['top-k'],
-    topP: parseNumberFlag(flags['top-p'], '--top-p'),
-    minP: parseNumberFlag(flags['min-p'], '--min-p'),
-    repeatPenalty: parseNumberFlag(flags['repeat-penalty'], '--repeat-penalty'),
-    penaltyLastN: flags['repeat-last-n'],
-    presencePenalty: parseNumberFlag(flags['presence-penalty'], '--presence-penalty'),
-    frequencyPenalty: parseNumberFlag(flags['frequency-penalty'], '--frequency-penalty'),
-    // -1 is llama.cpp's "random seed": the same as leaving it out (the seed drawn is reported).
-    seed: flags.seed === undefined || flags.seed.trim() === '-1' ? undefined : parseSeed(flags.seed),
-  })
+  return resolveSamplingOptions(
+    {
+      temperature: parseNumberFlag(flags.temp, '--temp'),
+      topK: flags['top-k'],
+      topP: parseNumberFlag(flags['top-p'], '--top-p'),
+      minP: parseNumberFlag(flags['min-p'], '--min-p'),
+      repeatPenalty: parseNumberFlag(flags['repeat-penalty'], '--repeat-penalty'),
+      penaltyLastN: flags['repeat-last-n'],
+      presencePenalty: parseNumberFlag(flags['presence-penalty'], '--presence-penalty'),
+      frequencyPenalty: parseNumberFlag(flags['frequency-penalty'], '--frequency-penalty'),
+      // -1 is llama.cpp's "random seed": the same as leaving it out (the seed drawn is reported).
+      seed: flags.seed === undefined || flags.seed.trim() === '-1' ? undefined : parseSeed(flags.seed),
+    },
+    SAMPLING_FLAG_NAMES,
+  )
 }
 
 export function parseNumberFlag(v: string | undefined, flag: string): number | undefined {

@@ -91,8 +91,24 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof SamplingInput>([
   'logitBias',
 ])
 
+/**
+ * What a caller calls each option, for refusals: the CLI passes its flags ({temperature: '--temp'}),
+ * and a refusal reads `--temp -1: must be …`; an option without a name here is named as the library
+ * names it (`Sampling option temperature = -1 must be …`, which the HTTP routes map to their fields).
+ */
+export type SamplingNames = Readonly<Partial<Record<keyof SamplingInput, string>>>
+
+/** The naming table of the call in progress (resolveSamplingOptions is synchronous: no interleaving). */
+let names: SamplingNames = {}
+
 function refuse(name: string, value: unknown, rule: string): never {
-  throw new RunnerError('SAMPLING_BAD_OPTION', `Sampling option ${name} = ${preview(value)} ${rule}.`, ExitCode.usage)
+  const key = name.split(/[ []/)[0] as keyof SamplingInput
+  const given = names[key]
+  const message =
+    given === undefined
+      ? `Sampling option ${name} = ${preview(value)} ${rule}.`
+      : `${given}${name === key ? '' : ` (${name})`} ${preview(value)}: ${rule}.`
+  throw new RunnerError('SAMPLING_BAD_OPTION', message, ExitCode.usage)
 }
 
 /** A finite number within float32 range (the native sampler stores floats). */
@@ -154,10 +170,19 @@ function resolveLogitBias(value: unknown): ReadonlyMap<number, number> {
 
 /**
  * Fill in defaults and check every field. Throws RunnerError SAMPLING_BAD_OPTION (exit code usage)
- * naming the option and its value; unknown keys are refused by name, never ignored. A field that
+ * naming the option (by `naming`, else by its field name) and its value; unknown keys are refused by name, never ignored. A field that
  * is undefined or null takes its default.
  */
-export function resolveSamplingOptions(input: SamplingInput = {}): SamplingOptions {
+export function resolveSamplingOptions(input: SamplingInput = {}, naming: SamplingNames = {}): SamplingOptions {
+  names = naming
+  try {
+    return resolve(input)
+  } finally {
+    names = {}
+  }
+}
+
+function resolve(input: SamplingInput): SamplingOptions {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new RunnerError('SAMPLING_BAD_OPTION', `Sampling options must be an object, got ${preview(input)}.`, ExitCode.usage)
   }
