@@ -46,8 +46,9 @@ export abstract class RunnerCommand extends Command {
     const flags = {...input.baseFlags, ...input.flags}
     const env = envArguments(flags, argv)
     this.envSources = env.sources
-    // The class's other statics (args, strict, enableJsonFlag) through the prototype; flags without `env`.
-    const stripped = Object.create(input, {flags: {value: withoutEnv(flags)}, baseFlags: {value: {}}}) as Interfaces.Input<F, B, A>
+    // oclif spreads the options (own properties only): a class's inherited statics are named here.
+    const {args, strict, enableJsonFlag} = input as Interfaces.Input<F, B, A> & {enableJsonFlag?: boolean}
+    const stripped = {...input, args, strict, enableJsonFlag, flags: withoutEnv(flags), baseFlags: {}} as Interfaces.Input<F, B, A>
     try {
       return await super.parse(stripped, env.argv)
     } catch (error) {

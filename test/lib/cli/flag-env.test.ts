@@ -74,11 +74,17 @@ describe('through oclif', () => {
   })
 
   async function parseRun(argv: string[], env: Record<string, string>): Promise<Record<string, unknown>> {
+    return (await parseRunAll(argv, env)).flags
+  }
+
+  async function parseRunAll(argv: string[], env: Record<string, string>) {
     Object.assign(process.env, env)
     try {
       const Run = await config.findCommand('run', {must: true}).load()
-      const cmd = new Run(argv, config) as unknown as {parse(c: unknown): Promise<{flags: Record<string, unknown>}>}
-      return (await cmd.parse(Run)).flags
+      const cmd = new Run(argv, config) as unknown as {
+        parse(c: unknown): Promise<{flags: Record<string, unknown>; args: Record<string, unknown>}>
+      }
+      return await cmd.parse(Run)
     } finally {
       for (const k of Object.keys(env)) delete process.env[k]
     }
@@ -91,7 +97,14 @@ describe('through oclif', () => {
     assert.equal(f.json, true)
   })
 
-  test("a value oclif refuses is refused naming the variable, on one line", async () => {
+  test("the command's own statics still apply: its argument, strictness", async () => {
+    const {args, flags} = await parseRunAll(['x.gguf', '-p', 'hi'], {RUNNER_TOP_K: '5'})
+    assert.equal(args.model, 'x.gguf')
+    assert.equal(flags['top-k'], 5)
+    await assert.rejects(parseRunAll(['x.gguf', 'two'], {}), /Unexpected argument: two/)
+  })
+
+  test('a value oclif refuses is refused naming the variable, on one line', async () => {
     await assert.rejects(parseRun(['-m', 'x.gguf'], {RUNNER_THREADS: 'abc'}), (e: unknown) => {
       // the compiled commands' RunnerError (dist), not this file's: by name and code
       assert.ok(e instanceof Error && e.name === 'RunnerError' && (e as RunnerError).code === 'BAD_ENV', String(e))
@@ -99,7 +112,10 @@ describe('through oclif', () => {
       assert.doesNotMatch(e.message, /\n/)
       return true
     })
-    await assert.rejects(parseRun(['-m', 'x.gguf'], {RUNNER_KV_TYPE: 'f8'}), /RUNNER_KV_TYPE="f8": Expected --kv-type=f8 to be one of: f16, f32$/)
+    await assert.rejects(
+      parseRun(['-m', 'x.gguf'], {RUNNER_KV_TYPE: 'f8'}),
+      /RUNNER_KV_TYPE="f8": Expected --kv-type=f8 to be one of: f16, f32$/,
+    )
   })
 
   test('--help shows every flag its variable, on every command of ours; each of them is a RunnerCommand', async () => {
