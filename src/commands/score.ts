@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 
-import {loraFlag, loraFromFlags, noGpuFlag, refuseGpuLayers, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {loraFlag, loraFromFlags, noGpuFlag, refuseGpuLayers, RunnerCommand, warnLine, withInterrupt} from '../lib/cli/index.js'
+import {MAX_CONTEXT_SIZE} from '../lib/engine/index.js'
 import {formatScoreReport, scoreCorpus, scoreProgress} from '../lib/score/index.js'
 import {readPrompt} from '../lib/util/index.js'
 
@@ -32,9 +33,10 @@ export default class Score extends RunnerCommand {
     ctx: Flags.integer({
       char: 'c',
       aliases: ['ctx-size'],
-      description: 'window size in tokens; the second half of each window is scored',
-      default: 512,
+      description:
+        "window size in tokens; the second half of each window is scored (default 512, at most the model's training context; beyond it runs with a warning)",
       min: 4,
+      max: MAX_CONTEXT_SIZE,
     }),
     ...noGpuFlag,
     stride: Flags.integer({description: 'tokens between window starts (default: --ctx, no overlap)', min: 1}),
@@ -76,6 +78,7 @@ export default class Score extends RunnerCommand {
         kld: flags.kld,
         signal,
         onProgress: scoreProgress(!flags.json),
+        onWarning: warnLine,
       }),
     )
     this.log(flags.json ? JSON.stringify(doc, null, 2) : formatScoreReport(doc))

@@ -8,11 +8,12 @@
  * - a mistyped flag or command: one line with the nearest ones, no help dump; `runner model.gguf`;
  * - `--ctx` / `--ctx-size` / `-c` on run, serve and score alike;
  * - text and summary in one file (`> log 2>&1`) are separated by a newline;
- * - `-n 1` reports no decode rate (one token is not a speed).
+ * - `-n 1` reports no decode rate (one token is not a speed);
+ * - `-c` beyond the training context: a warning naming both numbers on run and score alike.
  */
 import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
-import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, describe, test} from 'node:test'
@@ -89,6 +90,22 @@ describe('habits from ollama and llama.cpp', {skip: hasShared() ? false : NO_SHA
     const s = await runCliAsync(['score', '-m', M(), '--file', sharedPath('reference', 'corpus-stories.txt'), '-c', '128', '--json'])
     assert.equal(s.status, 0, s.stderr)
     assert.equal(JSON.parse(s.stdout).scheme.ctx, 128)
+  })
+
+  test('-c beyond the training context runs with one warning naming both numbers, on run and score alike', async () => {
+    const warning = /^runner: warning: context size 4096 > the model's training context 2048: possible training context overflow/m
+    const r = await runCliAsync(['run', '-m', M(), '-p', 'hi', '-n', '2', '-c', '4096', '--json'])
+    assert.equal(r.status, 0, r.stderr)
+    assert.match(r.stderr, warning)
+    const quiet = await runCliAsync(['run', '-m', M(), '-p', 'hi', '-n', '2', '--json'])
+    assert.doesNotMatch(quiet.stderr, /warning/)
+    // score refused a window beyond the training context; now the same warning (a corpus of more than one window)
+    const corpus = join(dir, 'corpus.txt')
+    writeFileSync(corpus, readFileSync(sharedPath('reference', 'corpus-stories.txt'), 'utf8').repeat(4))
+    const s = await runCliAsync(['score', '-m', M(), '--file', corpus, '-c', '4096', '--json'])
+    assert.equal(s.status, 0, s.stderr)
+    assert.match(s.stderr, warning)
+    assert.equal(JSON.parse(s.stdout).scheme.ctx, 4096)
   })
 
   test('text and summary in one file are separated by a newline; -n 1 reports no decode rate', () => {

@@ -8,7 +8,7 @@ import {basename} from 'node:path'
 
 import {ChatTemplate} from '../chat/index.js'
 import {loadProgress, withInterrupt} from '../cli/index.js'
-import {Model, Session, defaultContextSize} from '../engine/index.js'
+import {contextSize, Model, Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {Constraint} from '../grammar/index.js'
 import type {LoraSpec} from '../lora/index.js'
@@ -24,6 +24,8 @@ export interface ChatOptions {
   readonly nPredict: number
   /** Default: the model's training context, at most 4096. */
   readonly nCtx?: number
+  /** A context size given beyond the model's training context runs, with this warning (engine contextSize). */
+  readonly onWarning?: (message: string) => void
   readonly nBatch: number
   readonly threads?: number
   readonly kvType: 'f16' | 'f32'
@@ -45,7 +47,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
   const override = t === undefined || t === 'chatml' ? t : readTemplate(t)
   const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive), lora: options.lora})
   const template = ChatTemplate.forModel(model.gguf, model.tokenizer, override)
-  const nCtx = options.nCtx ?? defaultContextSize(model.config.nCtxTrain)
+  const nCtx = contextSize(options.nCtx, model.config.nCtxTrain, {name: '-c/--ctx-size', onWarning: options.onWarning})
   const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
   const modelName = basename(options.modelPath).replace(/(-\d{5}-of-\d{5})?\.gguf$/i, '')
   const conversation = new ChatConversation({

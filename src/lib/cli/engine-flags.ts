@@ -1,8 +1,10 @@
 import {Args, Flags} from '@oclif/core'
 
+import {MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type LoraSpec, parseLoraSpec} from '../lora/index.js'
 import {printable} from '../util/index.js'
+import {warnLine} from './warning.js'
 
 /** The model file flag of every command that loads one. */
 export const modelFlag = {
@@ -69,8 +71,10 @@ export const contextFlags = {
   'ctx-size': Flags.integer({
     char: 'c',
     aliases: ['ctx'],
-    description: "context size in tokens (default: the model's, at most 4096)",
+    description:
+      "context size in tokens (default: the model's training context, at most 4096; beyond the training context runs with a warning)",
     min: 1,
+    max: MAX_CONTEXT_SIZE,
   }),
   'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step while reading a prompt', default: 512, min: 1}),
   threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
@@ -86,10 +90,22 @@ export interface ContextFlagValues {
   readonly 'n-gpu-layers'?: number
 }
 
-/** The context options those flags give (the kv type is one of the flag's options). */
-export function contextFromFlags(flags: ContextFlagValues): {nCtx?: number; nBatch: number; threads?: number; kvType: 'f16' | 'f32'} {
+/** The context options those flags give (the kv type is one of the flag's options); a -c beyond the training context warns on stderr. */
+export function contextFromFlags(flags: ContextFlagValues): {
+  nCtx?: number
+  nBatch: number
+  threads?: number
+  kvType: 'f16' | 'f32'
+  onWarning: (message: string) => void
+} {
   refuseGpuLayers(flags['n-gpu-layers'])
-  return {nCtx: flags['ctx-size'], nBatch: flags['batch-size'], threads: flags.threads, kvType: flags['kv-type'] as 'f16' | 'f32'}
+  return {
+    nCtx: flags['ctx-size'],
+    nBatch: flags['batch-size'],
+    threads: flags.threads,
+    kvType: flags['kv-type'] as 'f16' | 'f32',
+    onWarning: warnLine,
+  }
 }
 
 /** LoRA adapters (llama.cpp's --lora; --lora-scaled FILE SCALE is written FILE:SCALE here). */

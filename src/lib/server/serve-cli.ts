@@ -7,7 +7,8 @@ import {readFileSync} from 'node:fs'
 
 import {Flags, type Interfaces} from '@oclif/core'
 
-import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers} from '../cli/index.js'
+import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers, warnLine} from '../cli/index.js'
+import {MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {CONNECTION_DEFAULTS} from './connections.js'
 import {REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimitFlag, type RequestLimits} from './request-limits.js'
@@ -36,8 +37,10 @@ export const serveFlags = {
   ctx: Flags.integer({
     char: 'c',
     aliases: ['ctx-size'],
-    description: "context size of each slot in tokens (default: the model's, at most 4096)",
+    description:
+      "context size of each slot in tokens (default: the model's training context, at most 4096; beyond the training context runs with a warning)",
     min: 1,
+    max: MAX_CONTEXT_SIZE,
   }),
   ...noGpuFlag,
   threads: Flags.integer({
@@ -161,6 +164,7 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     port: flags.port,
     parallel: flags.parallel,
     nCtx: flags.ctx,
+    onWarning: warnLine,
     threadsPerSlot: flags.threads,
     kvType: flags['kv-type'] as 'f16' | 'f32',
     queueLimit: flags.queue,
