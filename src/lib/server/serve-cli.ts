@@ -3,12 +3,12 @@
  * the timeout checked), the warning for an open address without a key, the startup line, and the graceful close
  * on SIGINT or SIGTERM.
  */
-import {readFileSync} from 'node:fs'
 
 import {Flags, type Interfaces} from '@oclif/core'
 
 import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers, warnLine} from '../cli/index.js'
 import {MAX_CONTEXT_SIZE} from '../engine/index.js'
+import {BUILTIN_TEMPLATE_NAMES, chatTemplateOverride} from '../chat/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {CONNECTION_DEFAULTS} from './connections.js'
 import {REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimitFlag, type RequestLimits} from './request-limits.js'
@@ -56,8 +56,8 @@ export const serveFlags = {
     helpValue: 'KEY',
   }),
   'chat-template': Flags.string({
-    description: 'chat template: "chatml" or a Jinja template file (default: the model\'s own, else ChatML)',
-    helpValue: 'chatml|FILE',
+    description: `chat template: a built-in (${BUILTIN_TEMPLATE_NAMES.join(', ')}, as llama.cpp names them) or a Jinja template file; a name wins over a file of that name (give ./NAME) (default: the model's own, else chatml)`,
+    helpValue: 'NAME|FILE',
   }),
   alias: Flags.string({
     description:
@@ -210,14 +210,9 @@ export function parseTimeoutFlag(text: string): number {
   return seconds
 }
 
-/** --chat-template: "chatml", or the text of the Jinja template file it names. */
+/** --chat-template: a built-in template's name or a Jinja template file (lib/chat chatTemplateOverride). */
 export function readTemplateFlag(value: string | undefined): string | undefined {
-  if (value === undefined || value === 'chatml') return value
-  try {
-    return readFileSync(value, 'utf8')
-  } catch (error) {
-    throw new RunnerError('BAD_FLAG', `--chat-template ${value}: ${(error as Error).message}`, ExitCode.usage)
-  }
+  return chatTemplateOverride(value)
 }
 
 /** The warning for serving beyond loopback without a key, if that is what was asked. */
