@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {loraFlag, loraFromFlags, noGpuFlag, refuseGpuLayers, RunnerCommand, warnLine, withInterrupt} from '../lib/cli/index.js'
-import {MAX_CONTEXT_SIZE} from '../lib/engine/index.js'
+import {MAX_BATCH_SIZE, MAX_CONTEXT_SIZE} from '../lib/engine/index.js'
 import {formatScoreReport, scoreCorpus, scoreProgress} from '../lib/score/index.js'
 import {readPrompt} from '../lib/util/index.js'
 
@@ -41,7 +41,7 @@ export default class Score extends RunnerCommand {
     ...noGpuFlag,
     stride: Flags.integer({description: 'tokens between window starts (default: --ctx, no overlap)', min: 1}),
     threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
-    'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step', default: 512, min: 1}),
+    'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step', default: 512, min: 1, max: MAX_BATCH_SIZE}),
     'kv-type': Flags.string({
       description: "KV cache type (llama.cpp's reference figures used f32)",
       options: ['f16', 'f32'],

@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {MAX_CONTEXT_SIZE} from '../engine/index.js'
+import {MAX_BATCH_SIZE, MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type LoraSpec, parseLoraSpec} from '../lora/index.js'
 import {printable} from '../util/index.js'
@@ -76,7 +76,13 @@ export const contextFlags = {
     min: 1,
     max: MAX_CONTEXT_SIZE,
   }),
-  'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step while reading a prompt', default: 512, min: 1}),
+  'batch-size': Flags.integer({
+    char: 'b',
+    description: 'tokens per forward step while reading a prompt',
+    default: 512,
+    min: 1,
+    max: MAX_BATCH_SIZE,
+  }),
   threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
   'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
   ...noGpuFlag,

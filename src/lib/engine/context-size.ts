@@ -14,6 +14,9 @@ export const DEFAULT_CONTEXT_CAP = 4096
 /** The engine's largest context (positions are int32 and the KV size is checked in size_t; 2^24 keeps both far off). */
 export const MAX_CONTEXT_SIZE = 1 << 24
 
+/** The most tokens one forward step takes (Model.createContext's bound; the flags' `max`, so a refusal names the flag). */
+export const MAX_BATCH_SIZE = 65536
+
 /** KV positions to allocate when the user gave none. */
 export function defaultContextSize(nCtxTrain: number, cap = DEFAULT_CONTEXT_CAP): number {
   return Math.min(nCtxTrain, cap)

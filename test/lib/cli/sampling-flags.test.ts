@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict'
 import {test} from 'node:test'
 
+import {applyParams} from '../../../src/lib/chat-ui/params.js'
 import {samplingFromFlags} from '../../../src/lib/cli/index.js'
 import {resolveSamplingOptions} from '../../../src/lib/sampling/index.js'
 
@@ -23,6 +24,12 @@ test('the flags, as typed', () => {
     [{'repeat-last-n': -2}, /^--repeat-last-n -2: /],
   ]
   for (const [flags, re] of cases) assert.throws(() => samplingFromFlags(flags), refusal(re), JSON.stringify(flags))
+})
+
+test("the chat's /params names them as typed there", () => {
+  const base = applyParams({sampling: resolveSamplingOptions({seed: 1}), maxTokens: -1}, '')
+  assert.throws(() => applyParams(base, 'top-p=2'), refusal(/^top-p 2: must be in \(0, 1\]/))
+  assert.throws(() => applyParams(base, 'temperature=-1'), refusal(/^temp -1: /))
 })
 
 test('library callers: the option names by default, or their own table', () => {
