@@ -98,17 +98,29 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof SamplingInput>([
  */
 export type SamplingNames = Readonly<Partial<Record<keyof SamplingInput, string>>>
 
-/** The naming table of the call in progress (resolveSamplingOptions is synchronous: no interleaving). */
-let names: SamplingNames = {}
+/** A refused option, with its parts, so a caller's naming table can name it again. */
+class SamplingOptionError extends RunnerError {
+  constructor(
+    /** As the library names it: `topP`, `logitBias[5]`. */
+    readonly option: string,
+    readonly shown: string,
+    readonly rule: string,
+  ) {
+    super('SAMPLING_BAD_OPTION', `Sampling option ${option} = ${shown} ${rule}.`, ExitCode.usage)
+  }
+
+  /** The same refusal by the caller's name for the option (`--top-p 2: must be …`), if it has one. */
+  named(names: SamplingNames): RunnerError {
+    const key = this.option.split(/[ []/)[0] as keyof SamplingInput
+    const given = Object.hasOwn(names, key) ? names[key] : undefined
+    if (given === undefined) return this
+    const detail = this.option === key ? '' : ` (${this.option})`
+    return new RunnerError('SAMPLING_BAD_OPTION', `${given}${detail} ${this.shown}: ${this.rule}.`, ExitCode.usage)
+  }
+}
 
 function refuse(name: string, value: unknown, rule: string): never {
-  const key = name.split(/[ []/)[0] as keyof SamplingInput
-  const given = names[key]
-  const message =
-    given === undefined
-      ? `Sampling option ${name} = ${preview(value)} ${rule}.`
-      : `${given}${name === key ? '' : ` (${name})`} ${preview(value)}: ${rule}.`
-  throw new RunnerError('SAMPLING_BAD_OPTION', message, ExitCode.usage)
+  throw new SamplingOptionError(name, preview(value), rule)
 }
 
 /** A finite number within float32 range (the native sampler stores floats). */
@@ -174,11 +186,10 @@ function resolveLogitBias(value: unknown): ReadonlyMap<number, number> {
  * is undefined or null takes its default.
  */
 export function resolveSamplingOptions(input: SamplingInput = {}, naming: SamplingNames = {}): SamplingOptions {
-  names = naming
   try {
     return resolve(input)
-  } finally {
-    names = {}
+  } catch (error) {
+    throw error instanceof SamplingOptionError ? error.named(naming) : error
   }
 }
 
