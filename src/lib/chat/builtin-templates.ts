@@ -71,6 +71,70 @@ const GEMMA =
   `{{- ${TRIMMED} + ${lit('<end_of_turn>\n')} -}}{%- endif -%}{%- endfor -%}` +
   `{%- if add_generation_prompt -%}{{- ${lit('<start_of_turn>model\n')} -}}{%- endif -%}`
 
+/** Each message as open[role] + content + close[role] (roles not listed are left out), then the assistant's opening. */
+function perRole(o: {
+  readonly open: Readonly<Record<string, string>>
+  readonly close: Readonly<Record<string, string>>
+  readonly trim?: boolean
+  readonly generation: string
+}): string {
+  const c = o.trim ? TRIMMED : CONTENT
+  const branch = (role: string, i: number) =>
+    `{%- ${i === 0 ? 'if' : 'elif'} message['role'] == ${lit(role)} -%}{{- ${lit(o.open[role]!)} + ${c} + ${lit(o.close[role]!)} -}}`
+  return (
+    `{%- for message in messages -%}${Object.keys(o.open).map(branch).join('')}{%- endif -%}{%- endfor -%}` +
+    `{%- if add_generation_prompt -%}{{- ${lit(o.generation)} -}}{%- endif -%}`
+  )
+}
+
+/** Each message as before + role + between + content + after, then the assistant's opening. */
+function roleTurns(o: {readonly before: string; readonly between: string; readonly after: string; readonly generation: string}): string {
+  return (
+    `{%- for message in messages -%}{{- ${lit(o.before)} + message['role'] + ${lit(o.between)} + ${CONTENT} + ${lit(o.after)} -}}{%- endfor -%}` +
+    `{%- if add_generation_prompt -%}{{- ${lit(o.generation)} -}}{%- endif -%}`
+  )
+}
+
+/** Vicuna 1.1: the system text bare (or after SYSTEM:, the Orca variant), then USER: / ASSISTANT: lines. */
+function vicuna(orca: boolean): string {
+  return perRole({
+    open: {system: orca ? 'SYSTEM: ' : '', user: 'USER: ', assistant: 'ASSISTANT: '},
+    close: {system: orca ? '\n' : '\n\n', user: '\n', assistant: '</s>\n'},
+    generation: 'ASSISTANT:',
+  })
+}
+
+/** Command R: system, user and chatbot turns between turn tokens' texts, contents trimmed. */
+const COMMAND_R = perRole({
+  open: {
+    system: '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>',
+    user: '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>',
+    assistant: '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>',
+  },
+  close: {system: '<|END_OF_TURN_TOKEN|>', user: '<|END_OF_TURN_TOKEN|>', assistant: '<|END_OF_TURN_TOKEN|>'},
+  trim: true,
+  generation: '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>',
+})
+
+/** DeepSeek-V2: User: / Assistant: paragraphs, replies ending with its end-of-sentence token's text. */
+const DEEPSEEK2 = perRole({
+  open: {system: '', user: 'User: ', assistant: 'Assistant: '},
+  close: {system: '\n\n', user: '\n\n', assistant: '<\uff5cend\u2581of\u2581sentence\uff5c>'},
+  generation: 'Assistant:',
+})
+
+/** OpenChat 3.5: the system text bare, then "GPT4 Correct User: " / "GPT4 Correct Assistant: " turns. */
+const OPENCHAT = perRole({
+  open: {system: '', user: 'GPT4 Correct User: ', assistant: 'GPT4 Correct Assistant: '},
+  close: {system: '<|end_of_turn|>', user: '<|end_of_turn|>', assistant: '<|end_of_turn|>'},
+  generation: 'GPT4 Correct Assistant:',
+})
+
+/** AlphaMonarch: role line, content, </s>; every message but the first opens with the <s> text. */
+const MONARCH =
+  `{%- for message in messages -%}{{- ('' if loop.first else '<s>') + message['role'] + ${lit('\n')} + ${CONTENT} + ${lit('</s>\n')} -}}{%- endfor -%}` +
+  `{%- if add_generation_prompt -%}{{- ${lit('<s>assistant\n')} -}}{%- endif -%}`
+
 /**
  * Name → Jinja source, in llama.cpp's names. Only names with an outside anchor are here: llama.cpp's
  * llama2-sys and mistral-v7-tekken have no expected rendering in its tests, so they wait for one.
@@ -86,7 +150,20 @@ export const BUILTIN_TEMPLATES: Readonly<Record<string, string>> = {
   'mistral-v3-tekken': mistral({lead: '', trail: '', trimReply: false}),
   'mistral-v7': mistralV7(' '),
   phi3: PHI3,
+  phi4: roleTurns({before: '<|im_start|>', between: '<|im_sep|>', after: '<|im_end|>', generation: '<|im_start|>assistant<|im_sep|>'}),
   gemma: GEMMA,
+  vicuna: vicuna(false),
+  'vicuna-orca': vicuna(true),
+  'command-r': COMMAND_R,
+  deepseek2: DEEPSEEK2,
+  granite: roleTurns({
+    before: '<|start_of_role|>',
+    between: '<|end_of_role|>',
+    after: '<|end_of_text|>\n',
+    generation: '<|start_of_role|>assistant<|end_of_role|>',
+  }),
+  openchat: OPENCHAT,
+  monarch: MONARCH,
 }
 
 export const BUILTIN_TEMPLATE_NAMES: readonly string[] = Object.keys(BUILTIN_TEMPLATES)
