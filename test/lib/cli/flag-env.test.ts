@@ -1,8 +1,13 @@
 /**
- * Every flag from RUNNER_<FLAG> (issue #22), as llama.cpp's LLAMA_ARG_* and ollama's OLLAMA_* give
- * theirs: the command line wins, a bad value is refused naming the variable, --help shows the
- * variable. In process, through oclif's own Config and parser (no CLI spawned): the outside facts are
- * oclif's parse of the tokens and its help text, and the names users set (RUNNER_API_KEY already worked).
+ * Every command's flags (issue #22). Every flag from RUNNER_<FLAG>, as llama.cpp's LLAMA_ARG_* and
+ * ollama's OLLAMA_* give theirs: the command line wins, a bad value is refused naming the variable,
+ * --help shows the variable. Every flag's default in --help: oclif's `default` (`[default: …]`), `default …` in the
+ * description (flags that stay undefined so a command can tell a given value from its default), or
+ * in NONE (its absence means nothing is given or done); the sampling flags show llama.cpp's defaults
+ * (common/common.h common_params_sampling: temp 0.80, top_k 40, top_p 0.95, min_p 0.05,
+ * penalty_last_n 64), which only docs/cli.md showed before. In process, through oclif's own Config,
+ * parser and Help (no CLI spawned, one Config for all): the outside facts are oclif's parse of the
+ * tokens and its help text, and the names users set (RUNNER_API_KEY already worked).
  */
 import assert from 'node:assert/strict'
 import {after, before, describe, test} from 'node:test'
@@ -55,6 +60,32 @@ test('repeatable flags take comma-separated values; excluded flags and foreign v
   assert.deepEqual(envArguments(flags, [], {RUNNER_TEMP: '/home/runner/work/_temp', GITHUB_ACTIONS: 'true'}).argv, [])
   assert.deepEqual(envArguments(flags, [], {RUNNER_API_KEY: 'k'}).argv, ['--api-key=k'])
 })
+
+/** Flags without a default value: absent, they give nothing (no input, no output, no constraint, no key). */
+const NONE: ReadonlySet<string> = new Set([
+  'model', // the model: required, or given as the argument
+  'prompt',
+  'file', // inputs: standard input when neither is given
+  'system', // chat: no system message
+  'json-schema',
+  'grammar', // no constraint
+  'transcript',
+  'sign-key',
+  'transcript-prev', // no receipt
+  'save-logits',
+  'kld', // score: no base-logits file written or compared
+  'key', // inspect: the summary instead of one key
+  'roster', // compat-matrix: one of it and the schema switches is required
+  'out',
+  'markdown',
+  'baseline', // compat-matrix: no file written, no gate
+  'remove-sublayer',
+  'type-plan', // quantize: nothing removed, the built-in mix
+  'api-key', // serve: no authentication
+  'prev', // verify: no link checked
+  'val',
+  'resume', // train-lora: no validation set, a fresh start
+])
 
 /** The compiled commands extend dist's RunnerCommand, not src's: by the chain's names. */
 function extendsRunnerCommand(c: unknown): boolean {
@@ -131,5 +162,34 @@ describe('through oclif', () => {
     const help = new Help(config, {stripAnsi: true}).formatCommand(config.findCommand('run', {must: true}))
     assert.match(help, /--ctx-size=<value>\s+\[env: RUNNER_CTX_SIZE\]/)
     assert.doesNotMatch(help, /RUNNER_PROMPT/)
+  })
+
+  test('every flag of every command shows its default in --help, or is one whose absence means none', () => {
+    const missing: string[] = []
+    for (const c of config.commands.filter((x) => x.pluginName === config.name)) {
+      for (const [name, f] of Object.entries(c.flags)) {
+        if (f.type !== 'option' || f.required || f.multiple || f.default !== undefined || NONE.has(name)) continue
+        if (!/\bdefault\b/i.test(f.description ?? '')) missing.push(`${c.id} --${name}`)
+      }
+    }
+    assert.deepEqual(missing, [])
+  })
+
+  test("run --help shows llama.cpp's sampling defaults", () => {
+    const help = new Help(config, {stripAnsi: true}).formatCommand(config.findCommand('run', {must: true})).replaceAll(/\s+/g, ' ')
+    for (const [flag, value] of [
+      ['--temp=T', '0.8'],
+      ['--top-k=<value>', '40'],
+      ['--top-p=P', '0.95'],
+      ['--min-p=P', '0.05'],
+      ['--repeat-penalty=X', '1'],
+      ['--repeat-last-n=<value>', '64'],
+      ['--n-gpu-layers=N', '0'],
+    ])
+      assert.match(
+        help,
+        new RegExp(`${flag.replaceAll(/[.*+?^${}()|[\]\\]/g, '\\$&')} (?:(?! --).)*?default ${value.replace('.', '\\.')}\\b`),
+        flag,
+      )
   })
 })
