@@ -47,12 +47,13 @@ export const NOT_FROM_ENV: Readonly<Record<string, string>> = {
 
 /**
  * Variables under our prefix that other software sets: not read where their owner is present.
- * GitHub Actions sets RUNNER_TEMP to its temporary folder on every job (and RUNNER_OS, RUNNER_DEBUG…,
- * which no flag of ours is named like); there it is not --temp.
+ * GitHub Actions sets these on every job (docs.github.com, "Variables reference"); RUNNER_TEMP is its
+ * temporary folder, not --temp. The others name no flag today and are listed so that a future flag
+ * (--debug, --name, --os…) does not start reading them.
  */
-const FOREIGN: Readonly<Record<string, {readonly present: string; readonly owner: string}>> = {
-  RUNNER_TEMP: {present: 'GITHUB_ACTIONS', owner: "GitHub Actions' temporary folder"},
-}
+const GITHUB_RUNNER_VARIABLES = ['TEMP', 'NAME', 'OS', 'ARCH', 'TOOL_CACHE', 'DEBUG', 'ENVIRONMENT', 'WORKSPACE', 'TRACKING_ID', 'PERFLOG']
+/** Such a variable → the variable that says its owner is present. */
+const FOREIGN: Readonly<Record<string, string>> = Object.fromEntries(GITHUB_RUNNER_VARIABLES.map((v) => [`RUNNER_${v}`, 'GITHUB_ACTIONS']))
 
 const TRUE = /^(1|true|yes|on)$/i
 const FALSE = /^(0|false|no|off)$/i
@@ -101,8 +102,8 @@ export function envArguments(
     const variable = flag.env ?? envVariable(name)
     const value = variable === undefined ? undefined : env[variable]
     if (variable === undefined || value === undefined || value === '' || onCommandLine(name, flag, argv)) continue
-    const foreign = FOREIGN[variable]
-    if (foreign && env[foreign.present] !== undefined) continue
+    const owner = Object.hasOwn(FOREIGN, variable) ? FOREIGN[variable] : undefined
+    if (owner !== undefined && env[owner] !== undefined) continue
     sources.push({flag: name, variable, value})
     if (flag.type === 'boolean') {
       if (TRUE.test(value.trim())) out.push(`--${name}`)
