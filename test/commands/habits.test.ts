@@ -9,7 +9,7 @@
  * - `--ctx` / `--ctx-size` / `-c` on run, serve and score alike;
  * - text and summary in one file (`> log 2>&1`) are separated by a newline;
  * - `-n 1` reports no decode rate (one token is not a speed);
- * - `-c` beyond the training context: a warning naming both numbers on run and score alike.
+ * - `-c` beyond the training context: a warning naming both numbers on run, chat, embed and score alike.
  */
 import assert from 'node:assert/strict'
 import {spawnSync} from 'node:child_process'
@@ -19,7 +19,7 @@ import {join} from 'node:path'
 import {after, describe, test} from 'node:test'
 
 import {llamaSpellings} from '../../src/lib/cli/llama-spellings.js'
-import {hasShared, NO_SHARED_REASON, REPO_ROOT, runCliAsync, sharedPath} from '../helpers/shared.js'
+import {hasShared, NO_SHARED_REASON, REPO_ROOT, runCliAsync, runCliWithInput, sharedPath} from '../helpers/shared.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'runner-habits-'))
 after(() => rmSync(dir, {recursive: true, force: true}))
@@ -92,18 +92,23 @@ describe('habits from ollama and llama.cpp', {skip: hasShared() ? false : NO_SHA
     assert.equal(JSON.parse(s.stdout).scheme.ctx, 128)
   })
 
-  test('-c beyond the training context runs with one warning naming both numbers, on run and score alike', async () => {
+  test('-c beyond the training context runs with one warning naming both numbers, on run, chat, embed and score alike', async () => {
     const warning = /^runner: warning: context size 4096 > the model's training context 2048: possible training context overflow/m
-    const r = await runCliAsync(['run', '-m', M(), '-p', 'hi', '-n', '2', '-c', '4096', '--json'])
-    assert.equal(r.status, 0, r.stderr)
-    assert.match(r.stderr, warning)
     // score refused a window beyond the training context; now the same warning (a corpus of more than one window)
     const corpus = join(dir, 'corpus.txt')
     writeFileSync(corpus, readFileSync(sharedPath('reference', 'corpus-stories.txt'), 'utf8').repeat(4))
-    const s = await runCliAsync(['score', '-m', M(), '--file', corpus, '-c', '4096', '--json'])
-    assert.equal(s.status, 0, s.stderr)
-    assert.match(s.stderr, warning)
-    assert.equal(JSON.parse(s.stdout).scheme.ctx, 4096)
+    const [run, chat, embed, score] = await Promise.all([
+      runCliAsync(['run', '-m', M(), '-p', 'hi', '-n', '2', '-c', '4096', '--json']),
+      runCliWithInput(['chat', '-m', M(), '-n', '2', '-c', '4096', '--json'], 'hi\n'),
+      runCliAsync(['embed', '-m', M(), '-p', 'hi', '-c', '4096', '--json']),
+      runCliAsync(['score', '-m', M(), '--file', corpus, '-c', '4096', '--json']),
+    ])
+    for (const [name, r] of Object.entries({run, chat, embed, score})) {
+      assert.equal(r.status, 0, `${name}: ${r.stderr}`)
+      assert.match(r.stderr, warning, name)
+      assert.equal(r.stderr.match(/warning/g)?.length, 1, `${name}: one warning`)
+    }
+    assert.equal(JSON.parse(score.stdout).scheme.ctx, 4096)
   })
 
   test('text and summary in one file are separated by a newline; -n 1 reports no decode rate', () => {
