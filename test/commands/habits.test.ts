@@ -9,10 +9,11 @@
  * - `--ctx` / `--ctx-size` / `-c` on run, serve and score alike;
  * - text and summary in one file (`> log 2>&1`) are separated by a newline;
  * - `-n 1` reports no decode rate (one token is not a speed);
- * - `-c` beyond the training context: a warning naming both numbers on run, chat, embed and score alike.
+ * - `-c` beyond the training context: a warning naming both numbers on run, chat, embed, score and serve;
+ * - `serve --chat-template gemma`: the built-in template, not a file named gemma.
  */
 import assert from 'node:assert/strict'
-import {spawnSync} from 'node:child_process'
+import {spawn, spawnSync} from 'node:child_process'
 import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -109,6 +110,34 @@ describe('habits from ollama and llama.cpp', {skip: hasShared() ? false : NO_SHA
       assert.equal(r.stderr.match(/warning/g)?.length, 1, `${name}: one warning`)
     }
     assert.equal(JSON.parse(score.stdout).scheme.ctx, 4096)
+  })
+
+  test('serve: the same warning for --ctx beyond the training context; --chat-template NAME is the built-in', async () => {
+    const child = spawn(process.execPath, ['bin/run.js', 'serve', '-m', M(), '--port', '0', '--ctx', '4096', '--chat-template', 'gemma'], {
+      cwd: REPO_ROOT,
+      env: {...process.env, NO_COLOR: '1'},
+    })
+    let stderr = ''
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)))
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = ''
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString()
+          const m = /listening on (http:\/\/\S+)/.exec(out)
+          if (m) resolve(m[1]!)
+        })
+        void exited.then((code) => reject(new Error(`serve exited (${code}) before listening: ${stderr}`)))
+      })
+      assert.match(stderr, /^runner: warning: context size 4096 > the model's training context 2048/m)
+      const caps = (await (await fetch(`${url}/v1/capabilities`)).json()) as {chat_template: {origin: string; source: string}}
+      assert.equal(caps.chat_template.origin, 'override')
+      assert.match(caps.chat_template.source, /<start_of_turn>/)
+    } finally {
+      child.kill('SIGTERM')
+      await exited
+    }
   })
 
   test('text and summary in one file are separated by a newline; -n 1 reports no decode rate', () => {
