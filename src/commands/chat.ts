@@ -1,5 +1,6 @@
 import {Flags} from '@oclif/core'
 
+import {BUILTIN_TEMPLATE_NAMES} from '../lib/chat/index.js'
 import {runChat} from '../lib/chat-ui/index.js'
 import {
   constraintFlags,
@@ -69,8 +70,8 @@ export default class Chat extends RunnerCommand {
       description: 'when a message does not fit the context, drop the oldest turns (default: refuse it and say so)',
     }),
     'chat-template': Flags.string({
-      description: '"chatml", or a file holding a Jinja chat template (default: the model\'s own)',
-      helpValue: 'chatml|FILE',
+      description: `a built-in template (${BUILTIN_TEMPLATE_NAMES.join(', ')}, as llama.cpp names them) or a Jinja template file; a name wins over a file of that name (give ./NAME) (default: the model's own, else chatml)`,
+      helpValue: 'NAME|FILE',
     }),
     json: Flags.boolean({
       description: 'line mode with one JSON document per answer: text, tokens, promptTokens, cachedTokens, finishReason, timings',

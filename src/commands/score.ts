@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 
-import {loraFlag, loraFromFlags, noGpuFlag, refuseGpuLayers, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {loraFlag, loraFromFlags, noGpuFlag, refuseGpuLayers, RunnerCommand, warnLine, withInterrupt} from '../lib/cli/index.js'
+import {MAX_BATCH_SIZE, MAX_CONTEXT_SIZE} from '../lib/engine/index.js'
 import {ExitCode} from '../lib/errors.js'
 import {formatScoreReport, scoreCorpus, scoreProgress} from '../lib/score/index.js'
 import {readPrompt} from '../lib/util/index.js'
@@ -35,14 +36,15 @@ export default class Score extends RunnerCommand {
     ctx: Flags.integer({
       char: 'c',
       aliases: ['ctx-size'],
-      description: 'window size in tokens; the second half of each window is scored',
-      default: 512,
+      description:
+        "window size in tokens; the second half of each window is scored (default 512, at most the model's training context; beyond it runs with a warning)",
       min: 4,
+      max: MAX_CONTEXT_SIZE,
     }),
     ...noGpuFlag,
     stride: Flags.integer({description: 'tokens between window starts (default: --ctx, no overlap)', min: 1}),
     threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
-    'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step', default: 512, min: 1}),
+    'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step', default: 512, min: 1, max: MAX_BATCH_SIZE}),
     'kv-type': Flags.string({
       description: "KV cache type (llama.cpp's reference figures used f32)",
       options: ['f16', 'f32'],
@@ -80,6 +82,7 @@ export default class Score extends RunnerCommand {
         signal,
         keepPartial: true,
         progress: scoreProgress(),
+        onWarning: warnLine,
       }),
     )
     this.log(flags.json ? JSON.stringify(doc, null, 2) : formatScoreReport(doc))

@@ -70,7 +70,8 @@ describe('runner CLI', () => {
       assert.ok(listed.has(id) || listed.has(top), `--help does not list ${id}:\n${r.stdout}`)
     }
     // And nothing else: a command without a source file is a stale build output in dist/.
-    const known = new Set([...COMMANDS, ...COMMANDS.map((id) => id.split(' ')[0]!), 'help'])
+    // help and autocomplete are the plugins' (package.json oclif.plugins)
+    const known = new Set([...COMMANDS, ...COMMANDS.map((id) => id.split(' ')[0]!), 'help', 'autocomplete'])
     for (const name of listed) assert.ok(known.has(name), `--help lists ${name}, which has no source in src/commands (stale dist/?)`)
   })
 

@@ -8,17 +8,19 @@
  * - a mistyped flag or command: one line with the nearest ones, no help dump; `runner model.gguf`;
  * - `--ctx` / `--ctx-size` / `-c` on run, serve and score alike;
  * - text and summary in one file (`> log 2>&1`) are separated by a newline;
- * - `-n 1` reports no decode rate (one token is not a speed).
+ * - `-n 1` reports no decode rate (one token is not a speed);
+ * - `-c` beyond the training context: a warning naming both numbers on run, chat, embed, score and serve;
+ * - `serve --chat-template gemma`: the built-in template, not a file named gemma.
  */
 import assert from 'node:assert/strict'
-import {spawnSync} from 'node:child_process'
-import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {spawn, spawnSync} from 'node:child_process'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, describe, test} from 'node:test'
 
 import {llamaSpellings} from '../../src/lib/cli/llama-spellings.js'
-import {hasShared, NO_SHARED_REASON, REPO_ROOT, runCliAsync, sharedPath} from '../helpers/shared.js'
+import {hasShared, NO_SHARED_REASON, REPO_ROOT, runCliAsync, runCliWithInput, sharedPath} from '../helpers/shared.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'runner-habits-'))
 after(() => rmSync(dir, {recursive: true, force: true}))
@@ -89,6 +91,53 @@ describe('habits from ollama and llama.cpp', {skip: hasShared() ? false : NO_SHA
     const s = await runCliAsync(['score', '-m', M(), '--file', sharedPath('reference', 'corpus-stories.txt'), '-c', '128', '--json'])
     assert.equal(s.status, 0, s.stderr)
     assert.equal(JSON.parse(s.stdout).scheme.ctx, 128)
+  })
+
+  test('-c beyond the training context runs with one warning naming both numbers, on run, chat, embed and score alike', async () => {
+    const warning = /^runner: warning: context size 4096 > the model's training context 2048: possible training context overflow/m
+    // score refused a window beyond the training context; now the same warning (a corpus of more than one window)
+    const corpus = join(dir, 'corpus.txt')
+    writeFileSync(corpus, readFileSync(sharedPath('reference', 'corpus-stories.txt'), 'utf8').repeat(4))
+    const [run, chat, embed, score] = await Promise.all([
+      runCliAsync(['run', '-m', M(), '-p', 'hi', '-n', '2', '-c', '4096', '--json']),
+      runCliWithInput(['chat', '-m', M(), '-n', '2', '-c', '4096', '--json'], 'hi\n'),
+      runCliAsync(['embed', '-m', M(), '-p', 'hi', '-c', '4096', '--json']),
+      runCliAsync(['score', '-m', M(), '--file', corpus, '-c', '4096', '--json']),
+    ])
+    for (const [name, r] of Object.entries({run, chat, embed, score})) {
+      assert.equal(r.status, 0, `${name}: ${r.stderr}`)
+      assert.match(r.stderr, warning, name)
+      assert.equal(r.stderr.match(/warning/g)?.length, 1, `${name}: one warning`)
+    }
+    assert.equal(JSON.parse(score.stdout).scheme.ctx, 4096)
+  })
+
+  test('serve: the same warning for --ctx beyond the training context; --chat-template NAME is the built-in', async () => {
+    const child = spawn(process.execPath, ['bin/run.js', 'serve', '-m', M(), '--port', '0', '--ctx', '4096', '--chat-template', 'gemma'], {
+      cwd: REPO_ROOT,
+      env: {...process.env, NO_COLOR: '1'},
+    })
+    let stderr = ''
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)))
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = ''
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString()
+          const m = /listening on (http:\/\/\S+)/.exec(out)
+          if (m) resolve(m[1]!)
+        })
+        void exited.then((code) => reject(new Error(`serve exited (${code}) before listening: ${stderr}`)))
+      })
+      assert.match(stderr, /^runner: warning: context size 4096 > the model's training context 2048/m)
+      const caps = (await (await fetch(`${url}/v1/capabilities`)).json()) as {chat_template: {origin: string; source: string}}
+      assert.equal(caps.chat_template.origin, 'override')
+      assert.match(caps.chat_template.source, /<start_of_turn>/)
+    } finally {
+      child.kill('SIGTERM')
+      await exited
+    }
   })
 
   test('text and summary in one file are separated by a newline; -n 1 reports no decode rate', () => {

@@ -391,12 +391,12 @@ describe('runner run: refusals', {skip: SKIP}, () => {
   })
 
   for (const [flags, mention] of [
-    [['--temp', '-1'], /temperature = -1/],
+    [['--temp', '-1'], /--temp -1: must be/],
     [['--temp', 'hot'], /--temp "hot" is not a number/],
-    [['--top-p', '2'], /topP = 2/],
-    [['--min-p', '1.5'], /minP = 1.5/],
-    [['--top-k', '-3'], /topK = -3/],
-    [['--repeat-penalty', '0'], /repeatPenalty = 0/],
+    [['--top-p', '2'], /--top-p 2: must be/],
+    [['--min-p', '1.5'], /--min-p 1.5: must be/],
+    [['--top-k', '-3'], /--top-k -3: must be/],
+    [['--repeat-penalty', '0'], /--repeat-penalty 0: must be/],
     [['--seed', 'abc'], /--seed "abc"/],
     [['--seed', '18446744073709551616'], /--seed "18446744073709551616"/],
     [['--kv-type', 'q8'], /--kv-type=q8/],

@@ -88,10 +88,11 @@ describe('runner score vs llama-perplexity', {skip: hasShared() ? false : NO_SHA
     }
   })
 
-  test('refusals: a corpus shorter than one window, an empty corpus, --ctx above the model', () => {
+  test('refusals: a corpus shorter than one window, an empty corpus; --ctx above the model only warns', () => {
     const short = runCli(['score', '-m', sharedPath('models', 'stories260K.gguf'), '--ctx', '4096', '--file', CORPUS()])
     assert.equal(short.status, 2)
-    assert.match(short.stderr, /SCORE_CTX_TOO_LARGE/)
+    assert.match(short.stderr, /warning: context size 4096 > the model's training context 2048/)
+    assert.match(short.stderr, /SCORE_TOO_SHORT/)
     const tiny = runCli(['score', '-m', sharedPath('models', 'stories260K.gguf'), '--ctx', '2048', '--file', CORPUS()])
     assert.equal(tiny.status, 2)
     assert.match(tiny.stderr, /SCORE_TOO_SHORT/)

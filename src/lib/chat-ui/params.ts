@@ -4,7 +4,7 @@
  * resolveSamplingOptions, as the flags are; a refused value changes nothing.
  */
 import {ExitCode, RunnerError} from '../errors.js'
-import {resolveSamplingOptions, type SamplingInput, type SamplingOptions} from '../sampling/index.js'
+import {resolveSamplingOptions, type SamplingInput, type SamplingNames, type SamplingOptions} from '../sampling/index.js'
 
 export interface ChatParams {
   readonly sampling: SamplingOptions
@@ -27,6 +27,13 @@ const NAMES: Readonly<Record<string, Field>> = {
   'frequency-penalty': 'frequencyPenalty',
   seed: 'seed',
 }
+
+/** Each field by the name /params shows it, for refusals (`top-p 2: must be in (0, 1]`): the first name of NAMES. */
+const REFUSAL_NAMES: SamplingNames = Object.fromEntries(
+  Object.entries(NAMES)
+    .reverse()
+    .map(([name, field]) => [field, name]),
+)
 
 const SHOWN: ReadonlyArray<readonly [string, (p: ChatParams) => string]> = [
   ['temp', (p) => String(p.sampling.temperature)],
@@ -102,5 +109,5 @@ export function applyParams(current: ChatParams, args: string): ChatParams {
     if (value.trim() === '' || !Number.isFinite(n)) throw bad(`${name} ${JSON.stringify(value)} is not a number`)
     ;(input as Record<string, unknown>)[field] = n
   }
-  return {sampling: resolveSamplingOptions(input), maxTokens}
+  return {sampling: resolveSamplingOptions(input, REFUSAL_NAMES), maxTokens}
 }

@@ -3,13 +3,11 @@
  * the Ink screen on a terminal or the line mode otherwise; everything is released at the end, after
  * any reply still being written has stopped. Resolves with the exit code.
  */
-import {readFileSync} from 'node:fs'
 import {basename} from 'node:path'
 
-import {ChatTemplate} from '../chat/index.js'
+import {chatTemplateOverride, ChatTemplate} from '../chat/index.js'
 import {loadProgress, withInterrupt} from '../cli/index.js'
-import {Model, Session, defaultContextSize} from '../engine/index.js'
-import {ExitCode, RunnerError} from '../errors.js'
+import {contextSize, Model, Session} from '../engine/index.js'
 import type {Constraint} from '../grammar/index.js'
 import type {LoraSpec} from '../lora/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
@@ -24,6 +22,8 @@ export interface ChatOptions {
   readonly nPredict: number
   /** Default: the model's training context, at most 4096. */
   readonly nCtx?: number
+  /** A context size given beyond the model's training context runs, with this warning (engine contextSize). */
+  readonly onWarning?: (message: string) => void
   readonly nBatch: number
   readonly threads?: number
   readonly kvType: 'f16' | 'f32'
@@ -41,11 +41,10 @@ export interface ChatOptions {
 
 export async function runChat(options: ChatOptions): Promise<number> {
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY) && !options.json
-  const t = options.chatTemplate
-  const override = t === undefined || t === 'chatml' ? t : readTemplate(t)
+  const override = chatTemplateOverride(options.chatTemplate)
   const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive), lora: options.lora})
   const template = ChatTemplate.forModel(model.gguf, model.tokenizer, override)
-  const nCtx = options.nCtx ?? defaultContextSize(model.config.nCtxTrain)
+  const nCtx = contextSize(options.nCtx, model.config.nCtxTrain, {name: '-c/--ctx-size', onWarning: options.onWarning})
   const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
   const modelName = basename(options.modelPath).replace(/(-\d{5}-of-\d{5})?\.gguf$/i, '')
   const conversation = new ChatConversation({
@@ -66,14 +65,6 @@ export async function runChat(options: ChatOptions): Promise<number> {
     await conversation.stop()
     ctx.dispose()
     model.dispose()
-  }
-}
-
-function readTemplate(file: string): string {
-  try {
-    return readFileSync(file, 'utf8')
-  } catch (error) {
-    throw new RunnerError('CHAT_TEMPLATE_FILE', `cannot read the chat template ${file}: ${(error as Error).message}`, ExitCode.usage)
   }
 }
 

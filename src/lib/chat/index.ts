@@ -19,3 +19,5 @@ export {
   type RenderOptions,
 } from './template.js'
 export {RENDER_BUDGET_DEFAULTS, type RenderBound, type RenderBudget, TemplateBudgetError} from './render-budget.js'
+export {BUILTIN_TEMPLATE_NAMES, BUILTIN_TEMPLATES} from './builtin-templates.js'
+export {chatTemplateOverride} from './template-choice.js'

@@ -1,9 +1,11 @@
 import {Args, Flags} from '@oclif/core'
 
+import {MAX_BATCH_SIZE, MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type LoraSpec, parseLoraSpec} from '../lora/index.js'
 import {resolveModelPath} from '../models/index.js'
 import {printable} from '../util/index.js'
+import {warnLine} from './warning.js'
 
 /**
  * A model path or name, wherever a command takes one: an existing file is itself; otherwise a model
@@ -78,7 +80,7 @@ export async function modelFromFlagOrArg(
  */
 export const noGpuFlag = {
   'n-gpu-layers': Flags.integer({
-    description: "llama.cpp's -ngl: layers on a GPU. This build has no GPU backend (issue #25), so only 0 is accepted",
+    description: "llama.cpp's -ngl: layers on a GPU (default 0). This build has no GPU backend (issue #25), so only 0 is accepted",
     min: 0,
     helpValue: 'N',
   }),
@@ -98,10 +100,18 @@ export const contextFlags = {
   'ctx-size': Flags.integer({
     char: 'c',
     aliases: ['ctx'],
-    description: "context size in tokens (default: the model's, at most 4096)",
+    description:
+      "context size in tokens (default: the model's training context, at most 4096; beyond the training context runs with a warning)",
     min: 1,
+    max: MAX_CONTEXT_SIZE,
   }),
-  'batch-size': Flags.integer({char: 'b', description: 'tokens per forward step while reading a prompt', default: 512, min: 1}),
+  'batch-size': Flags.integer({
+    char: 'b',
+    description: 'tokens per forward step while reading a prompt',
+    default: 512,
+    min: 1,
+    max: MAX_BATCH_SIZE,
+  }),
   threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
   'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
   ...noGpuFlag,
@@ -115,10 +125,22 @@ export interface ContextFlagValues {
   readonly 'n-gpu-layers'?: number
 }
 
-/** The context options those flags give (the kv type is one of the flag's options). */
-export function contextFromFlags(flags: ContextFlagValues): {nCtx?: number; nBatch: number; threads?: number; kvType: 'f16' | 'f32'} {
+/** The context options those flags give (the kv type is one of the flag's options); a -c beyond the training context warns on stderr. */
+export function contextFromFlags(flags: ContextFlagValues): {
+  nCtx?: number
+  nBatch: number
+  threads?: number
+  kvType: 'f16' | 'f32'
+  onWarning: (message: string) => void
+} {
   refuseGpuLayers(flags['n-gpu-layers'])
-  return {nCtx: flags['ctx-size'], nBatch: flags['batch-size'], threads: flags.threads, kvType: flags['kv-type'] as 'f16' | 'f32'}
+  return {
+    nCtx: flags['ctx-size'],
+    nBatch: flags['batch-size'],
+    threads: flags.threads,
+    kvType: flags['kv-type'] as 'f16' | 'f32',
+    onWarning: warnLine,
+  }
 }
 
 /** LoRA adapters (llama.cpp's --lora; --lora-scaled FILE SCALE is written FILE:SCALE here). */

@@ -22,3 +22,5 @@ export {ByteProgress, type ByteProgressOptions, formatEta, loadProgress, type Pr
 export {RunnerCommand} from './runner-command.js'
 export {parseNumberFlag, parseSeed, samplingFlags, samplingFromFlags} from './sampling-flags.js'
 export {didYouMean} from './did-you-mean.js'
+export {describeEnv, envArguments, envVariable, NOT_FROM_ENV} from './flag-env.js'
+export {warnLine} from './warning.js'

@@ -1,9 +1,16 @@
-import {Command} from '@oclif/core'
+import {Command, type Interfaces} from '@oclif/core'
 
 import {RunnerError} from '../errors.js'
 import {GgufError} from '../gguf/index.js'
 import {printable, printableError, printableJson} from '../util/index.js'
 import {didYouMean} from './did-you-mean.js'
+import {envArguments, type EnvSource, namingVariable, switchOn, withoutEnv} from './flag-env.js'
+
+/** oclif's FlagOutput and ArgOutput (parse's type parameters), which its index does not export. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type FlagOutput = {[name: string]: any}
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type ArgOutput = {[name: string]: any}
 
 /** oclif's parse errors that we answer with one line and a hint instead of the whole help text. */
 interface ParseError extends Error {
@@ -21,13 +28,37 @@ function parseErrorOf(err: Error, name: 'NonExistentFlagsError' | 'UnexpectedArg
  * `{"error": {...}}` so a script that parses stdout sees why it failed. A RunnerError's message is
  * printable by construction; any other error is made printable here before oclif prints it. A flag
  * the command does not have, or an argument it does not take, is one line with the nearest flags or
- * what the argument was probably meant to be (exit 2), not oclif's help dump.
+ * what the argument was probably meant to be (exit 2), not oclif's help dump. Every flag may come from
+ * its RUNNER_<FLAG> variable (flag-env.ts); an error about such a flag names the variable.
  */
 export abstract class RunnerCommand extends Command {
   /** What a stray positional argument most likely was, for the UnexpectedArgsError hint (run: the prompt). */
   protected static strayArgumentHint: string | undefined
 
+  /** The flags the environment gave in the last parse (for errors to name their variables). */
+  private envSources: readonly EnvSource[] = []
+
+  protected override async parse<F extends FlagOutput, B extends FlagOutput, A extends ArgOutput>(
+    options?: Interfaces.Input<F, B, A>,
+    argv: string[] = this.argv,
+  ): Promise<Interfaces.ParserOutput<F, B, A>> {
+    const input = options ?? (this.constructor as unknown as Interfaces.Input<F, B, A>)
+    const flags = {...input.baseFlags, ...input.flags}
+    const env = envArguments(flags, argv)
+    this.envSources = env.sources
+    // oclif spreads the options (own properties only): a class's inherited statics are named here.
+    const {args, strict, enableJsonFlag} = input as Interfaces.Input<F, B, A> & {enableJsonFlag?: boolean}
+    const stripped = {...input, args, strict, enableJsonFlag, flags: withoutEnv(flags), baseFlags: {}} as Interfaces.Input<F, B, A>
+    try {
+      return await super.parse(stripped, env.argv)
+    } catch (error) {
+      throw (error instanceof Error && namingVariable(error, env.sources)) || error
+    }
+  }
+
   protected override async catch(err: Error & {exitCode?: number}): Promise<unknown> {
+    const named = err instanceof RunnerError ? namingVariable(err, this.envSources) : undefined
+    if (named) return this.catch(named)
     const flagError = parseErrorOf(err, 'NonExistentFlagsError')
     if (flagError) return this.usageError(flagError.flags?.map((f) => this.unknownFlag(f)).join(' ') ?? err.message)
     const argError = parseErrorOf(err, 'UnexpectedArgsError')
@@ -40,7 +71,7 @@ export abstract class RunnerCommand extends Command {
     // A flag's parse function (the model name's resolution) throws through oclif, which wraps the message.
     const message = err.message.replace(/^Parsing --[\w-]+ \n\t([\s\S]*)\nSee more help with --help$/, '$1')
     process.stderr.write(`runner: ${message} [${err.code}]\n`)
-    if (this.argv.includes('--json')) {
+    if (this.argv.includes('--json') || this.envSources.some((s) => s.flag === 'json' && switchOn(s.value))) {
       const extra = err instanceof GgufError ? {field: err.field, offset: err.offset, file: err.file} : {}
       process.stdout.write(`${printableJson({error: {code: err.code, message, ...extra}})}\n`)
     }

@@ -4,7 +4,7 @@
  */
 import {readFile} from 'node:fs/promises'
 
-import {defaultContextSize, Model, Session} from '../engine/index.js'
+import {contextSize, Model, Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {LoraSpec} from '../lora/index.js'
 import {embed, type EmbedResult} from './embed.js'
@@ -17,6 +17,8 @@ export interface EmbedFileOptions {
   readonly normalize?: boolean
   /** Default: the model's training context, at most 4096 (as `runner serve` sizes a slot). */
   readonly nCtx?: number
+  /** A context size given beyond the model's training context runs, with this warning (engine contextSize). */
+  readonly onWarning?: (message: string) => void
   readonly nBatch?: number
   readonly threads?: number
   readonly kvType?: 'f16' | 'f32'
@@ -29,7 +31,7 @@ export interface EmbedFileOptions {
 export async function embedWithModel(options: EmbedFileOptions): Promise<EmbedResult> {
   const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal, lora: options.lora})
   try {
-    const nCtx = options.nCtx ?? defaultContextSize(model.config.nCtxTrain)
+    const nCtx = contextSize(options.nCtx, model.config.nCtxTrain, {name: '-c/--ctx-size', onWarning: options.onWarning})
     const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
     try {
       return await embed(new Session(ctx), options.inputs, {

@@ -42,7 +42,14 @@ export {
   toFloat,
   typeTraits,
 } from './kernels.js'
-export {DEFAULT_CONTEXT_CAP, defaultContextSize} from './context-size.js'
+export {
+  contextSize,
+  type ContextSizeOptions,
+  DEFAULT_CONTEXT_CAP,
+  defaultContextSize,
+  MAX_BATCH_SIZE,
+  MAX_CONTEXT_SIZE,
+} from './context-size.js'
 export {
   type AdapterSummary,
   adapterSummary,

@@ -17,7 +17,7 @@ import {defaultThreads} from '../util/index.js'
 import {abortFlags} from './abort-flags.js'
 import {loadAddon, type NativeLoraPair, type NativeModelHandle, type NativeTensorDesc} from './addon.js'
 import {Context, type ContextOptions} from './context.js'
-import {defaultContextSize} from './context-size.js'
+import {defaultContextSize, MAX_BATCH_SIZE, MAX_CONTEXT_SIZE} from './context-size.js'
 import {engineError} from './errors.js'
 
 export interface LoadOptions {
@@ -126,8 +126,8 @@ export class Model {
       if (!Number.isInteger(v) || v < min || v > max)
         throw new RunnerError('CONTEXT_BAD_OPTION', `${name} ${v} must be an integer in [${min}, ${max}]`, ExitCode.usage)
     }
-    check('context size', nCtx, 1, 1 << 24)
-    check('batch size', nBatch, 1, 65536)
+    check('context size', nCtx, 1, MAX_CONTEXT_SIZE)
+    check('batch size', nBatch, 1, MAX_BATCH_SIZE)
     check('threads', threads, 1, 256)
     if (kvType !== 'f16' && kvType !== 'f32')
       throw new RunnerError('CONTEXT_BAD_OPTION', `kv type ${String(kvType)} must be f16 or f32`, ExitCode.usage)

@@ -3,7 +3,7 @@
  * refuse a prompt that does not fit, generate (streaming text to `onText`), write the receipt, and
  * report what the command prints. The command only parses flags and renders this report.
  */
-import {type AdapterSummary, adapterSummary, Model, Session, defaultContextSize} from '../engine/index.js'
+import {type AdapterSummary, adapterSummary, Model, Session, contextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {fitPrompt, type FinishReason, generate} from '../generate/index.js'
 import {readGgufModel} from '../gguf/index.js'
@@ -21,6 +21,8 @@ export interface RunOptions {
   readonly nPredict: number
   /** Default: the model's training context, at most 4096. */
   readonly nCtx?: number
+  /** A context size given beyond the model's training context runs, with this warning (engine contextSize). */
+  readonly onWarning?: (message: string) => void
   readonly nBatch: number
   readonly threads?: number
   readonly kvType: 'f16' | 'f32'
@@ -90,11 +92,11 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
     const loadMs = performance.now() - t0
     const tokenizer = model.tokenizer
     const ids = encodePrompt(tokenizer, options.prompt, {addBos: options.addBos, parseSpecial: options.parseSpecial})
-    const nCtx = options.nCtx ?? defaultContextSize(model.config.nCtxTrain)
+    const nCtx = contextSize(options.nCtx, model.config.nCtxTrain, {name: '-c/--ctx-size', onWarning: options.onWarning})
     if (!fitPrompt(ids.length, nCtx, 1).fits) {
       throw new RunnerError(
         'PROMPT_TOO_LONG',
-        `the prompt is ${ids.length} tokens but the context holds ${nCtx}; raise -c (at most the model's ${model.config.nCtxTrain}) or shorten the prompt`,
+        `the prompt is ${ids.length} tokens but the context holds ${nCtx}; raise -c (the model was trained on ${model.config.nCtxTrain}) or shorten the prompt`,
         ExitCode.usage,
       )
     }

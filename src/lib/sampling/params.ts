@@ -91,8 +91,36 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set<keyof SamplingInput>([
   'logitBias',
 ])
 
+/**
+ * What a caller calls each option, for refusals: the CLI passes its flags ({temperature: '--temp'}),
+ * and a refusal reads `--temp -1: must be …`; an option without a name here is named as the library
+ * names it (`Sampling option temperature = -1 must be …`, which the HTTP routes map to their fields).
+ */
+export type SamplingNames = Readonly<Partial<Record<keyof SamplingInput, string>>>
+
+/** A refused option, with its parts, so a caller's naming table can name it again. */
+class SamplingOptionError extends RunnerError {
+  constructor(
+    /** As the library names it: `topP`, `logitBias[5]`. */
+    readonly option: string,
+    readonly shown: string,
+    readonly rule: string,
+  ) {
+    super('SAMPLING_BAD_OPTION', `Sampling option ${option} = ${shown} ${rule}.`, ExitCode.usage)
+  }
+
+  /** The same refusal by the caller's name for the option (`--top-p 2: must be …`), if it has one. */
+  named(names: SamplingNames): RunnerError {
+    const key = this.option.split(/[ []/)[0] as keyof SamplingInput
+    const given = Object.hasOwn(names, key) ? names[key] : undefined
+    if (given === undefined) return this
+    const detail = this.option === key ? '' : ` (${this.option})`
+    return new RunnerError('SAMPLING_BAD_OPTION', `${given}${detail} ${this.shown}: ${this.rule}.`, ExitCode.usage)
+  }
+}
+
 function refuse(name: string, value: unknown, rule: string): never {
-  throw new RunnerError('SAMPLING_BAD_OPTION', `Sampling option ${name} = ${preview(value)} ${rule}.`, ExitCode.usage)
+  throw new SamplingOptionError(name, preview(value), rule)
 }
 
 /** A finite number within float32 range (the native sampler stores floats). */
@@ -154,10 +182,18 @@ function resolveLogitBias(value: unknown): ReadonlyMap<number, number> {
 
 /**
  * Fill in defaults and check every field. Throws RunnerError SAMPLING_BAD_OPTION (exit code usage)
- * naming the option and its value; unknown keys are refused by name, never ignored. A field that
+ * naming the option (by `naming`, else by its field name) and its value; unknown keys are refused by name, never ignored. A field that
  * is undefined or null takes its default.
  */
-export function resolveSamplingOptions(input: SamplingInput = {}): SamplingOptions {
+export function resolveSamplingOptions(input: SamplingInput = {}, naming: SamplingNames = {}): SamplingOptions {
+  try {
+    return resolve(input)
+  } catch (error) {
+    throw error instanceof SamplingOptionError ? error.named(naming) : error
+  }
+}
+
+function resolve(input: SamplingInput): SamplingOptions {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new RunnerError('SAMPLING_BAD_OPTION', `Sampling options must be an object, got ${preview(input)}.`, ExitCode.usage)
   }

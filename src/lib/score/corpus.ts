@@ -4,7 +4,7 @@
  * KL-divergence and top-1 agreement against a saved base (--kld). Returns the report document the
  * command prints (its fields are the --json output).
  */
-import {Model} from '../engine/index.js'
+import {contextSize, Model} from '../engine/index.js'
 import type {LoraSpec} from '../lora/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {checkOutputPath, sha256File, sha256Text} from '../util/index.js'
@@ -21,7 +21,10 @@ export interface CorpusScoreOptions {
   readonly corpus: string
   /** The corpus file, for the report (null: standard input). */
   readonly corpusFile: string | null
-  readonly ctx: number
+  /** The window; default: 512 (llama-perplexity's), at most the model's training context. */
+  readonly ctx?: number
+  /** A window given beyond the model's training context runs, with this warning (engine contextSize). */
+  readonly onWarning?: (message: string) => void
   readonly stride?: number
   readonly threads?: number
   readonly nBatch: number
@@ -42,6 +45,9 @@ export interface CorpusScoreOptions {
   /** Running figures as each window ends (./progress.ts); ended however scoring ends. */
   readonly progress?: ScoreProgress
 }
+
+/** The window when none is given: llama-perplexity's default n_ctx. */
+export const SCORE_CTX_DEFAULT = 512
 
 export const SCHEME_DESCRIPTION =
   'llama-perplexity: tokens = [BOS] + tokenize(corpus); window c = tokens[c*stride, c*stride + ctx) with its first token replaced by BOS, from an empty cache; logits at first..ctx-2 score tokens first+1..ctx-1, first = floor(ctx/2)'
@@ -112,20 +118,16 @@ export async function scoreCorpus(o: CorpusScoreOptions) {
   }
 }
 
-async function scoreWithModel(o: CorpusScoreOptions, progress: Progress) {
-  const model = await Model.load(o.modelPath, {signal: o.signal, lora: o.lora})
+async function scoreWithModel(options: CorpusScoreOptions, progress: Progress) {
+  const model = await Model.load(options.modelPath, {signal: options.signal, lora: options.lora})
   try {
+    // A window is a context like run's: the same policy (beyond the training context: a warning).
+    const ctx = contextSize(options.ctx, model.config.nCtxTrain, {name: '--ctx', cap: SCORE_CTX_DEFAULT, onWarning: options.onWarning})
+    const o = {...options, ctx}
     const tok = model.tokenizer
     const tokens = tok.encode(o.corpus, {addSpecial: true, parseSpecial: false})
     progress.total = windowScheme(tokens.length, o.ctx, o.stride).starts.length
-    if (o.ctx > model.config.nCtxTrain) {
-      throw new RunnerError(
-        'SCORE_CTX_TOO_LARGE',
-        `--ctx ${o.ctx} is larger than the model's context of ${model.config.nCtxTrain}`,
-        ExitCode.usage,
-      )
-    }
-    const ctx = await model.createContext({nCtx: o.ctx, nBatch: Math.min(o.nBatch, o.ctx), threads: o.threads, kvType: o.kvType})
+    const context = await model.createContext({nCtx: o.ctx, nBatch: Math.min(o.nBatch, o.ctx), threads: o.threads, kvType: o.kvType})
     try {
       const corpusSha = sha256Text(o.corpus)
       const base = o.kld === undefined ? undefined : await readBaseLogits(o.kld)
@@ -134,7 +136,7 @@ async function scoreWithModel(o: CorpusScoreOptions, progress: Progress) {
       const tally = base ? new KldTally(base, o.kld!) : undefined
       const saved: BasePosition[] = []
       const started = performance.now()
-      const result = await scoreTokens(ctx, tokens, {
+      const result = await scoreTokens(context, tokens, {
         ctx: o.ctx,
         stride: o.stride,
         bos: tok.addBos ? tok.bos : undefined,
@@ -211,7 +213,7 @@ async function scoreWithModel(o: CorpusScoreOptions, progress: Progress) {
       }
       return doc
     } finally {
-      ctx.dispose()
+      context.dispose()
     }
   } finally {
     model.dispose()

@@ -3,11 +3,12 @@
  * the timeout checked, the request log's format), the warning for an open address without a key, the startup line, and the graceful close
  * on SIGINT or SIGTERM.
  */
-import {readFileSync} from 'node:fs'
 
 import {Flags, type Interfaces} from '@oclif/core'
 
-import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers} from '../cli/index.js'
+import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers, warnLine} from '../cli/index.js'
+import {MAX_CONTEXT_SIZE} from '../engine/index.js'
+import {BUILTIN_TEMPLATE_NAMES, chatTemplateOverride} from '../chat/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {CONNECTION_DEFAULTS} from './connections.js'
 import {LOG_FORMATS, type LogFormat} from './request-log.js'
@@ -37,8 +38,10 @@ export const serveFlags = {
   ctx: Flags.integer({
     char: 'c',
     aliases: ['ctx-size'],
-    description: "context size of each slot in tokens (default: the model's, at most 4096)",
+    description:
+      "context size of each slot in tokens (default: the model's training context, at most 4096; beyond the training context runs with a warning)",
     min: 1,
+    max: MAX_CONTEXT_SIZE,
   }),
   ...noGpuFlag,
   threads: Flags.integer({
@@ -54,8 +57,8 @@ export const serveFlags = {
     helpValue: 'KEY',
   }),
   'chat-template': Flags.string({
-    description: 'chat template: "chatml" or a Jinja template file (default: the model\'s own, else ChatML)',
-    helpValue: 'chatml|FILE',
+    description: `chat template: a built-in (${BUILTIN_TEMPLATE_NAMES.join(', ')}, as llama.cpp names them) or a Jinja template file; a name wins over a file of that name (give ./NAME) (default: the model's own, else chatml)`,
+    helpValue: 'NAME|FILE',
   }),
   alias: Flags.string({
     description:
@@ -169,6 +172,7 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     port: flags.port,
     parallel: flags.parallel,
     nCtx: flags.ctx,
+    onWarning: warnLine,
     threadsPerSlot: flags.threads,
     kvType: flags['kv-type'] as 'f16' | 'f32',
     queueLimit: flags.queue,
@@ -215,14 +219,9 @@ export function parseTimeoutFlag(text: string): number {
   return seconds
 }
 
-/** --chat-template: "chatml", or the text of the Jinja template file it names. */
+/** --chat-template: a built-in template's name or a Jinja template file (lib/chat chatTemplateOverride). */
 export function readTemplateFlag(value: string | undefined): string | undefined {
-  if (value === undefined || value === 'chatml') return value
-  try {
-    return readFileSync(value, 'utf8')
-  } catch (error) {
-    throw new RunnerError('BAD_FLAG', `--chat-template ${value}: ${(error as Error).message}`, ExitCode.usage)
-  }
+  return chatTemplateOverride(value)
 }
 
 /** The warning for serving beyond loopback without a key, if that is what was asked. */

@@ -10,7 +10,7 @@ import {basename} from 'node:path'
 import Fastify, {type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest} from 'fastify'
 
 import {ChatTemplate} from '../chat/index.js'
-import {adapterSummary, type Context, DecodeGroup, Model, Session, defaultContextSize} from '../engine/index.js'
+import {adapterSummary, type Context, DecodeGroup, Model, Session, contextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {LoraSpec} from '../lora/index.js'
 import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
@@ -53,6 +53,8 @@ export interface ServeOptions {
   readonly parallel?: number
   /** KV positions per slot (default: the model's training context, at most 4096). */
   readonly nCtx?: number
+  /** A context size given beyond the model's training context runs, with this warning (engine contextSize). */
+  readonly onWarning?: (message: string) => void
   /** Threads per slot (default: physical cores divided among the slots, at least 1). */
   readonly threadsPerSlot?: number
   readonly kvType?: 'f16' | 'f32'
@@ -172,7 +174,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   let work: PromptWorkers | undefined
   try {
     const template = ChatTemplate.forModel(model.gguf, model.tokenizer, o.chatTemplate)
-    const nCtx = o.nCtx ?? defaultContextSize(model.config.nCtxTrain)
+    const nCtx = contextSize(o.nCtx, model.config.nCtxTrain, {name: '--ctx', onWarning: options.onWarning})
     const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
     for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
     // Prompts still run on their slot's own threads; the decode steps of every slot run together here.
