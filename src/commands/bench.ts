@@ -1,4 +1,4 @@
-import {loadProgress, modelArg, modelFromFlagOrArg, refuseGpuLayers, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {loadProgress, modelArg, refuseGpuLayers, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
 import {BENCH_EXAMPLES, benchFlags, benchOptionsFromFlags, runBenchCli} from '../lib/bench/index.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 
@@ -17,7 +17,7 @@ export default class Bench extends RunnerCommand {
 
   async run(): Promise<void> {
     const {flags, args} = await this.parse(Bench)
-    const modelPath = await modelFromFlagOrArg(flags.model, args.model, 'bench')
+    const modelPath = await this.modelFromFlagOrArg(flags.model, args.model, 'bench')
     refuseGpuLayers(flags['n-gpu-layers'])
     const options = benchOptionsFromFlags(flags, this.argv)
     try {

@@ -11,7 +11,6 @@ import {
   loraFromFlags,
   modelArg,
   modelFlagOrArg,
-  modelFromFlagOrArg,
   RunnerCommand,
   samplingFlags,
   samplingFromFlags,
@@ -81,7 +80,7 @@ export default class Chat extends RunnerCommand {
   async run(): Promise<void> {
     const {flags, args} = await this.parse(Chat)
     const code = await runChat({
-      modelPath: await modelFromFlagOrArg(flags.model, args.model, 'chat'),
+      modelPath: await this.modelFromFlagOrArg(flags.model, args.model, 'chat'),
       system: flags.system,
       nPredict: flags['n-predict'],
       ...contextFromFlags(flags),

@@ -4,7 +4,6 @@ import {
   loadProgress,
   loraFromFlags,
   modelArg,
-  modelFromFlagOrArg,
   RunnerCommand,
   samplingFromFlags,
   withInterrupt,
@@ -29,7 +28,7 @@ export default class Run extends RunnerCommand {
 
   async run(): Promise<void> {
     const {flags, args} = await this.parse(Run)
-    const modelPath = await modelFromFlagOrArg(flags.model, args.model, 'run', '-p')
+    const modelPath = await this.modelFromFlagOrArg(flags.model, args.model, 'run', '-p')
     const prompt = await readPrompt(flags.prompt, flags.file)
     const sampling = samplingFromFlags(flags)
     const constraint = await constraintFromFlags(flags)

@@ -1,6 +1,6 @@
 import {Flags} from '@oclif/core'
 
-import {modelArg, modelFlagOrArg, modelFromFlagOrArg, RunnerCommand} from '../lib/cli/index.js'
+import {modelArg, modelFlagOrArg, RunnerCommand} from '../lib/cli/index.js'
 import {readGgufModel} from '../lib/gguf/index.js'
 import {checkModel} from '../lib/model-check/index.js'
 import {encodePrompt} from '../lib/tokenizer/index.js'
@@ -36,7 +36,7 @@ export default class Tokenize extends RunnerCommand {
 
   async run(): Promise<void> {
     const {flags, args} = await this.parse(Tokenize)
-    const tokenizer = checkModel(readGgufModel(await modelFromFlagOrArg(flags.model, args.model, 'tokenize', '-p'))).tokenizer
+    const tokenizer = checkModel(readGgufModel(await this.modelFromFlagOrArg(flags.model, args.model, 'tokenize', '-p'))).tokenizer
     const text = await readPrompt(flags.prompt, flags.file)
     const ids = encodePrompt(tokenizer, text, {addBos: !flags['no-bos'], parseSpecial: flags.special === true})
     const pieces = ids.map((id) => tokenizer.piece(id, {special: true}))

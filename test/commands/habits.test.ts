@@ -38,6 +38,12 @@ describe('habits from ollama and llama.cpp', {skip: hasShared() ? false : NO_SHA
     const b = await runCliAsync(['run', '-m', M(), '-p', 'Once upon a time', '-n', '8', '--temp', '0', '--json'])
     assert.equal(a.status, 0, a.stderr)
     assert.deepEqual(JSON.parse(a.stdout).tokens, JSON.parse(b.stdout).tokens)
+    // RUNNER_MODEL names another model: the argument on the command line wins over it.
+    const c = await runCliAsync(['run', M(), '-p', 'Once upon a time', '-n', '8', '--temp', '0', '--json'], {
+      env: {RUNNER_MODEL: sharedPath('fixtures/llama.gguf')},
+    })
+    assert.equal(c.status, 0, c.stderr)
+    assert.deepEqual(JSON.parse(c.stdout).tokens, JSON.parse(b.stdout).tokens)
   })
 
   test('a prompt where the model goes says to use -p; no model at all says how to give one', async () => {

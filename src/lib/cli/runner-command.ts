@@ -4,6 +4,7 @@ import {RunnerError} from '../errors.js'
 import {GgufError} from '../gguf/index.js'
 import {printable, printableError, printableJson} from '../util/index.js'
 import {didYouMean} from './did-you-mean.js'
+import {modelFromFlagOrArg} from './engine-flags.js'
 import {envArguments, type EnvSource, namingVariable, switchOn, withoutEnv} from './flag-env.js'
 
 /** oclif's FlagOutput and ArgOutput (parse's type parameters), which its index does not export. */
@@ -37,6 +38,20 @@ export abstract class RunnerCommand extends Command {
 
   /** The flags the environment gave in the last parse (for errors to name their variables). */
   private envSources: readonly EnvSource[] = []
+
+  /**
+   * The model of run, chat, tokenize and bench: -m or the argument (engine-flags.ts). A -m that came
+   * from RUNNER_MODEL gives way to a model argument: the command line wins over the environment.
+   */
+  protected async modelFromFlagOrArg(
+    flag: string | undefined,
+    arg: string | undefined,
+    command: string,
+    promptFlag?: string,
+  ): Promise<string> {
+    const fromEnv = this.envSources.some((s) => s.flag === 'model')
+    return modelFromFlagOrArg(fromEnv && arg !== undefined ? undefined : flag, arg, command, promptFlag)
+  }
 
   protected override async parse<F extends FlagOutput, B extends FlagOutput, A extends ArgOutput>(
     options?: Interfaces.Input<F, B, A>,
