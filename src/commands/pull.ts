@@ -1,9 +1,8 @@
 import {Args, Flags} from '@oclif/core'
 
 import {ByteProgress, listenForInterrupt, RunnerCommand} from '../lib/cli/index.js'
-import {ExitCode, RunnerError} from '../lib/errors.js'
-import {hubEndpoint, modelsDir, pullModel, type PullPlan} from '../lib/models/index.js'
-import {formatBytes, printable, printableJson} from '../lib/util/index.js'
+import {hubEndpoint, modelsDir, pullInterrupted, pullJson, pullModel, type PullPlan, pullSummary} from '../lib/models/index.js'
+import {printable, printableJson} from '../lib/util/index.js'
 
 export default class Pull extends RunnerCommand {
   static override summary = 'Download a model from the Hugging Face Hub into the models folder.'
@@ -41,59 +40,32 @@ export default class Pull extends RunnerCommand {
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Pull)
-    const dir = modelsDir()
     let plan: PullPlan | undefined
     let progress: ByteProgress | undefined
     let done = 0
     const interrupt = listenForInterrupt()
     try {
       const r = await pullModel(args.model, {
-        dir,
+        dir: modelsDir(),
         endpoint: hubEndpoint(),
         token: process.env.HF_TOKEN?.trim() || undefined,
         signal: interrupt.signal,
         onPlan: (p) => {
           plan = p
-          if (!flags.json) progress = new ByteProgress(`pulling ${printable(p.name)}`)
+          if (!flags.json) progress = new ByteProgress(`pulling ${printable(p.name)}`, {firstUpdateIsResumed: true})
         },
         onBytes: (d, total) => {
           done = d
           progress?.update(d, total)
         },
       })
-      const verb = r.upToDate ? 'up to date' : 'pulled'
       progress?.end()
-      if (!flags.json)
-        process.stderr.write(
-          `${verb} ${printable(r.manifest.name)} (${r.manifest.files.length} file${r.manifest.files.length > 1 ? 's' : ''}, ` +
-            `${formatBytes(r.manifest.files.reduce((a, f) => a + f.bytes, 0))}, sha256 checked${r.resumedBytes > 0 ? `, resumed after ${formatBytes(r.resumedBytes)}` : ''})\n` +
-            `run it with: runner run ${printable(r.manifest.name)} -p TEXT\n`,
-        )
-      if (flags.json)
-        this.log(
-          printableJson({
-            name: r.manifest.name,
-            path: r.path,
-            upToDate: r.upToDate,
-            resumedBytes: r.resumedBytes,
-            source: r.manifest.source,
-            files: r.manifest.files,
-          }),
-        )
+      if (flags.json) this.log(printableJson(pullJson(r)))
+      else process.stderr.write(`${pullSummary(r)}\n`)
     } catch (error) {
-      // fetch rejects with the signal's reason (the signal's name), not an Error.
-      if (interrupt.signal.aborted) {
-        progress?.end()
-        throw new RunnerError(
-          'PULL_INTERRUPTED',
-          plan
-            ? `interrupted: ${formatBytes(done)} of ${formatBytes(plan.bytes)} kept; run the same pull again to resume`
-            : 'interrupted before the download began',
-          ExitCode.interrupted,
-        )
-      }
       progress?.end()
-      throw error
+      // fetch rejects with the signal's reason (the signal's name), not an Error.
+      throw interrupt.signal.aborted ? pullInterrupted(done, plan) : error
     } finally {
       interrupt.dispose()
     }

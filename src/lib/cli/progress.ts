@@ -36,6 +36,11 @@ export interface ByteProgressOptions {
   /** Milliseconds between redraws on a terminal (a 4 MiB chunk can take far less than a frame). */
   readonly redrawMs?: number
   readonly now?: () => number
+  /**
+   * The first update's bytes were already there (a resumed download's partial file): the rate counts
+   * only what this run moves, so a resume does not claim a burst of speed.
+   */
+  readonly firstUpdateIsResumed?: boolean
 }
 
 /**
@@ -58,8 +63,9 @@ export class ByteProgress {
   private lastDraw = -Infinity
   private lastDone = -1
   private drawn = false
-  /** The bytes already there at the first update (a resumed download's): not part of the rate. */
+  /** Bytes that were there before this run (firstUpdateIsResumed): not part of the rate. */
   private startBytes: number | undefined
+  private readonly firstUpdateIsResumed: boolean
 
   constructor(
     private readonly label: string,
@@ -71,11 +77,12 @@ export class ByteProgress {
     this.redrawMs = o.redrawMs ?? 100
     this.now = o.now ?? (() => performance.now())
     this.started = this.now()
+    this.firstUpdateIsResumed = o.firstUpdateIsResumed ?? false
   }
 
   /** `done` of `total` bytes are finished. */
   update(done: number, total: number): void {
-    this.startBytes ??= done
+    this.startBytes ??= this.firstUpdateIsResumed ? done : 0
     const percent = total > 0 ? Math.min(100, (100 * done) / total) : 100
     if (this.tty) {
       const t = this.now()

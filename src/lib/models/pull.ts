@@ -2,7 +2,7 @@ import {stat} from 'node:fs/promises'
 import {join} from 'node:path'
 
 import {ExitCode, RunnerError} from '../errors.js'
-import {printable} from '../util/index.js'
+import {formatBytes, printable} from '../util/index.js'
 import {downloadFile} from './download.js'
 import {HubClient, type HubFile} from './hub-client.js'
 import {type HubRef, parseHubRef} from './hub-ref.js'
@@ -187,6 +187,40 @@ export async function pullModel(text: string, options: PullOptions): Promise<Pul
   }
   await writeManifest(options.dir, manifest)
   return {manifest, path: paths[0]!, upToDate: fetched === 0, resumedBytes}
+}
+
+/** The line a finished pull prints (stderr), naming what the user runs next. */
+export function pullSummary(r: PullResult): string {
+  const files = r.manifest.files
+  const resumed = r.resumedBytes > 0 ? `, resumed after ${formatBytes(r.resumedBytes)}` : ''
+  return (
+    `${r.upToDate ? 'up to date' : 'pulled'} ${printable(r.manifest.name)} (${files.length} file${files.length > 1 ? 's' : ''}, ` +
+    `${formatBytes(files.reduce((a, f) => a + f.bytes, 0))}, sha256 checked${resumed})\n` +
+    `run it with: runner run ${printable(r.manifest.name)} -p TEXT`
+  )
+}
+
+/** What `runner pull --json` prints. */
+export function pullJson(r: PullResult): unknown {
+  return {
+    name: r.manifest.name,
+    path: r.path,
+    upToDate: r.upToDate,
+    resumedBytes: r.resumedBytes,
+    source: r.manifest.source,
+    files: r.manifest.files,
+  }
+}
+
+/** Ctrl+C during a pull: what is kept, and that the same pull resumes (exit 130). */
+export function pullInterrupted(done: number, plan: PullPlan | undefined): RunnerError {
+  return new RunnerError(
+    'PULL_INTERRUPTED',
+    plan
+      ? `interrupted: ${formatBytes(done)} of ${formatBytes(plan.bytes)} kept; run the same pull again to resume`
+      : 'interrupted before the download began',
+    ExitCode.interrupted,
+  )
 }
 
 async function sizeOf(path: string): Promise<number | undefined> {
