@@ -51,6 +51,7 @@ describe('npm pack ships what an install needs and nothing of the checkout', {sk
       'dist/src/index.js',
       'dist/src/index.d.ts',
       'dist/src/commands/run.js',
+      'oclif.manifest.json',
       'native/CMakeLists.txt',
       'native/package.json',
       'native/include/runner.h',
