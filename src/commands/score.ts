@@ -33,9 +33,9 @@ export default class Score extends RunnerCommand {
   static override flags = {
     model: Flags.string({char: 'm', description: 'GGUF model file', required: true, helpValue: 'FILE'}),
     file: Flags.string({char: 'f', description: 'corpus file (default: standard input)', helpValue: 'FILE'}),
-    ctx: Flags.integer({
+    'ctx-size': Flags.integer({
       char: 'c',
-      aliases: ['ctx-size'],
+      aliases: ['ctx'],
       description:
         "window size in tokens; the second half of each window is scored (default 512, at most the model's training context; beyond it runs with a warning)",
       min: 4,
@@ -71,7 +71,7 @@ export default class Score extends RunnerCommand {
         lora: loraFromFlags(flags.lora),
         corpus,
         corpusFile: flags.file ?? null,
-        ctx: flags.ctx,
+        ctx: flags['ctx-size'],
         stride: flags.stride,
         threads: flags.threads,
         nBatch: flags['batch-size'],

@@ -35,9 +35,9 @@ export const serveFlags = {
     min: 1,
     max: 256,
   }),
-  ctx: Flags.integer({
+  'ctx-size': Flags.integer({
     char: 'c',
-    aliases: ['ctx-size'],
+    aliases: ['ctx'],
     description:
       "context size of each slot in tokens (default: the model's training context, at most 4096; beyond the training context runs with a warning)",
     min: 1,
@@ -140,7 +140,7 @@ type ServeFlagValues = {
   readonly host: string
   readonly port: number
   readonly parallel: number
-  readonly ctx?: number
+  readonly 'ctx-size'?: number
   readonly threads?: number
   readonly 'kv-type': string
   readonly 'n-gpu-layers'?: number
@@ -171,7 +171,7 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     host: flags.host,
     port: flags.port,
     parallel: flags.parallel,
-    nCtx: flags.ctx,
+    nCtx: flags['ctx-size'],
     onWarning: warnLine,
     threadsPerSlot: flags.threads,
     kvType: flags['kv-type'] as 'f16' | 'f32',

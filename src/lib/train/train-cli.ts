@@ -33,8 +33,9 @@ export const trainFlags = {
   rank: Flags.integer({char: 'r', description: "LoRA rank (PEFT's r)", default: 8, min: 1, max: 512}),
   alpha: num('lora_alpha: the deltas are scaled by alpha / rank', 16),
   dropout: num("lora_dropout on each pair's input", 0),
-  ctx: Flags.integer({
+  'ctx-size': Flags.integer({
     char: 'c',
+    aliases: ['ctx'],
     description: 'tokens per sample (text: window length; chat: longer conversations are cut)',
     default: 256,
     min: 2,
@@ -89,7 +90,7 @@ export function trainOptions(f: TrainFlagValues, signal: AbortSignal): Omit<Trai
     rank: f.rank as number,
     alpha: dec('alpha', 16, (v) => v > 0, 'a number above 0'),
     dropout: dec('dropout', 0, (v) => v >= 0 && v < 1, 'in [0, 1)'),
-    ctx: f.ctx as number,
+    ctx: f['ctx-size'] as number,
     lr: dec('lr', 2e-4, (v) => v > 0 && v < 10, 'a number above 0 and below 10'),
     schedule: f.schedule as Schedule,
     warmup: f.warmup as number,
