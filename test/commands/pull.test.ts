@@ -9,7 +9,7 @@
  * the first shard of a split set).
  */
 import assert from 'node:assert/strict'
-import {spawn} from 'node:child_process'
+import {spawn, spawnSync} from 'node:child_process'
 import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
@@ -130,6 +130,8 @@ describe('runner pull from a Hub on loopback, list, run by name, rm', {skip: has
     const result = JSON.parse(pulled.stdout) as {name: string; path: string; files: {digest: {hex: string}}[]}
     assert.equal(result.name, 'tiny/stories260K-GGUF:F32')
     assert.equal(sha256(readFileSync(result.path)), sha256(storiesBytes()), 'the file on disk is the served file, byte for byte')
+    const sum = spawnSync('sha256sum', [result.path], {encoding: 'utf8'})
+    if (sum.status === 0) assert.equal(sum.stdout.split(' ')[0], sha256(storiesBytes()), 'sha256sum agrees with the digest the Hub listed')
     assert.equal(result.files[0]!.digest.hex, sha256(storiesBytes()))
     assert.deepEqual(
       readdirSync(join(dir, 'hf.co', 'tiny', 'stories260K-GGUF')),
