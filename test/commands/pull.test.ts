@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict'
 import {spawn, spawnSync} from 'node:child_process'
-import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync} from 'node:fs'
+import {existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
@@ -265,6 +265,22 @@ describe('runner pull from a Hub on loopback, list, run by name, rm', {skip: has
     )
     assert.deepEqual(readdirSync(join(dir, 'hf.co', 'tiny', 'stories260K-GGUF')), [], 'neither the file nor its .download')
     assert.ok(!existsSync(join(dir, 'manifests')))
+  })
+
+  test('a second pull of the same file while the first runs is refused; a lock left by a dead process is taken over', async () => {
+    const dir = freshDir()
+    const folder = join(dir, 'hf.co', 'tiny', 'stories260K-GGUF')
+    mkdirSync(folder, {recursive: true})
+    const lock = join(folder, 'stories260K-F32.gguf.download.lock')
+    writeFileSync(lock, String(process.pid))
+    await assert.rejects(
+      pullModel('tiny/stories260K-GGUF:F32', {dir, endpoint: `${hub.url}/`}),
+      /another runner pull \(pid \d+\) is downloading this file/,
+    )
+    writeFileSync(lock, '2147483646')
+    const r = await pullModel('tiny/stories260K-GGUF:F32', {dir, endpoint: `${hub.url}/`})
+    assert.equal(sha256(readFileSync(r.path)), sha256(storiesBytes()))
+    assert.ok(!existsSync(lock), 'the lock goes with the download')
   })
 
   test('the resolve address and the listing must agree on the digest', async () => {

@@ -1,6 +1,6 @@
 import {createHash, type Hash} from 'node:crypto'
 import {createReadStream} from 'node:fs'
-import {mkdir, open, rename, stat, truncate, unlink} from 'node:fs/promises'
+import {mkdir, open, readFile, rename, stat, truncate, unlink} from 'node:fs/promises'
 import {dirname} from 'node:path'
 
 import {ExitCode, RunnerError} from '../errors.js'
@@ -29,8 +29,60 @@ export async function downloadFile(
   dest: string,
   onBytes: (n: number) => void,
 ): Promise<{resumedFrom: number}> {
-  const part = partialPath(dest)
   await mkdir(dirname(dest), {recursive: true})
+  const release = await lockPartial(partialPath(dest), file.path)
+  try {
+    return await downloadLocked(client, url, file, dest, onBytes)
+  } finally {
+    await release()
+  }
+}
+
+/**
+ * Two pulls appending to one .download file would interleave their bytes: the second is refused
+ * while the first's process lives (`.download.lock` holds its pid); a lock whose process is gone (a
+ * kill -9, a power cut) is taken over.
+ */
+async function lockPartial(part: string, shown: string): Promise<() => Promise<void>> {
+  const lock = `${part}.lock`
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fh = await open(lock, 'wx')
+      await fh.writeFile(String(process.pid))
+      await fh.close()
+      return () => unlink(lock).catch(() => {})
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      const pid = Number((await readFile(lock, 'utf8').catch(() => '')).trim())
+      if (Number.isSafeInteger(pid) && pid > 0 && processAlive(pid))
+        throw new RunnerError(
+          'PULL_BUSY',
+          `${printable(shown)}: another runner pull (pid ${pid}) is downloading this file; wait for it to finish, or stop it and pull again`,
+          ExitCode.failure,
+        )
+      await unlink(lock).catch(() => {})
+    }
+  }
+  throw new RunnerError('PULL_BUSY', `${printable(shown)}: cannot take the download lock ${printable(lock)}`, ExitCode.failure)
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+async function downloadLocked(
+  client: HubClient,
+  url: string,
+  file: HubFile,
+  dest: string,
+  onBytes: (n: number) => void,
+): Promise<{resumedFrom: number}> {
+  const part = partialPath(dest)
   let have = (await stat(part).catch(() => undefined))?.size ?? 0
   if (have > file.bytes) {
     await truncate(part, 0)
@@ -54,13 +106,13 @@ export async function downloadFile(
         await res.body?.cancel()
         throw new RunnerError(
           'HUB_BAD_ANSWER',
-          `${file.path}: asked for bytes from ${have}, the server sent ${printable(res.headers.get('content-range') ?? 'no Content-Range')}`,
+          `${printable(file.path)}: asked for bytes from ${have}, the server sent ${printable(res.headers.get('content-range') ?? 'no Content-Range')}`,
           ExitCode.failure,
         )
       }
     } else if (res.status !== 200) {
       await res.body?.cancel()
-      throw new RunnerError('HUB_BAD_ANSWER', `${file.path}: the server answered ${res.status} to a download`, ExitCode.failure)
+      throw new RunnerError('HUB_BAD_ANSWER', `${printable(file.path)}: the server answered ${res.status} to a download`, ExitCode.failure)
     }
     const fh = await open(part, have === 0 ? 'w' : 'a')
     try {
@@ -69,7 +121,7 @@ export async function downloadFile(
         if (have + c.length > file.bytes)
           throw new RunnerError(
             'PULL_SIZE_MISMATCH',
-            `${file.path}: the server sent more than the ${file.bytes} bytes the Hub lists`,
+            `${printable(file.path)}: the server sent more than the ${file.bytes} bytes the Hub lists`,
             ExitCode.verificationFailed,
           )
         hash.update(c)
@@ -85,7 +137,7 @@ export async function downloadFile(
   if (have !== file.bytes)
     throw new RunnerError(
       'PULL_INCOMPLETE',
-      `${file.path}: the download stopped at ${have} of ${file.bytes} bytes; run the same pull again and it resumes from there`,
+      `${printable(file.path)}: the download stopped at ${have} of ${file.bytes} bytes; run the same pull again and it resumes from there`,
       ExitCode.failure,
     )
   const got = hash.digest('hex')
@@ -94,7 +146,7 @@ export async function downloadFile(
     await unlink(part).catch(() => {})
     throw new RunnerError(
       'PULL_DIGEST_MISMATCH',
-      `${file.path}: the downloaded bytes have ${file.digest.algorithm} ${got}, the Hub lists ${file.digest.hex}; nothing was kept (run the pull again)`,
+      `${printable(file.path)}: the downloaded bytes have ${file.digest.algorithm} ${got}, the Hub lists ${file.digest.hex}; nothing was kept (run the pull again)`,
       ExitCode.verificationFailed,
     )
   }
