@@ -337,7 +337,7 @@ describe('runner pull from a Hub on loopback, list, run by name, rm', {skip: has
   })
 
   test('a file kept in git (not LFS) is checked against its git blob id', async () => {
-    const r = await pullModel('tiny/git-GGUF:F32', {dir: freshDir(), endpoint: `${hub.url}/`})
+    const r = await pullModel('huggingface.co/tiny/git-GGUF:F32', {dir: freshDir(), endpoint: `${hub.url}/`})
     assert.deepEqual(r.manifest.files[0]!.digest, {algorithm: 'git-sha1', hex: gitBlobSha1(storiesBytes())})
     assert.equal(sha256(readFileSync(r.path)), sha256(storiesBytes()))
   })

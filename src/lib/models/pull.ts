@@ -5,7 +5,7 @@ import {ExitCode, RunnerError} from '../errors.js'
 import {formatBytes, printable} from '../util/index.js'
 import {downloadFile} from './download.js'
 import {HubClient, type HubFile} from './hub-client.js'
-import {type HubRef, parseHubRef} from './hub-ref.js'
+import {hasHubPrefix, type HubRef, parseHubRef} from './hub-ref.js'
 import {type ModelManifest, readManifests, writeManifest} from './manifest.js'
 import {HUB_FOLDER} from './models-dir.js'
 
@@ -138,7 +138,8 @@ export function storedPath(dir: string, repo: string, path: string): string {
  * listed digest is not downloaded again.
  */
 export async function pullModel(text: string, options: PullOptions): Promise<PullResult> {
-  const ref = parseHubRef(text.startsWith('hf.co/') || text.includes('://') ? text : `hf.co/${text}`)!
+  // Written without a prefix it must still parse as a Hub reference (the prefix makes parseHubRef refuse, not pass).
+  const ref = parseHubRef(hasHubPrefix(text) ? text : `hf.co/${text}`)!
   const client = new HubClient(options.endpoint, options.token, options.signal)
   const commit = await client.mainCommit(ref.repo)
   const chosen = chooseFiles(await client.files(ref.repo, commit), ref)
