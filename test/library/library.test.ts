@@ -11,6 +11,7 @@ import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
 import {promisify} from 'node:util'
 
+import {BUILTIN_TEMPLATES} from '../../src/lib/chat/index.js'
 import {hasShared, NO_SHARED_REASON, REPO_ROOT, sharedPath} from '../helpers/shared.js'
 
 interface Reference {
@@ -143,8 +144,16 @@ describe('the library API by its package name', {skip: SKIP, concurrency: true},
       const refused = (code: string, text: RegExp) => (e: unknown) => e instanceof RunnerError && e.code === code && text.test(e.message)
       await assert.rejects(model.generate('x', {maxTokens: -1}), refused('LIBRARY_BAD_OPTION', /^maxTokens /))
       await assert.rejects(model.generate('x', {temprature: 0} as object), refused('SAMPLING_BAD_OPTION', /"temprature"/))
+      // A built-in template by name renders as that template's text does (llama.cpp's llama3 turn markers), not as the word.
+      const hello = [{role: 'user' as const, content: 'Hello'}]
+      const byName = await model.chat(hello, {template: 'llama3', maxTokens: 1, temperature: 0})
+      const byText = await model.chat(hello, {template: BUILTIN_TEMPLATES.llama3!, maxTokens: 1, temperature: 0})
+      assert.equal(byName.prompt, byText.prompt)
+      assert.match(byName.prompt, /<\|start_header_id\|>user<\|end_header_id\|>\n\nHello<\|eot_id\|>/)
     } finally {
-      await model.dispose()
+      const first = model.dispose()
+      assert.equal(model.dispose(), first, 'a second dispose waits for the same release')
+      await first
     }
     assert.throws(
       () => model.stream('x'),

@@ -6,7 +6,7 @@
  * time, in the order they were made, since one context runs one generation at a time. Decoding runs
  * on the engine's native threads; tokenizing and template rendering are on the caller's thread.
  */
-import {type ChatMessage, ChatTemplate, encodeChatPrompt, validateHistory} from '../chat/index.js'
+import {BUILTIN_TEMPLATES, type ChatMessage, ChatTemplate, encodeChatPrompt, validateHistory} from '../chat/index.js'
 import {type EmbedInput, type EmbedResult, embed} from '../embed/index.js'
 import type {Pooling} from '../embed/index.js'
 import {type Context, defaultContextSize, type LoadOptions, Model, Session} from '../engine/index.js'
@@ -62,7 +62,8 @@ export interface PromptOptions extends GenerateOptions {
 /** Options of {@link RunnerModel.chat}. */
 export interface ChatOptions extends GenerateOptions {
   /**
-   * The chat template: `chatml`, or the text of a Jinja template (as `--chat-template`). Default:
+   * The chat template: a built-in name as llama.cpp names them (`chatml`, `llama3`, `gemma`, `mistral-v7`…),
+   * or the text of a Jinja template (as `--chat-template`). Default:
    * the model's own (`tokenizer.chat_template`), ChatML when it has none.
    */
   readonly template?: string
@@ -144,6 +145,7 @@ export class RunnerModel {
   /** The tail of the queue of calls: each waits for the one before it. */
   private queue: Promise<unknown> = Promise.resolve()
   private disposed = false
+  private disposal: Promise<void> | undefined
   private ownTemplate: ChatTemplate | undefined
 
   /** @internal Use {@link loadModel}. */
@@ -246,12 +248,15 @@ export class RunnerModel {
       const batch = Math.min(this.context.options.nBatch, window)
       const ctx = await this.model.createContext({nCtx: window, nBatch: batch, threads: this.options.threads, kvType: this.options.kvType})
       try {
-        return await scoreTokens(ctx, tokens, {
+        const result = await scoreTokens(ctx, tokens, {
           ctx: window,
           ...(options.stride === undefined ? {} : {stride: options.stride}),
           bos: tok.addBos ? tok.bos : undefined,
           ...(options.signal ? {signal: options.signal} : {}),
         })
+        // scoreTokens keeps the windows scored before an abort (runner score reports them); here an abort is an error, as documented.
+        if (result.partial) throw new RunnerError('ENGINE_ABORTED', 'scoring was aborted', ExitCode.interrupted)
+        return result
       } finally {
         ctx.dispose()
       }
@@ -271,12 +276,15 @@ export class RunnerModel {
   }
 
   /** Wait for the calls in progress, then free the context and the weights. Later calls are refused. */
-  async dispose(): Promise<void> {
-    if (this.disposed) return
-    this.disposed = true
-    await this.queue.catch(() => {})
-    this.context.dispose()
-    this.model.dispose()
+  dispose(): Promise<void> {
+    // A second call (an explicit dispose inside `await using`) waits for the same release.
+    this.disposal ??= (async () => {
+      this.disposed = true
+      await this.queue.catch(() => {})
+      this.context.dispose()
+      this.model.dispose()
+    })()
+    return this.disposal
   }
 
   /** `await using model = await loadModel(...)` disposes of it at the end of the block. */
@@ -286,7 +294,13 @@ export class RunnerModel {
 
   /** The template for `override` (undefined: the model's own, made once). */
   private template(override: string | undefined): ChatTemplate {
-    if (override !== undefined) return ChatTemplate.forModel(this.model.gguf, this.model.tokenizer, override)
+    // A built-in name (llama3, gemma…) means its template, as --chat-template NAME does; anything else is Jinja source.
+    if (override !== undefined)
+      return ChatTemplate.forModel(
+        this.model.gguf,
+        this.model.tokenizer,
+        Object.hasOwn(BUILTIN_TEMPLATES, override) ? BUILTIN_TEMPLATES[override]! : override,
+      )
     this.ownTemplate ??= ChatTemplate.forModel(this.model.gguf, this.model.tokenizer)
     return this.ownTemplate
   }
