@@ -44,6 +44,12 @@ describe('habits from ollama and llama.cpp', {skip: hasShared() ? false : NO_SHA
     })
     assert.equal(c.status, 0, c.stderr)
     assert.deepEqual(JSON.parse(c.stdout).tokens, JSON.parse(b.stdout).tokens)
+    // ... and is not even looked up (a name since removed), while alone it is, and a failure names it.
+    const d = await runCliAsync(['run', M(), '-p', 'Once', '-n', '1'], {env: {RUNNER_MODEL: 'removed-model'}})
+    assert.equal(d.status, 0, d.stderr)
+    const e = await runCliAsync(['run', '-p', 'Once', '-n', '1'], {env: {RUNNER_MODEL: 'removed-model', RUNNER_MODELS: dir}})
+    assert.equal(e.status, 3)
+    assert.match(e.stderr, /RUNNER_MODEL "removed-model": no such file, and no model of that name/)
   })
 
   test('a prompt where the model goes says to use -p; no model at all says how to give one', async () => {

@@ -41,6 +41,8 @@ export interface RecordedRequest {
 export interface FakeHubOptions {
   /** Cut the connection after this many bytes of a CDN body (once per CDN request while > 0); resume tests. */
   cutAfterBytes?: number
+  /** Cut only the body of the blob with this sha256 (the others are served whole). */
+  cutBlob?: string
   /** Serve these bytes instead of the file's (the digest stays the real one): a corrupting mirror. */
   corrupt?: boolean
   /** Answer 200 with the whole file to a Range request (a server that ignores ranges). */
@@ -210,7 +212,7 @@ export class FakeHub {
     } else {
       res.writeHead(200, {'accept-ranges': 'bytes', 'content-length': String(bytes.length)})
     }
-    const cut = this.options.cutAfterBytes ?? 0
+    const cut = this.options.cutBlob === undefined || this.options.cutBlob === sha ? (this.options.cutAfterBytes ?? 0) : 0
     let sent = 0
     for (let at = start; at < bytes.length; at += 65536) {
       const piece = bytes.subarray(at, Math.min(at + 65536, bytes.length))

@@ -25,13 +25,15 @@ export const modelFlag = {
   }),
 }
 
-/** run and chat take the model as -m or as their one positional argument (`runner run FILE -p TEXT`, as ollama's `run NAME`). */
+/**
+ * run and chat take the model as -m or as their one positional argument (resolved in
+ * modelFromFlagOrArg, not at parse time: a -m from RUNNER_MODEL must not be looked up when the
+ * command line names the model) (`runner run FILE -p TEXT`, as ollama's `run NAME`). */
 export const modelFlagOrArg = {
   model: Flags.string({
     char: 'm',
     description: 'GGUF model file (or any shard of a split model) or a model name (runner list); or give it as the argument',
     helpValue: 'FILE|NAME',
-    parse: resolveAs('-m'),
   }),
 }
 
@@ -55,6 +57,7 @@ export async function modelFromFlagOrArg(
   arg: string | undefined,
   command: string,
   promptFlag?: string,
+  flagLabel = '-m',
 ): Promise<string> {
   if (flag !== undefined && arg !== undefined) {
     const hint = promptFlag ? `; a prompt goes in ${promptFlag} ${JSON.stringify(printable(arg, {max: 60}))}` : ''
@@ -64,7 +67,7 @@ export async function modelFromFlagOrArg(
       ExitCode.usage,
     )
   }
-  if (flag !== undefined) return flag
+  if (flag !== undefined) return resolveModelPath(flag, flagLabel)
   if (arg === undefined)
     throw new RunnerError(
       'MODEL_MISSING',

@@ -49,8 +49,9 @@ export abstract class RunnerCommand extends Command {
     command: string,
     promptFlag?: string,
   ): Promise<string> {
-    const fromEnv = this.envSources.some((s) => s.flag === 'model')
-    return modelFromFlagOrArg(fromEnv && arg !== undefined ? undefined : flag, arg, command, promptFlag)
+    const fromEnv = this.envSources.find((s) => s.flag === 'model')
+    if (fromEnv && arg !== undefined) return modelFromFlagOrArg(undefined, arg, command, promptFlag)
+    return modelFromFlagOrArg(flag, arg, command, promptFlag, fromEnv ? fromEnv.variable : '-m')
   }
 
   protected override async parse<F extends FlagOutput, B extends FlagOutput, A extends ArgOutput>(

@@ -1,6 +1,6 @@
-import {createHash, type Hash} from 'node:crypto'
+import {createHash, type Hash, randomBytes} from 'node:crypto'
 import {createReadStream} from 'node:fs'
-import {mkdir, open, readFile, rename, stat, truncate, unlink} from 'node:fs/promises'
+import {link, mkdir, open, readFile, rename, stat, truncate, unlink, writeFile} from 'node:fs/promises'
 import {dirname} from 'node:path'
 
 import {ExitCode, RunnerError} from '../errors.js'
@@ -14,6 +14,13 @@ export const partialPath = (path: string) => `${path}.download`
 function digestHash(file: HubFile): Hash {
   if (file.digest.algorithm === 'sha256') return createHash('sha256')
   return createHash('sha1').update(`blob ${file.bytes}\0`)
+}
+
+/** The Hub digest of a file on disk (streamed: a multi-GB shard is never read whole). */
+export async function fileDigest(path: string, file: HubFile): Promise<string> {
+  const hash = digestHash(file)
+  for await (const c of createReadStream(path, {highWaterMark: 4 << 20})) hash.update(c as Buffer)
+  return hash.digest('hex')
 }
 
 /**
@@ -45,25 +52,31 @@ export async function downloadFile(
  */
 async function lockPartial(part: string, shown: string): Promise<() => Promise<void>> {
   const lock = `${part}.lock`
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fh = await open(lock, 'wx')
-      await fh.writeFile(String(process.pid))
-      await fh.close()
-      return () => unlink(lock).catch(() => {})
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      const pid = Number((await readFile(lock, 'utf8').catch(() => '')).trim())
-      if (Number.isSafeInteger(pid) && pid > 0 && processAlive(pid))
-        throw new RunnerError(
-          'PULL_BUSY',
-          `${printable(shown)}: another runner pull (pid ${pid}) is downloading this file; wait for it to finish, or stop it and pull again`,
-          ExitCode.failure,
-        )
-      await unlink(lock).catch(() => {})
+  // The pid goes into a file of our own first, then link() gives it the lock's name, or fails if the
+  // name is taken: the lock never exists without its pid in it.
+  const mine = `${lock}.${process.pid}.${randomBytes(4).toString('hex')}`
+  await writeFile(mine, String(process.pid))
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await link(mine, lock)
+        return () => unlink(lock).catch(() => {})
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        const pid = Number((await readFile(lock, 'utf8').catch(() => '')).trim())
+        if (!Number.isSafeInteger(pid) || pid <= 0 || processAlive(pid))
+          throw new RunnerError(
+            'PULL_BUSY',
+            `${printable(shown)}: another runner pull (pid ${Number.isSafeInteger(pid) && pid > 0 ? pid : '?'}) is downloading this file; wait for it to finish, or stop it and pull again`,
+            ExitCode.failure,
+          )
+        await unlink(lock).catch(() => {})
+      }
     }
+    throw new RunnerError('PULL_BUSY', `${printable(shown)}: cannot take the download lock ${printable(lock)}`, ExitCode.failure)
+  } finally {
+    await unlink(mine).catch(() => {})
   }
-  throw new RunnerError('PULL_BUSY', `${printable(shown)}: cannot take the download lock ${printable(lock)}`, ExitCode.failure)
 }
 
 function processAlive(pid: number): boolean {
@@ -110,11 +123,20 @@ async function downloadLocked(
           ExitCode.failure,
         )
       }
+    } else if (res.status === 416) {
+      // The server says the range starts past the file: the partial bytes are not this file's; start over next time.
+      await res.body?.cancel()
+      await truncate(part, 0)
+      throw new RunnerError(
+        'HUB_BAD_ANSWER',
+        `${printable(file.path)}: the server refused bytes from ${have} (416); the partial file was cleared, pull again`,
+        ExitCode.failure,
+      )
     } else if (res.status !== 200) {
       await res.body?.cancel()
       throw new RunnerError('HUB_BAD_ANSWER', `${printable(file.path)}: the server answered ${res.status} to a download`, ExitCode.failure)
     }
-    const fh = await open(part, have === 0 ? 'w' : 'a')
+    const fh = await open(part, have === 0 ? 'w' : 'r+')
     try {
       for await (const chunk of res.body ?? []) {
         const c = chunk as Uint8Array
@@ -125,11 +147,21 @@ async function downloadLocked(
             ExitCode.verificationFailed,
           )
         hash.update(c)
-        for (let done = 0; done < c.length;) done += (await fh.write(c, done, c.length - done)).bytesWritten
+        // At explicit positions: the bytes hashed are the bytes at those offsets, whatever else touched the file.
+        for (let done = 0; done < c.length;) done += (await fh.write(c, done, c.length - done, have + done)).bytesWritten
         have += c.length
         onBytes(have)
       }
       await fh.sync()
+    } catch (error) {
+      if (error instanceof RunnerError || client.aborted) throw error
+      // A connection cut mid-body (undici: "terminated"): what arrived is kept for the next pull.
+      const why = printable((error as {cause?: {code?: string}}).cause?.code ?? (error as Error).message ?? String(error), {max: 120})
+      throw new RunnerError(
+        'PULL_INCOMPLETE',
+        `${printable(file.path)}: the connection ended at ${have} of ${file.bytes} bytes (${why}); run the same pull again and it resumes from there`,
+        ExitCode.failure,
+      )
     } finally {
       await fh.close()
     }
@@ -150,6 +182,13 @@ async function downloadLocked(
       ExitCode.verificationFailed,
     )
   }
+  const size = (await stat(part)).size
+  if (size !== file.bytes)
+    throw new RunnerError(
+      'PULL_SIZE_MISMATCH',
+      `${printable(file.path)}: the file on disk is ${size} bytes, not ${file.bytes}; pull again`,
+      ExitCode.failure,
+    )
   await rename(part, dest)
   await syncFolder(dirname(dest))
   return {resumedFrom}

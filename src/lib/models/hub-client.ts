@@ -54,6 +54,11 @@ export class HubClient {
     private readonly signal?: AbortSignal,
   ) {}
 
+  /** True once the pull was interrupted (a failure after that is the interruption, not the network). */
+  get aborted(): boolean {
+    return this.signal?.aborted === true
+  }
+
   /** The commit the main branch points at (every file is then resolved at that commit, so a push mid-pull cannot mix versions). */
   async mainCommit(repo: string): Promise<string> {
     const refs = (await this.json(`api/models/${repo}/refs`, `repository ${repo}`)) as {
@@ -94,11 +99,11 @@ export class HubClient {
       if (res.status >= 300 && res.status < 400) {
         const location = new URL(res.headers.get('location') ?? '', url).href
         // The Hub's 302 already carries the LFS headers: the CDN is asked only for the bytes.
-        if (linked !== null) return {bytes: Number(linked), etag, location}
+        if (linked !== null) return {bytes: headerNumber(linked), etag, location}
         url = location
         continue
       }
-      return {bytes: Number(linked ?? res.headers.get('content-length')), etag, location: url}
+      return {bytes: headerNumber(linked ?? res.headers.get('content-length')), etag, location: url}
     }
     throw new RunnerError('HUB_BAD_ANSWER', `more than ${MAX_REDIRECTS} redirects resolving ${repo}/${path}`, ExitCode.failure)
   }
@@ -225,6 +230,11 @@ function hubFileOf(item: unknown): HubFile | undefined {
   const bytes = Number(i.size)
   if (typeof i.oid !== 'string' || !/^[0-9a-f]{40}$/.test(i.oid) || !Number.isSafeInteger(bytes) || bytes < 0) return undefined
   return {path: i.path, bytes, digest: {algorithm: 'git-sha1', hex: i.oid}}
+}
+
+/** A size header's number; NaN (unknown) when it is absent or empty, which Number() would read as 0. */
+function headerNumber(value: string | null): number {
+  return value === null || value.trim() === '' ? Number.NaN : Number(value)
 }
 
 /** `W/"abc"` and `"abc"` → `abc`. */

@@ -3,7 +3,7 @@ import {join} from 'node:path'
 
 import {ExitCode, RunnerError} from '../errors.js'
 import {formatBytes, printable} from '../util/index.js'
-import {downloadFile} from './download.js'
+import {downloadFile, fileDigest} from './download.js'
 import {HubClient, type HubFile} from './hub-client.js'
 import {hasHubPrefix, type HubRef, parseHubRef} from './hub-ref.js'
 import {type ModelManifest, readManifests, writeManifest} from './manifest.js'
@@ -85,6 +85,8 @@ export function chooseFiles(files: readonly HubFile[], ref: HubRef): {files: Hub
           .map((f) => printable(f.path, {max: 120}))
           .join(', ')}${ggufs.length > 20 ? `, and ${ggufs.length - 20} more` : ''}`
   let primary: HubFile | undefined
+  /** The tag that chose the file (the one asked for, or the default that matched): the model's name says what was asked, not what the file name ends with. */
+  let matched: string | undefined
   if (ref.file !== undefined) {
     primary = files.find((f) => f.path === ref.file)
     if (!primary)
@@ -94,7 +96,10 @@ export function chooseFiles(files: readonly HubFile[], ref: HubRef): {files: Hub
     for (const t of ref.tag ? [ref.tag] : DEFAULT_TAGS) {
       const pattern = new RegExp(`${escapeRegExp(t)}[.-]`, 'i')
       primary = files.find((f) => firstShard(f) && pattern.test(f.path))
-      if (primary) break
+      if (primary) {
+        matched = t.toUpperCase()
+        break
+      }
     }
     if (!primary && !ref.tag) primary = files.find(firstShard)
     if (!primary)
@@ -107,7 +112,7 @@ export function chooseFiles(files: readonly HubFile[], ref: HubRef): {files: Hub
       )
   }
   const info = splitInfo(primary.path)
-  const tag = ref.file === undefined ? info?.tag || ref.tag?.toUpperCase() : undefined
+  const tag = ref.file === undefined ? (matched ?? (info?.tag || undefined)) : undefined
   if (!info || info.count <= 1) return {files: [primary], tag}
   const shards: HubFile[] = []
   for (let i = 1; i <= info.count; i++) {
@@ -143,19 +148,28 @@ export async function pullModel(text: string, options: PullOptions): Promise<Pul
   const client = new HubClient(options.endpoint, options.token, options.signal)
   const commit = await client.mainCommit(ref.repo)
   const chosen = chooseFiles(await client.files(ref.repo, commit), ref)
-  const name = ref.file !== undefined ? ref.name : chosen.tag ? `${ref.repo}:${chosen.tag}` : ref.repo
+  const manifests = await readManifests(options.dir)
+  const asked = ref.file !== undefined ? ref.name : chosen.tag ? `${ref.repo}:${chosen.tag}` : ref.repo
+  // The Hub's names ignore case: a model pulled as TheBloke/X and again as thebloke/x is one model, in one place.
+  const same = manifests.find((m) => m.name.toLowerCase() === asked.toLowerCase())
+  const name = same?.name ?? asked
+  const repoPath = same?.source.repo ?? ref.repo
   const total = chosen.files.reduce((a, f) => a + f.bytes, 0)
   options.onPlan?.({name, repo: ref.repo, commit, files: chosen.files, bytes: total})
 
   // A file some manifest already lists with the same digest, and whose size on disk is that one, is not fetched again.
-  const known = new Map((await readManifests(options.dir)).flatMap((m) => m.files.map((f) => [f.path, f.digest.hex] as const)))
-  const relPath = (f: HubFile) => [HUB_FOLDER, ref.repo, f.path].join('/')
-  const paths = chosen.files.map((f) => storedPath(options.dir, ref.repo, f.path))
+  const known = new Map(manifests.flatMap((m) => m.files.map((f) => [f.path, f.digest.hex] as const)))
+  const relPath = (f: HubFile) => [HUB_FOLDER, repoPath, f.path].join('/')
+  const paths = chosen.files.map((f) => storedPath(options.dir, repoPath, f.path))
   let before = 0
   let resumedBytes = 0
   let fetched = 0
   for (const [i, file] of chosen.files.entries()) {
-    if (known.get(relPath(file)) === file.digest.hex && (await sizeOf(paths[i]!)) === file.bytes) {
+    const onDisk = await sizeOf(paths[i]!)
+    const listed = known.get(relPath(file)) === file.digest.hex
+    // A shard finished by an interrupted pull is in place but in no manifest yet: its bytes are hashed, not fetched again.
+    if (onDisk === file.bytes && (listed || (await fileDigest(paths[i]!, file)) === file.digest.hex)) {
+      if (!listed) resumedBytes += file.bytes
       before += file.bytes
       options.onBytes?.(before, total)
       continue
@@ -182,12 +196,12 @@ export async function pullModel(text: string, options: PullOptions): Promise<Pul
   const manifest: ModelManifest = {
     schema: 1,
     name,
-    source: {endpoint: options.endpoint, repo: ref.repo, commit, ...(chosen.tag ? {tag: chosen.tag} : {})},
+    source: {endpoint: options.endpoint, repo: repoPath, commit, ...(chosen.tag ? {tag: chosen.tag} : {})},
     files: chosen.files.map((f) => ({path: relPath(f), bytes: f.bytes, digest: f.digest})),
     pulledAt: new Date().toISOString(),
   }
   await writeManifest(options.dir, manifest)
-  return {manifest, path: paths[0]!, upToDate: fetched === 0, resumedBytes}
+  return {manifest, path: paths[0]!, upToDate: fetched === 0 && resumedBytes === 0, resumedBytes}
 }
 
 /** The line a finished pull prints (stderr), naming what the user runs next. */

@@ -83,10 +83,10 @@ function aliases(m: StoredModel): string[] {
  */
 export async function findStoredModel(dir: string, name: string): Promise<StoredModel | undefined> {
   const models = await listStoredModels(dir)
-  const exact = models.find((m) => m.name === name)
-  if (exact) return exact
+  const exact = models.filter((m) => m.name === name)
   const lower = name.toLowerCase()
-  const hits = models.filter((m) => aliases(m).some((a) => a.toLowerCase() === lower))
+  // Two loose files can share a name (foo.gguf and the split set foo-00001-of-00002.gguf): that is ambiguous too.
+  const hits = exact.length > 0 ? exact : models.filter((m) => aliases(m).some((a) => a.toLowerCase() === lower))
   if (hits.length > 1)
     throw new RunnerError(
       'MODEL_AMBIGUOUS',
