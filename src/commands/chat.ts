@@ -33,6 +33,10 @@ export default class Chat extends RunnerCommand {
   static override examples = [
     {description: 'Chat (greedy, short replies)', command: '<%= config.bin %> chat -m ../shared/models/stories260K.gguf --temp 0 -n 48'},
     {
+      description: "A pulled model by name, with llama.cpp's built-in gemma template",
+      command: '<%= config.bin %> chat gemma-3-1b-it-GGUF --chat-template gemma',
+    },
+    {
       description: 'With a system prompt, dropping the oldest turns when the context is full',
       command: '<%= config.bin %> chat -m model.gguf --system "You are terse." --context-shift',
     },

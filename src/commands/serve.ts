@@ -13,6 +13,10 @@ export default class Serve extends RunnerCommand {
   static override examples = [
     {description: 'Serve on http://127.0.0.1:8080', command: '<%= config.bin %> serve -m ../shared/models/stories260K.gguf'},
     {
+      description: "A pulled model by name, llama.cpp's built-in llama3 template, one JSON log line per request",
+      command: '<%= config.bin %> serve -m OWNER/REPO:Q4_K_M --chat-template llama3 --log-format json',
+    },
+    {
       description: 'Four slots, 2048 tokens each, any free port; their decode steps run as one forward pass',
       command: '<%= config.bin %> serve -m model.gguf --parallel 4 --ctx 2048 --port 0',
     },
