@@ -13,13 +13,14 @@
  * - `serve --chat-template gemma`: the built-in template, not a file named gemma.
  */
 import assert from 'node:assert/strict'
-import {spawn, spawnSync} from 'node:child_process'
+import {spawnSync} from 'node:child_process'
 import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, describe, test} from 'node:test'
 
 import {llamaSpellings} from '../../src/lib/cli/llama-spellings.js'
+import {serveProcess} from '../helpers/serve-process.js'
 import {hasShared, NO_SHARED_REASON, REPO_ROOT, runCliAsync, runCliWithInput, sharedPath} from '../helpers/shared.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'runner-habits-'))
@@ -125,30 +126,15 @@ describe('habits from ollama and llama.cpp', {skip: hasShared() ? false : NO_SHA
   })
 
   test('serve: the same warning for --ctx beyond the training context; --chat-template NAME is the built-in', async () => {
-    const child = spawn(process.execPath, ['bin/run.js', 'serve', '-m', M(), '--port', '0', '--ctx', '4096', '--chat-template', 'gemma'], {
-      cwd: REPO_ROOT,
-      env: {...process.env, NO_COLOR: '1'},
-    })
-    let stderr = ''
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-    const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)))
+    const s = await serveProcess(M(), ['--ctx', '4096', '--chat-template', 'gemma'])
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = ''
-        child.stdout.on('data', (d: Buffer) => {
-          out += d.toString()
-          const m = /listening on (http:\/\/\S+)/.exec(out)
-          if (m) resolve(m[1]!)
-        })
-        void exited.then((code) => reject(new Error(`serve exited (${code}) before listening: ${stderr}`)))
-      })
-      assert.match(stderr, /^runner: warning: context size 4096 > the model's training context 2048/m)
-      const caps = (await (await fetch(`${url}/v1/capabilities`)).json()) as {chat_template: {origin: string; source: string}}
+      assert.match(s.stderr(), /^runner: warning: context size 4096 > the model's training context 2048/m)
+      const caps = (await (await fetch(`${s.url}/v1/capabilities`)).json()) as {chat_template: {origin: string; source: string}}
       assert.equal(caps.chat_template.origin, 'override')
       assert.match(caps.chat_template.source, /<start_of_turn>/)
     } finally {
-      child.kill('SIGTERM')
-      await exited
+      s.child.kill('SIGTERM')
+      await s.exited
     }
   })
 

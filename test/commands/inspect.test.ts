@@ -14,7 +14,8 @@ import {after, before, describe, test, type TestContext} from 'node:test'
 
 import {GgmlType, getLlama, type Llama, LlamaLogLevel, readGgufFileInfo} from 'node-llama-cpp'
 
-import {type GgufKv, GgufValueType, readGgufModel, writeGguf} from '../../src/lib/gguf/index.js'
+import {GgufValueType, readGgufModel, writeGguf} from '../../src/lib/gguf/index.js'
+import {writeTwoShards} from '../helpers/split-model.js'
 import {type CliResult, hasShared, NO_SHARED_REASON, runCli, runCliAsync, SHARED_DIR, sharedPath} from '../helpers/shared.js'
 
 const STORIES = sharedPath('models', 'stories260K.gguf')
@@ -543,18 +544,8 @@ describe('runner inspect on a split model (llama.cpp split convention)', () => {
     mkdirSync(dir, {recursive: true})
     shard1 = join(dir, 'stories-00001-of-00002.gguf')
     shard2 = join(dir, 'stories-00002-of-00002.gguf')
-    const model = readGgufModel(STORIES)
-    tensorNames = model.tensors.map((x) => x.name)
-    const half = Math.ceil(model.tensors.length / 2)
-    const split = (no: number): GgufKv[] => [
-      {key: 'split.no', type: GgufValueType.UINT16, value: no},
-      {key: 'split.count', type: GgufValueType.UINT16, value: 2},
-      {key: 'split.tensors.count', type: GgufValueType.INT32, value: model.tensors.length},
-    ]
-    const tensors = (list: typeof model.tensors) =>
-      list.map((x) => ({name: x.name, type: x.type, shape: x.shape, data: {file: x.file, offset: x.offset}}))
-    await writeGguf(shard1, {kvs: [...model.kvs, ...split(0)], tensors: tensors(model.tensors.slice(0, half))})
-    await writeGguf(shard2, {kvs: split(1), tensors: tensors(model.tensors.slice(half))})
+    tensorNames = readGgufModel(STORIES).tensors.map((x) => x.name)
+    await writeTwoShards(STORIES, shard1, shard2)
   })
 
   test('inspect on either shard reports the whole model', async (t) => {

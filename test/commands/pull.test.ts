@@ -17,11 +17,12 @@ import {after, before, describe, test} from 'node:test'
 
 import {loadModel} from 'runner-llm'
 
-import {type GgufKv, GgufValueType, readGgufModel, writeGguf} from '../../src/lib/gguf/index.js'
+import {readGgufModel} from '../../src/lib/gguf/index.js'
 import {parseHubRef} from '../../src/lib/models/hub-ref.js'
 import {chooseFiles, pullModel, resolveModelPath} from '../../src/lib/models/index.js'
 import {COMMIT, FakeHub, gitBlobSha1, sha256} from '../helpers/fake-hub.js'
 import {hasShared, NO_SHARED_REASON, REPO_ROOT, runCliAsync, sharedPath} from '../helpers/shared.js'
+import {writeTwoShards} from '../helpers/split-model.js'
 
 const tmp = mkdtempSync(join(tmpdir(), 'runner-pull-'))
 after(() => rmSync(tmp, {recursive: true, force: true}))
@@ -32,20 +33,10 @@ const freshDir = () => {
   return d
 }
 
-/** stories260K written as llama.cpp's split convention (two shards), as test/commands/inspect.test.ts writes it. */
+/** stories260K as llama.cpp's split convention (two shards), the bytes the Hub serves. */
 async function splitStories(): Promise<Buffer[]> {
-  const model = readGgufModel(sharedPath('models/stories260K.gguf'))
-  const half = Math.ceil(model.tensors.length / 2)
-  const kv = (no: number): GgufKv[] => [
-    {key: 'split.no', type: GgufValueType.UINT16, value: no},
-    {key: 'split.count', type: GgufValueType.UINT16, value: 2},
-    {key: 'split.tensors.count', type: GgufValueType.INT32, value: model.tensors.length},
-  ]
-  const tensors = (list: typeof model.tensors) =>
-    list.map((x) => ({name: x.name, type: x.type, shape: x.shape, data: {file: x.file, offset: x.offset}}))
   const paths = [join(tmp, 'split-1.gguf'), join(tmp, 'split-2.gguf')]
-  await writeGguf(paths[0]!, {kvs: [...model.kvs, ...kv(0)], tensors: tensors(model.tensors.slice(0, half))})
-  await writeGguf(paths[1]!, {kvs: kv(1), tensors: tensors(model.tensors.slice(half))})
+  await writeTwoShards(sharedPath('models/stories260K.gguf'), paths[0]!, paths[1]!)
   return paths.map((p) => readFileSync(p))
 }
 

@@ -3,47 +3,18 @@
 // key, and on SIGTERM/SIGINT stops accepting, lets the in-flight stream finish and exits 0.
 // Build first (`npx tsc -p .`): the CLI runs from dist/.
 import assert from 'node:assert/strict'
-import {type ChildProcess, spawn} from 'node:child_process'
+import {spawn} from 'node:child_process'
 import {type AddressInfo, createServer} from 'node:net'
 import {describe, test} from 'node:test'
 
 import OpenAI from 'openai'
 
+import {serveProcess} from '../helpers/serve-process.js'
 import {hasShared, NO_SHARED_REASON, REPO_ROOT, sharedPath} from '../helpers/shared.js'
 
 const STORIES = sharedPath('models', 'stories260K.gguf')
 
-interface Served {
-  readonly child: ChildProcess
-  readonly url: string
-  stderr(): string
-  /** Exit code (or signal) once the process ends. */
-  readonly exited: Promise<number | string | null>
-}
-
-function serve(args: string[]): Promise<Served> {
-  const child = spawn(process.execPath, ['bin/run.js', 'serve', '-m', STORIES, '--port', '0', ...args], {
-    cwd: REPO_ROOT,
-    env: {...process.env, NO_COLOR: '1'},
-  })
-  let out = ''
-  let err = ''
-  // 'close', not 'exit': stderr has been read to its end by then.
-  const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)))
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no startup line after 30 s; stderr: ${err}`)), 30_000)
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()))
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString()
-      const url = /listening on (http:\/\/\S+)/.exec(out)?.[1]
-      if (url) {
-        clearTimeout(timer)
-        resolve({child, url, stderr: () => err, exited})
-      }
-    })
-    void exited.then((code) => reject(new Error(`serve exited (${code}) before listening: ${err}`)))
-  })
-}
+const serve = (args: string[]) => serveProcess(STORIES, args)
 
 describe('runner serve (the process)', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   test('startup line, the SDK, SIGTERM with a stream in flight: the stream completes, new connections are refused, exit 0', async () => {

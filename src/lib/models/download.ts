@@ -4,7 +4,7 @@ import {link, mkdir, open, readFile, rename, stat, truncate, unlink, writeFile} 
 import {dirname} from 'node:path'
 
 import {ExitCode, RunnerError} from '../errors.js'
-import {printable} from '../util/index.js'
+import {printable, writerGone} from '../util/index.js'
 import type {HubClient, HubFile} from './hub-client.js'
 
 /** The name a file has while it downloads: kept on failure or Ctrl+C, so the next pull resumes from it. */
@@ -16,11 +16,17 @@ function digestHash(file: HubFile): Hash {
   return createHash('sha1').update(`blob ${file.bytes}\0`)
 }
 
-/** The Hub digest of a file on disk (streamed: a multi-GB shard is never read whole). */
+/** The Hub digest of a file on disk. */
 export async function fileDigest(path: string, file: HubFile): Promise<string> {
-  const hash = digestHash(file)
-  for await (const c of createReadStream(path, {highWaterMark: 4 << 20})) hash.update(c as Buffer)
-  return hash.digest('hex')
+  return (await hashFile(digestHash(file), path)).digest('hex')
+}
+
+/** Feed a file's bytes (up to `end`, exclusive) into `hash`, streamed: a multi-GB shard is never read whole. */
+async function hashFile(hash: Hash, path: string, end?: number): Promise<Hash> {
+  if (end === 0) return hash
+  for await (const c of createReadStream(path, {...(end === undefined ? {} : {end: end - 1}), highWaterMark: 4 << 20}))
+    hash.update(c as Buffer)
+  return hash
 }
 
 /**
@@ -64,7 +70,7 @@ async function lockPartial(part: string, shown: string): Promise<() => Promise<v
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
         const pid = Number((await readFile(lock, 'utf8').catch(() => '')).trim())
-        if (!Number.isSafeInteger(pid) || pid <= 0 || processAlive(pid))
+        if (!Number.isSafeInteger(pid) || pid <= 0 || !writerGone(pid))
           throw new RunnerError(
             'PULL_BUSY',
             `${printable(shown)}: another runner pull (pid ${Number.isSafeInteger(pid) && pid > 0 ? pid : '?'}) is downloading this file; wait for it to finish, or stop it and pull again`,
@@ -76,15 +82,6 @@ async function lockPartial(part: string, shown: string): Promise<() => Promise<v
     throw new RunnerError('PULL_BUSY', `${printable(shown)}: cannot take the download lock ${printable(lock)}`, ExitCode.failure)
   } finally {
     await unlink(mine).catch(() => {})
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
   }
 }
 
@@ -101,8 +98,8 @@ async function downloadLocked(
     await truncate(part, 0)
     have = 0
   }
-  let hash = digestHash(file)
-  if (have > 0) for await (const c of createReadStream(part, {end: have - 1, highWaterMark: 4 << 20})) hash.update(c as Buffer)
+  // The bytes already there are hashed first, so the digest covers the whole file.
+  let hash = await hashFile(digestHash(file), part, have)
   const resumedFrom = have
   onBytes(have)
   if (have < file.bytes) {

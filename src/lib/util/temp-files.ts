@@ -32,8 +32,8 @@ export function parseTempName(name: string): {readonly target: string; readonly 
   return m ? {target: m[1]!, pid: Number(m[2])} : undefined
 }
 
-/** True only when no process has this pid: signal 0 checks without sending anything. */
-function writerGone(pid: number): boolean {
+/** True only when no process has this pid: signal 0 checks without sending anything (a lock's or a temporary file's writer). */
+export function writerGone(pid: number): boolean {
   if (pid === process.pid) return false
   try {
     process.kill(pid, 0)
