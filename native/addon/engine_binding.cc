@@ -49,12 +49,27 @@ using ModelRef = std::shared_ptr<ModelHandle>;
 using ContextRef = std::shared_ptr<ContextHandle>;
 using GroupRef = std::shared_ptr<GroupHandle>;
 
+// A draft source of speculative decoding. A draft model's context is the draft's alone while it
+// lives: it stays marked busy (its cache holds what the draft evaluated), and is released on free.
+struct DraftHandle {
+  runner_draft *draft = nullptr;
+  ContextRef ctx;
+  std::atomic<bool> busy{false};
+  bool disposed = false;
+  ~DraftHandle() {
+    runner_draft_free(draft);
+    if (ctx) ctx->busy = false;
+  }
+};
+using DraftRef = std::shared_ptr<DraftHandle>;
+
 // Type tags: a model handle passed where a context is expected (or any other External) is refused
 // by name instead of being reinterpreted.
 template <typename T> struct HandleTag;
 template <> struct HandleTag<ModelHandle> { static constexpr napi_type_tag tag = {0x52554e4e45524d4fULL, 0x44454c48414e444cULL}; };
 template <> struct HandleTag<ContextHandle> { static constexpr napi_type_tag tag = {0x52554e4e4552434fULL, 0x4e5445585448444cULL}; };
 template <> struct HandleTag<GroupHandle> { static constexpr napi_type_tag tag = {0x52554e4e45524752ULL, 0x4f55504841444c45ULL}; };
+template <> struct HandleTag<DraftHandle> { static constexpr napi_type_tag tag = {0x52554e4e45524452ULL, 0x4146544841444c45ULL}; };
 
 template <typename T>
 Napi::External<std::shared_ptr<T>> Wrap(Napi::Env env, std::shared_ptr<T> p) {
@@ -532,10 +547,11 @@ class GenerateWorker : public Napi::AsyncWorker {
  public:
   GenerateWorker(Napi::Env env, ContextRef ctx, std::shared_ptr<GenerateState> state, Napi::ThreadSafeFunction tsfn,
                  std::vector<int32_t> prompt, std::vector<int32_t> history, std::vector<int32_t> eog, int32_t pos,
-                 int32_t max_tokens, SamplerParams sp, Napi::Int32Array flags, std::shared_ptr<MatcherHandle> matcher, GroupRef group)
+                 int32_t max_tokens, SamplerParams sp, Napi::Int32Array flags, std::shared_ptr<MatcherHandle> matcher, GroupRef group,
+                 DraftRef draft, std::vector<int32_t> prefix)
       : Napi::AsyncWorker(env), ctx_(std::move(ctx)), state_(std::move(state)), tsfn_(tsfn), prompt_(std::move(prompt)),
         history_(std::move(history)), eog_(std::move(eog)), pos_(pos), max_tokens_(max_tokens), sp_(std::move(sp)),
-        matcher_(std::move(matcher)), group_(std::move(group)) {
+        matcher_(std::move(matcher)), group_(std::move(group)), draft_(std::move(draft)), prefix_(std::move(prefix)) {
     if (!flags.IsEmpty()) {
       flags_ref_ = Napi::Persistent(flags);
       flags_ = flags.Data();
@@ -558,6 +574,9 @@ class GenerateWorker : public Napi::AsyncWorker {
       p.sampling = &sampling;
       p.matcher = matcher_ ? matcher_->matcher : nullptr;
       p.group = group_ ? group_->group : nullptr;
+      p.draft = draft_ ? draft_->draft : nullptr;
+      p.prefix = prefix_.data();
+      p.n_prefix = static_cast<int32_t>(prefix_.size());
       char err[kErrLen] = {0};
       const runner_status st = runner_generate(ctx_->ctx, &p, &GenerateWorker::OnToken, this, flags_, &state_->stats, err, kErrLen);
       state_->message = err;
@@ -567,11 +586,13 @@ class GenerateWorker : public Napi::AsyncWorker {
   void OnOK() override {
     ctx_->busy = false;
     if (matcher_) matcher_->busy = false;
+    if (draft_) draft_->busy = false;
     tsfn_.Release();  // the finalizer settles the promise once every queued token has been delivered
   }
   void OnError(const Napi::Error &e) override {
     ctx_->busy = false;
     if (matcher_) matcher_->busy = false;
+    if (draft_) draft_->busy = false;
     state_->status = RUNNER_ERR_INTERNAL;
     state_->message = e.Message();
     tsfn_.Release();
@@ -616,6 +637,8 @@ class GenerateWorker : public Napi::AsyncWorker {
   SamplerParams sp_;
   std::shared_ptr<MatcherHandle> matcher_;
   GroupRef group_;
+  DraftRef draft_;
+  std::vector<int32_t> prefix_;
   Napi::Reference<Napi::Int32Array> flags_ref_;
   volatile int32_t *flags_ = nullptr;
 };
@@ -630,6 +653,10 @@ Napi::Object StatsToJs(Napi::Env env, const runner_generate_stats &s) {
   o.Set("decodeMs", s.decode_ms);
   o.Set("nForced", s.n_forced);
   o.Set("maskMs", s.mask_ms);
+  o.Set("nDraftSteps", s.n_draft_steps);
+  o.Set("nDrafted", s.n_drafted);
+  o.Set("nAccepted", s.n_accepted);
+  o.Set("draftMs", s.draft_ms);
   return o;
 }
 
@@ -648,9 +675,22 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
   const bool constrained = o.Has("matcher") && !o.Get("matcher").IsUndefined() && !o.Get("matcher").IsNull();
   GroupRef group;
   if (o.Has("group") && !o.Get("group").IsUndefined() && !o.Get("group").IsNull()) group = Unwrap<GroupHandle>(o.Get("group"), "group");
+  DraftRef draft;
+  std::vector<int32_t> prefix;
+  if (o.Has("draft") && !o.Get("draft").IsUndefined() && !o.Get("draft").IsNull()) {
+    draft = Unwrap<DraftHandle>(o.Get("draft"), "draft");
+    prefix = TokensFrom(o.Get("prefix"), "prefix");
+  }
   ContextRef c = Acquire(info[0]);
   std::shared_ptr<MatcherHandle> matcher;
+  bool draft_taken = false;
   try {
+    if (draft) {
+      bool expected = false;
+      if (!draft->busy.compare_exchange_strong(expected, true))
+        Throw(env, Kind::kError, runner_status_code(RUNNER_ERR_BUSY), "draft is in use by another generation");
+      draft_taken = true;
+    }
     if (constrained) matcher = AcquireMatcher(o.Get("matcher"), "params.matcher");
     auto state = std::make_shared<GenerateState>(env);
     Napi::ThreadSafeFunction tsfn = Napi::ThreadSafeFunction::New(
@@ -659,14 +699,52 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
           else state->deferred.Resolve(StatsToJs(env, state->stats));
         });
     auto *w = new GenerateWorker(env, c, state, tsfn, std::move(prompt), std::move(history), std::move(eog), pos, max_tokens,
-                                 std::move(sp), flags, matcher, group);
+                                 std::move(sp), flags, matcher, group, draft, std::move(prefix));
     w->Queue();
     return state->deferred.Promise();
   } catch (...) {
-    c->busy = false;  // never leave the context (or the matcher) stuck "busy" when starting failed
+    c->busy = false;  // never leave the context (or the matcher, the draft) stuck "busy" when starting failed
     if (matcher) matcher->busy = false;
+    if (draft_taken) draft->busy = false;
     throw;
   }
+}
+
+// ---- drafts ------------------------------------------------------------------------------------
+
+// draftCreate({kind, nMax, ngramMin, ngramMax, pMin}, draftContext | null) -> draft handle. The draft
+// model's context is taken (busy) until draftFree.
+Napi::Value DraftCreate(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsObject()) ThrowInvalid(env, Kind::kTypeError, "draftCreate(params, context?): params must be an object");
+  Napi::Object o = info[0].As<Napi::Object>();
+  runner_draft_params p{};
+  p.kind = IntProp(o, "kind", "params");
+  p.n_max = IntProp(o, "nMax", "params");
+  p.ngram_min = IntProp(o, "ngramMin", "params");
+  p.ngram_max = IntProp(o, "ngramMax", "params");
+  p.p_min = static_cast<float>(NumberArg(o.Get("pMin"), "params.pMin"));
+  ContextRef c;
+  if (info.Length() > 1 && !info[1].IsNull() && !info[1].IsUndefined()) c = Acquire(info[1]);
+  char err[kErrLen] = {0};
+  runner_draft *d = nullptr;
+  const runner_status st = runner_draft_create(&p, c ? c->ctx : nullptr, &d, err, kErrLen);
+  if (st != RUNNER_OK) {
+    if (c) c->busy = false;
+    throw StatusError(env, st, err);
+  }
+  auto h = std::make_shared<DraftHandle>();
+  h->draft = d;
+  h->ctx = c;
+  return Wrap(env, h);
+}
+
+// draftFree(draft): freed (and its context released) once no generation uses it.
+Napi::Value DraftFree(const Napi::CallbackInfo &info) {
+  auto &sp = Slot<DraftHandle>(info[0], "draft");
+  if (sp) sp->disposed = true;
+  sp.reset();
+  return info.Env().Undefined();
 }
 
 // ---- decode groups -----------------------------------------------------------------------------
@@ -735,6 +813,8 @@ void RegisterEngineBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("kvBytes", Napi::Function::New(env, KvBytes, "kvBytes"));
   exports.Set("contextLogits", Napi::Function::New(env, ContextLogits, "contextLogits"));
   exports.Set("generate", Napi::Function::New(env, Generate, "generate"));
+  exports.Set("draftCreate", Napi::Function::New(env, DraftCreate, "draftCreate"));
+  exports.Set("draftFree", Napi::Function::New(env, DraftFree, "draftFree"));
   exports.Set("groupCreate", Napi::Function::New(env, GroupCreate, "groupCreate"));
   exports.Set("groupFree", Napi::Function::New(env, GroupFree, "groupFree"));
   exports.Set("groupStats", Napi::Function::New(env, GroupStats, "groupStats"));

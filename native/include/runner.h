@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 16
+#define RUNNER_ABI_VERSION 17
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -598,6 +598,41 @@ runner_status runner_matcher_accept_token(runner_matcher *m, int32_t token, char
 /* Advance by bytes: *dead_at = the index of the first byte no document allows (state unchanged), or -1. */
 runner_status runner_matcher_accept_bytes(runner_matcher *m, const uint8_t *bytes, int64_t n, int64_t *dead_at, char *err, int32_t err_len);
 
+/* ---- speculative decoding ------------------------------------------------------- */
+
+/*
+ * A draft source proposes tokens that may follow a sequence; the generation evaluates them with its
+ * last token in one forward step and walks the rows: each position is sampled by the target's own
+ * sampler (the same draws, mask and penalties as without drafts), and the walk continues only while
+ * the sampled token is the drafted one. So the tokens, log-probabilities and finish are exactly
+ * those of plain decoding (the determinism contract makes every row bitwise the row a one-token
+ * step gives); drafts change speed only.
+ */
+typedef enum runner_draft_kind {
+    RUNNER_DRAFT_LOOKUP = 1, /* n-gram match in the sequence so far (prompt lookup): no weights */
+    RUNNER_DRAFT_MODEL = 2   /* a smaller model's greedy continuation, in its own context */
+} runner_draft_kind;
+
+typedef struct runner_draft_params {
+    int32_t kind;      /* runner_draft_kind */
+    int32_t n_max;     /* most tokens drafted per step, 1..RUNNER_DRAFT_MAX */
+    int32_t ngram_min; /* LOOKUP: the shortest suffix matched, 1..ngram_max */
+    int32_t ngram_max; /* LOOKUP: the longest suffix matched (tried first), ..RUNNER_DRAFT_NGRAM_MAX */
+    float p_min;       /* MODEL: drafting stops at a token the draft model gives less probability, [0, 1] */
+} runner_draft_params;
+
+#define RUNNER_DRAFT_MAX 64
+#define RUNNER_DRAFT_NGRAM_MAX 16
+
+typedef struct runner_draft runner_draft;
+
+/* draft_ctx: the draft model's context (MODEL only; NULL for LOOKUP), used by the draft alone
+ * until runner_draft_free (it is not freed by it); its model must have a vocabulary the target
+ * accepts: ids it proposes at or beyond the target's n_vocab end a draft. */
+runner_status runner_draft_create(const runner_draft_params *params, runner_context *draft_ctx, runner_draft **out, char *err,
+                                  int32_t err_len);
+void runner_draft_free(runner_draft *draft);
+
 /* ---- generation ----------------------------------------------------------------- */
 
 typedef enum runner_finish_reason {
@@ -626,6 +661,12 @@ typedef struct runner_generate_params {
     /* Decode group (may be NULL): the generated tokens are evaluated in its steps, beside the other
      * members'; a context of another model is refused. */
     runner_group *group;
+    /* Speculative decoding (may be NULL): drafts verified as above. A draft needs the whole
+     * sequence: `prefix` holds the tokens at positions [0, pos) (n_prefix == pos). Generations with
+     * a draft do not join a decode group (their verify step is their batch). */
+    runner_draft *draft;
+    const int32_t *prefix;
+    int32_t n_prefix;
 } runner_generate_params;
 
 typedef struct runner_generate_stats {
@@ -637,6 +678,10 @@ typedef struct runner_generate_stats {
     double decode_ms;    /* sampling + evaluating generated tokens */
     int32_t n_forced;    /* generated tokens the grammar forced (no draw) */
     double mask_ms;      /* computing grammar masks */
+    int32_t n_draft_steps;  /* verify steps that carried at least one drafted token */
+    int32_t n_drafted;      /* drafted tokens evaluated */
+    int32_t n_accepted;     /* drafted tokens the target sampled (acceptance: n_accepted / n_drafted) */
+    double draft_ms;        /* proposing drafts (part of decode_ms) */
 } runner_generate_stats;
 
 /* Called once per generated token, on the generating thread; return nonzero to stop. */

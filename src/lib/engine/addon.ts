@@ -19,7 +19,7 @@ import {amxMode, type AmxStatus, cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 16
+export const ADDON_ABI_VERSION = 17
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -51,6 +51,7 @@ export type CpuFeatures = Readonly<Record<CpuFeatureName, boolean>>
 export type NativeModelHandle = {readonly __brand: 'NativeModel'}
 export type NativeContextHandle = {readonly __brand: 'NativeContext'}
 export type NativeGroupHandle = {readonly __brand: 'NativeGroup'}
+export type NativeDraftHandle = {readonly __brand: 'NativeDraft'}
 export type NativeTrainerHandle = {readonly __brand: 'NativeTrainer'}
 
 /** runner_model_config as modelLoad reads it: runner.h's field names and C values (src/lib/arch/config-fields.ts). */
@@ -101,6 +102,19 @@ export interface NativeGenerateParams {
   matcher?: NativeMatcherHandle
   /** Decode group: the generated tokens are evaluated in its steps, beside other members'. */
   group?: NativeGroupHandle
+  /** Speculative decoding's draft source (busy for the generation); needs `prefix`. */
+  draft?: NativeDraftHandle
+  /** With a draft: the tokens at positions [0, pos). */
+  prefix?: Int32Array
+}
+
+/** runner_draft_params: kind 1 lookup (n-gram sizes), 2 a draft model (pMin). */
+export interface NativeDraftParams {
+  kind: number
+  nMax: number
+  ngramMin: number
+  ngramMax: number
+  pMin: number
 }
 
 /** runner_generate_stats; finish is runner_finish_reason. */
@@ -115,6 +129,12 @@ export interface NativeGenerateStats {
   nForced: number
   /** Time spent computing grammar masks. */
   maskMs: number
+  /** Verify steps that carried drafted tokens, drafted tokens evaluated, and those the target sampled. */
+  nDraftSteps: number
+  nDrafted: number
+  nAccepted: number
+  /** Time spent proposing drafts (part of decodeMs). */
+  draftMs: number
 }
 
 /** One entry of the engine's weight-type table (runner.h runner_type_info; native/addon/types_binding.cc). */
@@ -300,6 +320,9 @@ export interface NativeAddon {
   groupCreate(model: NativeModelHandle, params: {threads: number; maxMembers: number; waitUs: number}): NativeGroupHandle
   groupFree(group: NativeGroupHandle): void
   groupStats(group: NativeGroupHandle): {steps: number; tokens: number}
+  /** A draft source (runner_draft_create); a draft model's context is the draft's (busy) until draftFree. */
+  draftCreate(params: NativeDraftParams, draftContext: NativeContextHandle | null): NativeDraftHandle
+  draftFree(draft: NativeDraftHandle): void
   /** The weight-type table, in type-id order. */
   typeTraits(): NativeTypeTraits[]
   /** Weight quantizer: llama.cpp's quantize_row_*_ref bytes. */
@@ -357,6 +380,8 @@ export const ADDON_FUNCTIONS = [
   'groupCreate',
   'groupFree',
   'groupStats',
+  'draftCreate',
+  'draftFree',
   'typeTraits',
   'quantizeRef',
   'toFloat',

@@ -4,6 +4,7 @@ import {loadAddon, type NativeContextHandle, type NativeGenerateStats} from './a
 import {abortFlags} from './abort-flags.js'
 import {engineError} from './errors.js'
 import type {DecodeGroup} from './decode-group.js'
+import type {Draft} from './draft.js'
 import type {GrammarMatcher} from './grammar.js'
 import type {Model} from './model.js'
 
@@ -49,6 +50,26 @@ export interface GenerateOptions {
    * bitwise those of generating alone.
    */
   readonly group?: DecodeGroup
+  /**
+   * Speculative decoding: the draft proposes, this context verifies every token with the same
+   * sampler, so the tokens and log-probabilities are those of decoding without it. Needs `prefix`
+   * when `pos` > 0; a generation with a draft decodes outside any decode group.
+   */
+  readonly draft?: Draft
+  /** The tokens at positions [0, pos) (what the cache holds), for the draft; required with a draft. */
+  readonly prefix?: readonly number[]
+}
+
+/** What a draft did in one generation. */
+export interface DraftStats {
+  /** Verify steps that carried drafted tokens. */
+  readonly steps: number
+  /** Drafted tokens evaluated. */
+  readonly drafted: number
+  /** Drafted tokens the target sampled (accepted / drafted: the acceptance rate). */
+  readonly accepted: number
+  /** Time proposing drafts (part of decodeMs). */
+  readonly draftMs: number
 }
 
 export interface GeneratedToken {
@@ -84,6 +105,8 @@ export interface GenerationResult {
   readonly forcedTokens: number
   /** Part of decodeMs spent computing grammar masks. */
   readonly maskMs: number
+  /** With a draft: what it proposed and what was accepted. */
+  readonly draft?: DraftStats
 }
 
 /**
@@ -104,6 +127,11 @@ export class Context {
   private get native(): NativeContextHandle {
     if (!this.handle) throw new RunnerError('CONTEXT_DISPOSED', 'the context has been disposed')
     return this.handle
+  }
+
+  /** @internal The engine handle (a draft model's context is handed to its Draft). */
+  get nativeHandle(): NativeContextHandle {
+    return this.native
   }
 
   /** Bytes of the KV cache (layers whose attention was removed have none). */
@@ -190,6 +218,8 @@ export class Context {
     }
     if (prompt.length === 0) throw new RunnerError('GENERATE_EMPTY_PROMPT', 'the prompt has no tokens', ExitCode.usage)
     const pos = options.pos ?? this.nPast
+    if (options.draft && (options.prefix?.length ?? 0) !== pos)
+      throw new RunnerError('GENERATE_BAD_OPTION', `a draft needs the ${pos} tokens before position ${pos} as prefix`, ExitCode.usage)
     if (pos + prompt.length > this.options.nCtx) {
       throw new RunnerError(
         'CONTEXT_FULL',
@@ -220,7 +250,8 @@ export class Context {
           logitBias: [...(s.logitBias ?? new Map<number, number>()).entries()],
         },
         ...(options.matcher ? {matcher: options.matcher.handle} : {}),
-        ...(options.group ? {group: options.group.handleFor(this.model)} : {}),
+        ...(options.group && !options.draft ? {group: options.group.handleFor(this.model)} : {}),
+        ...(options.draft ? {draft: options.draft.native, prefix: Int32Array.from(options.prefix ?? [])} : {}),
       },
       onToken,
       flags,
@@ -290,6 +321,9 @@ export class TokenStream implements AsyncIterable<GeneratedToken> {
           decodeMs: stats.decodeMs,
           forcedTokens: stats.nForced,
           maskMs: stats.maskMs,
+          ...(options.draft
+            ? {draft: {steps: stats.nDraftSteps, drafted: stats.nDrafted, accepted: stats.nAccepted, draftMs: stats.draftMs}}
+            : {}),
         }
       },
       (error: unknown) => {

@@ -78,7 +78,10 @@ export class Session {
    * but the last (whose logits the first draw needs); the reused prefix reaches the penalties as
    * `history`, so the result is bitwise what a fresh context would give. `maxReuse` caps the reuse.
    */
-  generate(prompt: readonly number[], options: Omit<GenerateOptions, 'pos' | 'history'> & {readonly maxReuse?: number}): SessionTurn {
+  generate(
+    prompt: readonly number[],
+    options: Omit<GenerateOptions, 'pos' | 'history' | 'prefix'> & {readonly maxReuse?: number},
+  ): SessionTurn {
     const {maxReuse, ...rest} = options
     const reuse = Math.max(0, Math.min(this.reusable(prompt), maxReuse ?? Infinity))
     this.context.kvTruncate(reuse)
@@ -89,6 +92,7 @@ export class Session {
       pos: reuse,
       ...(history.length > 0 ? {history} : {}),
       ...(this.group && !rest.group ? {group: this.group} : {}),
+      ...(rest.draft ? {prefix: prompt.slice(0, reuse)} : {}),
     })
     const result = stream.result.then(
       (r) => {

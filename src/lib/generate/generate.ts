@@ -5,17 +5,16 @@
  * signal that stops the engine at once, in the prompt too.
  */
 import {ExitCode, RunnerError} from '../errors.js'
-import {type FinishReason as EngineFinishReason, GrammarMatcher, type Session} from '../engine/index.js'
+import {type Draft, type DraftStats, type FinishReason as EngineFinishReason, GrammarMatcher, type Session} from '../engine/index.js'
 import type {Constraint} from '../grammar/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {EventQueue} from './event-queue.js'
 import {fitPrompt} from './fit.js'
 import {nativeGrammarOf} from './grammars.js'
-import {type GenerationHooks, refuseUnbuiltHooks} from './hooks.js'
 import {type GenerationEvent, Release} from './release.js'
 import type {TokenReport} from './token-report.js'
 
-export interface GenerationRequest extends GenerationHooks {
+export interface GenerationRequest {
   /** The whole prompt, from position 0 (the session reuses what its cache already holds of it). */
   readonly prompt: readonly number[]
   /** Most tokens to generate (the engine also ends on a full context: finish reason "context"). */
@@ -34,6 +33,11 @@ export interface GenerationRequest extends GenerationHooks {
    * exactly when the document is complete (finish reason "eos"; "length" if maxTokens ran out first).
    */
   readonly constraint?: Constraint
+  /**
+   * Speculative decoding (docs/speculative.md): the draft proposes tokens, the target verifies each
+   * with its own sampler, so the outcome is the one without it; only the speed differs.
+   */
+  readonly draft?: Draft
 }
 
 /**
@@ -64,6 +68,11 @@ export interface GenerationTimings {
   readonly maskMs: number
 }
 
+/** What a draft did (GenerationOutcome.draft): its source and counts. */
+export interface DraftReport extends DraftStats {
+  readonly source: Draft['settings']['source']
+}
+
 export interface GenerationOutcome {
   /** The answer's text: up to the stop string, if one matched. */
   readonly text: string
@@ -75,6 +84,8 @@ export interface GenerationOutcome {
   readonly stopString: string | undefined
   readonly usage: GenerationUsage
   readonly timings: GenerationTimings
+  /** With a draft: its source, the tokens it proposed and how many the target took. */
+  readonly draft?: DraftReport
 }
 
 /** The events of one generation; leaving the iteration early stops it (finish reason "stopped"). */
@@ -106,7 +117,6 @@ const ENGINE_FINISH: Readonly<Record<EngineFinishReason, FinishReason>> = {
  * prompt that does not fit); everything after that arrives through `events` and `result`.
  */
 export function generate(session: Session, request: GenerationRequest): Generation {
-  refuseUnbuiltHooks(request)
   const nCtx = session.context.options.nCtx
   const fit = fitPrompt(request.prompt.length, nCtx)
   if (!fit.fits) {
@@ -127,6 +137,7 @@ export function generate(session: Session, request: GenerationRequest): Generati
       stopTokens: request.stopTokens,
       maxReuse: request.maxReuse,
       ...(matcher ? {matcher} : {}),
+      ...(request.draft ? {draft: request.draft} : {}),
     })
   } catch (error) {
     matcher?.dispose()
@@ -163,6 +174,7 @@ export function generate(session: Session, request: GenerationRequest): Generati
         forcedTokens: release.tokens.slice(0, completionTokens).filter((t) => t.forced).length,
       },
       timings: {promptMs: r.promptMs, decodeMs: r.decodeMs, maskMs: r.maskMs},
+      ...(r.draft && request.draft ? {draft: {source: request.draft.settings.source, ...r.draft}} : {}),
     }
   }
   const result = drive()

@@ -8,9 +8,9 @@ export {
   type GenerationOutcome,
   type GenerationRequest,
   type GenerationTimings,
+  type DraftReport,
   type GenerationUsage,
 } from './generate.js'
-export {type DraftHook, type GenerationHooks, refuseUnbuiltHooks} from './hooks.js'
 export type {GenerationEvent} from './release.js'
 export {StopMatcher} from './stop-strings.js'
 export {type TokenReport, tokenFacts} from './token-report.js'

@@ -222,14 +222,6 @@ describe("generate() on stories260K against llama.cpp's greedy continuation", {s
     assert.ok(s.cached.length < reference.prompt_ids.length, `the prompt was not finished (${s.cached.length} cached)`)
   })
 
-  test('the speculative hook is refused by name (GENERATE_UNSUPPORTED, exit 5) until it is built', async () => {
-    const s = await session()
-    const refused = (name: string) => (e: unknown) =>
-      e instanceof RunnerError && e.code === 'GENERATE_UNSUPPORTED' && e.exitCode === 5 && e.message.startsWith(name)
-    assert.throws(() => generate(s, request({draft: {propose: async () => []}})), refused('draft'))
-    assert.equal(s.context.nPast, 0, 'nothing ran')
-  })
-
   test('an engine refusal arrives through the result and the events (one at a time per context)', async () => {
     const s = await session()
     const bad = generate(s, request({maxTokens: -1}))

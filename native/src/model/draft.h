@@ -1,0 +1,21 @@
+/* Draft sources of speculative decoding (model/draft.c): what runner_generate asks for proposals. */
+#ifndef RUNNER_MODEL_DRAFT_H
+#define RUNNER_MODEL_DRAFT_H
+
+#include <stdint.h>
+
+#include "runner.h"
+
+/*
+ * Up to `max` tokens that may follow seq[0..n_seq) (every token of the sequence, the last one not
+ * yet evaluated by the target) into out[]; returns how many (0: no proposal). Ids are below
+ * n_vocab_target. A draft model's own evaluation happens here, on its context and pool.
+ */
+runner_status runner_draft_propose(runner_draft *d, const int32_t *seq, int32_t n_seq, int32_t max, int32_t n_vocab_target,
+                                   int32_t *out, int32_t *n_out, const volatile int32_t *abort_flag, char *err, int32_t err_len);
+
+/* The context the draft evaluates on (NULL for lookup), so the generation can let its pool rest. */
+runner_context *runner_draft_context(const runner_draft *d);
+int32_t runner_draft_n_max(const runner_draft *d);
+
+#endif
