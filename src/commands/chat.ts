@@ -1,19 +1,12 @@
-import {Flags} from '@oclif/core'
-
-import {BUILTIN_TEMPLATE_NAMES} from '../lib/chat/index.js'
-import {runChat} from '../lib/chat-ui/index.js'
+import {chatFlags, runChat} from '../lib/chat-ui/index.js'
 import {
-  constraintFlags,
   constraintFromFlags,
-  contextFlags,
   contextFromFlags,
-  loraFlag,
   loraFromFlags,
   modelArg,
-  modelFlagOrArg,
   RunnerCommand,
-  samplingFlags,
   samplingFromFlags,
+  speculationFromFlags,
 } from '../lib/cli/index.js'
 import {ExitCode} from '../lib/errors.js'
 
@@ -56,30 +49,7 @@ export default class Chat extends RunnerCommand {
 
   static override args = modelArg
 
-  static override flags = {
-    ...modelFlagOrArg,
-    system: Flags.string({description: 'system prompt', helpValue: 'TEXT'}),
-    'n-predict': Flags.integer({
-      char: 'n',
-      description: 'most tokens per reply; -1 = until the end of the reply or a full context',
-      default: -1,
-      min: -1,
-    }),
-    ...contextFlags,
-    ...samplingFlags,
-    ...constraintFlags,
-    ...loraFlag,
-    'context-shift': Flags.boolean({
-      description: 'when a message does not fit the context, drop the oldest turns (default: refuse it and say so)',
-    }),
-    'chat-template': Flags.string({
-      description: `a built-in template (${BUILTIN_TEMPLATE_NAMES.join(', ')}, as llama.cpp names them) or a Jinja template file; a name wins over a file of that name (give ./NAME) (default: the model's own, else chatml)`,
-      helpValue: 'NAME|FILE',
-    }),
-    json: Flags.boolean({
-      description: 'line mode with one JSON document per answer: text, tokens, promptTokens, cachedTokens, finishReason, timings',
-    }),
-  }
+  static override flags = chatFlags
 
   async run(): Promise<void> {
     const {flags, args} = await this.parse(Chat)
@@ -94,6 +64,7 @@ export default class Chat extends RunnerCommand {
       sampling: samplingFromFlags(flags),
       constraint: await constraintFromFlags(flags),
       lora: loraFromFlags(flags.lora),
+      speculation: speculationFromFlags(flags),
     })
     if (code !== ExitCode.ok) this.exit(code)
   }

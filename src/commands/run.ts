@@ -6,11 +6,13 @@ import {
   modelArg,
   RunnerCommand,
   samplingFromFlags,
+  speculationFromFlags,
   withInterrupt,
 } from '../lib/cli/index.js'
 import {amxStatus, cpuFeatures, describeKernels, kernelSet} from '../lib/engine/index.js'
 import {ExitCode} from '../lib/errors.js'
 import {RUN_EXAMPLES, runFlags, runPrompt} from '../lib/run/index.js'
+import {describeSpeculation} from '../lib/speculative/index.js'
 import {formatBytes, readPrompt, stdoutIsStderr} from '../lib/util/index.js'
 
 export default class Run extends RunnerCommand {
@@ -32,6 +34,7 @@ export default class Run extends RunnerCommand {
     const prompt = await readPrompt(flags.prompt, flags.file)
     const sampling = samplingFromFlags(flags)
     const constraint = await constraintFromFlags(flags)
+    const speculation = speculationFromFlags(flags)
     const receipt =
       flags.transcript === undefined
         ? undefined
@@ -46,6 +49,7 @@ export default class Run extends RunnerCommand {
         parseSpecial: flags.special === true,
         sampling,
         constraint,
+        ...(speculation ? {speculation} : {}),
         lora: loraFromFlags(flags.lora),
         receipt,
         onProgress: loadProgress(!flags.json),
@@ -54,7 +58,7 @@ export default class Run extends RunnerCommand {
       }),
     )
     if (flags.json) {
-      const {text, tokens, promptTokens, finishReason, timings, constraint: c, peakRssBytes, adapters} = r
+      const {text, tokens, promptTokens, finishReason, timings, constraint: c, peakRssBytes, adapters, speculation: spec} = r
       const kernels = kernelSet(cpuFeatures(), amxStatus().state)
       this.log(
         JSON.stringify({
@@ -68,6 +72,7 @@ export default class Run extends RunnerCommand {
           peakRssBytes,
           kernels,
           adapters,
+          ...(spec ? {speculation: spec} : {}),
         }),
       )
     } else {
@@ -78,7 +83,7 @@ export default class Run extends RunnerCommand {
       process.stderr.write(
         `load ${t.loadMs} ms · prompt ${r.evaluatedTokens} tokens, ${t.promptTokensPerSecond} tok/s · decode ${r.tokens.length} tokens` +
           `${t.decodeTokensPerSecond === null ? '' : `, ${t.decodeTokensPerSecond} tok/s`} · peak RSS ${formatBytes(r.peakRssBytes)} · ${r.finishReason} · seed ${r.seed} · ` +
-          `kernels ${describeKernels(kernelSet(cpuFeatures(), amxStatus().state))}\n`,
+          `kernels ${describeKernels(kernelSet(cpuFeatures(), amxStatus().state))}${describeSpeculation(r.speculation)}\n`,
       )
     }
     if (r.finishReason === 'aborted') this.exit(ExitCode.interrupted)

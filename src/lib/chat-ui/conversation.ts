@@ -11,11 +11,12 @@
 import {readFile, writeFile} from 'node:fs/promises'
 
 import {type ChatMessage, type ChatTemplate, encodeChatPrompt, validateHistory} from '../chat/index.js'
-import type {Session} from '../engine/index.js'
+import type {Draft, Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {fitPrompt, type FinishReason, generate, type GenerationEvents} from '../generate/index.js'
 import type {Tokenizer} from '../tokenizer/index.js'
 import type {Constraint} from '../grammar/index.js'
+import {type SpeculationReport, type SpeculationStatus, speculationReport} from '../speculative/index.js'
 import type {ChatParams} from './params.js'
 
 export interface ConversationOptions {
@@ -32,6 +33,8 @@ export interface ConversationOptions {
   readonly modelName: string
   /** Every reply is a document of this constraint (chat --json-schema/--grammar/--json-object). */
   readonly constraint?: Constraint
+  /** Speculative decoding for every reply (the replies are those without it), and what to report of it. */
+  readonly draft?: {readonly draft: Draft | undefined; readonly status: SpeculationStatus}
 }
 
 /** The message and the room its reply needs do not fit in the context; nothing was changed. */
@@ -80,6 +83,8 @@ export interface TurnResult {
   readonly seed: bigint
   /** The -n this reply ran under (-1: none), so a reply cut by it can say which limit it was. */
   readonly maxTokens: number
+  /** With speculative decoding (--draft, --draft-lookup): the source and what it drafted and got accepted. */
+  readonly speculation?: SpeculationReport
 }
 
 export interface ChatTurn {
@@ -183,6 +188,7 @@ export class ChatConversation {
       sampling: this.params.sampling,
       signal: abort.signal,
       ...(constraint ? {constraint} : {}),
+      ...(this.options.draft?.draft ? {draft: this.options.draft.draft} : {}),
     })
     const active: {abort: AbortController; done: Promise<unknown>} = {abort, done: Promise.resolve()}
     // Cleared before anyone awaiting the result resumes, so the next turn can start at once.
@@ -210,6 +216,7 @@ export class ChatConversation {
           dropped: plan.dropped,
           seed,
           maxTokens: limit,
+          ...(this.options.draft ? {speculation: speculationReport(this.options.draft.status, r.draft)} : {}),
         }
         this.last = out
         return out

@@ -1,5 +1,6 @@
 /** Public face of `runner chat`'s UI: runChat, the Ink app, the conversation it drives, and the line mode. */
 export {ChatApp, type ChatAppProps, type RenderStats} from './app.js'
+export {chatFlags} from './chat-flags.js'
 export {type ChatOptions, runChat} from './run-chat.js'
 export {runInteractive} from './interactive.js'
 export {runSlashCommand, type CommandOutcome} from './commands.js'

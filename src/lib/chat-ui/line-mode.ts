@@ -86,5 +86,6 @@ export function answerJson(r: TurnResult) {
       promptTokensPerSecond: round((1000 * r.evaluatedTokens) / Math.max(r.promptMs, 1e-9)),
       decodeTokensPerSecond: decodeRate(r.tokens.length, r.decodeMs),
     },
+    ...(r.speculation ? {speculation: r.speculation} : {}),
   }
 }

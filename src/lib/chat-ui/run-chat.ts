@@ -11,6 +11,7 @@ import {contextSize, Model, Session} from '../engine/index.js'
 import type {Constraint} from '../grammar/index.js'
 import type {LoraSpec} from '../lora/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
+import {openDrafts, type SpeculationOptions} from '../speculative/index.js'
 import {ChatConversation} from './conversation.js'
 import {runInteractive} from './interactive.js'
 import {runLineMode} from './line-mode.js'
@@ -37,6 +38,8 @@ export interface ChatOptions {
   readonly constraint?: Constraint
   /** LoRA adapters applied to the model, in order. */
   readonly lora?: readonly LoraSpec[]
+  /** Speculative decoding for every reply (docs/speculative.md): the replies are the same, only faster or slower. */
+  readonly speculation?: SpeculationOptions
 }
 
 export async function runChat(options: ChatOptions): Promise<number> {
@@ -46,6 +49,18 @@ export async function runChat(options: ChatOptions): Promise<number> {
   const template = ChatTemplate.forModel(model.gguf, model.tokenizer, override)
   const nCtx = contextSize(options.nCtx, model.config.nCtxTrain, {name: '-c/--ctx-size', onWarning: options.onWarning})
   const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
+  const opened = options.speculation
+    ? await openDrafts(model, options.speculation, {
+        nCtx,
+        kvType: options.kvType,
+        threads: ctx.options.threads,
+        onWarning: options.onWarning,
+      }).catch((error: unknown) => {
+        ctx.dispose()
+        model.dispose()
+        throw error
+      })
+    : undefined
   const modelName = basename(options.modelPath).replace(/(-\d{5}-of-\d{5})?\.gguf$/i, '')
   const conversation = new ChatConversation({
     tokenizer: model.tokenizer,
@@ -55,6 +70,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
     contextShift: options.contextShift,
     params: {sampling: options.sampling, maxTokens: options.nPredict},
     ...(options.constraint ? {constraint: options.constraint} : {}),
+    ...(opened ? {draft: {draft: opened.drafts[0], status: opened.status}} : {}),
     ...(options.system === undefined ? {} : {system: options.system}),
     modelName,
   })
@@ -63,6 +79,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
   } finally {
     // A reply still being generated (exit or an error mid-turn) must end before its context goes.
     await conversation.stop()
+    opened?.dispose()
     ctx.dispose()
     model.dispose()
   }

@@ -3,6 +3,7 @@
  * sampling flags, load progress, and the Ctrl-C handling the chat UI and the server use too.
  */
 export {type ConstraintFlagValues, constraintFlags, constraintFromFlags} from './constraint-flags.js'
+export {type DraftFlagValues, draftFlags, speculationFromFlags} from './draft-flags.js'
 export {
   type ContextFlagValues,
   contextFlags,

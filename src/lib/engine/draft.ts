@@ -63,7 +63,12 @@ export class Draft {
   }
 
   static lookup(options: LookupDraftOptions = {}): Draft {
-    const o = {...LOOKUP_DEFAULTS, ...options}
+    // Only the draft's own settings (a caller's object may carry more).
+    const o = {
+      nMax: options.nMax ?? LOOKUP_DEFAULTS.nMax,
+      ngramMin: options.ngramMin ?? LOOKUP_DEFAULTS.ngramMin,
+      ngramMax: options.ngramMax ?? LOOKUP_DEFAULTS.ngramMax,
+    }
     checkInt('draft max', o.nMax, 1, MAX_DRAFT_TOKENS)
     checkInt('lookup n-gram min', o.ngramMin, 1, MAX_LOOKUP_NGRAM)
     checkInt('lookup n-gram max', o.ngramMax, o.ngramMin, MAX_LOOKUP_NGRAM)
@@ -83,7 +88,7 @@ export class Draft {
    * as a draft source; `name` is what reports call it. The context is the draft's until dispose.
    */
   static fromContext(context: Context, target: Tokenizer, name: string, options: ModelDraftOptions = {}): Draft {
-    const o = {...MODEL_DRAFT_DEFAULTS, ...options}
+    const o = {nMax: options.nMax ?? MODEL_DRAFT_DEFAULTS.nMax, pMin: options.pMin ?? MODEL_DRAFT_DEFAULTS.pMin}
     checkInt('draft max', o.nMax, 1, MAX_DRAFT_TOKENS)
     if (!(o.pMin >= 0 && o.pMin <= 1))
       throw new RunnerError('DRAFT_BAD_OPTION', `draft p-min ${o.pMin} must be a number in [0, 1]`, ExitCode.usage)

@@ -1,6 +1,7 @@
 import type {SamplingOptions} from '../sampling/index.js'
 import type {Context, GenerateOptions, GenerationResult, TokenStream} from './context.js'
 import type {DecodeGroup} from './decode-group.js'
+import type {Draft} from './draft.js'
 
 /** Length of the common prefix of two token sequences. */
 export function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
@@ -32,10 +33,14 @@ export interface SessionTurn {
 export class Session {
   private held: number[] = []
 
-  /** group: the decode group this session's generations step in (serve's slots share one). */
+  /**
+   * group: the decode group this session's generations step in (serve's slots share one); draft: the
+   * speculative draft its generations use unless a request names its own (serve gives each slot one).
+   */
   constructor(
     readonly context: Context,
     readonly group?: DecodeGroup,
+    readonly draft?: Draft,
   ) {}
 
   /** The tokens whose KV rows the cache holds, in position order. */
@@ -82,7 +87,8 @@ export class Session {
     prompt: readonly number[],
     options: Omit<GenerateOptions, 'pos' | 'history' | 'prefix'> & {readonly maxReuse?: number},
   ): SessionTurn {
-    const {maxReuse, ...rest} = options
+    const {maxReuse, ...given} = options
+    const rest = this.draft && !given.draft ? {...given, draft: this.draft} : given
     const reuse = Math.max(0, Math.min(this.reusable(prompt), maxReuse ?? Infinity))
     this.context.kvTruncate(reuse)
     this.held = this.held.slice(0, reuse)

@@ -127,6 +127,8 @@ export function generate(session: Session, request: GenerationRequest): Generati
     )
   }
   const tokenizer = session.context.model.tokenizer
+  // The request's draft, else the session's (serve's slots each hold one).
+  const draft = request.draft ?? session.draft
   const matcher = request.constraint ? GrammarMatcher.create(nativeGrammarOf(request.constraint), tokenizer) : undefined
   let turn: ReturnType<Session['generate']>
   try {
@@ -174,7 +176,7 @@ export function generate(session: Session, request: GenerationRequest): Generati
         forcedTokens: release.tokens.slice(0, completionTokens).filter((t) => t.forced).length,
       },
       timings: {promptMs: r.promptMs, decodeMs: r.decodeMs, maskMs: r.maskMs},
-      ...(r.draft && request.draft ? {draft: {source: request.draft.settings.source, ...r.draft}} : {}),
+      ...(r.draft && draft ? {draft: {source: draft.settings.source, ...r.draft}} : {}),
     }
   }
   const result = drive()

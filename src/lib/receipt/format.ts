@@ -64,6 +64,10 @@ export interface ReceiptBody {
     readonly sampling: ReceiptSampling
     /** What constrained the output (run --json-schema/--grammar/--json-object): replayed by verify. */
     readonly constraint?: {readonly kind: string; readonly sha256: string; readonly text: string}
+    /** Speculative decoding the run used (docs/speculative.md): recorded; a replay does not need it, since it cannot change a token. */
+    readonly draft?:
+      | {readonly source: 'lookup'; readonly nMax: number; readonly ngramMin: number; readonly ngramMax: number}
+      | {readonly source: 'model'; readonly nMax: number; readonly pMin: number; readonly model: string}
   }
   readonly prompt: {readonly text: string; readonly tokens: readonly number[]}
   readonly output: {

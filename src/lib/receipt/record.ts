@@ -147,6 +147,7 @@ export async function writeReceipt(path: string, setup: ReceiptSetup, run: RunRe
       },
       // Last: the canonical key order is the schema's (src/lib/receipt/schema.ts), optional keys after.
       ...(run.config.constraint ? {constraint: run.config.constraint} : {}),
+      ...(run.config.draft ? {draft: run.config.draft} : {}),
     },
     prompt: {text: run.prompt.text, tokens: run.prompt.tokens},
     output: {

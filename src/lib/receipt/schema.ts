@@ -78,7 +78,29 @@ const RECEIPT_SCHEMA = {
           seed: {type: 'string', pattern: '^(0|[1-9][0-9]{0,19})$'},
         }),
       },
-      {constraint: obj({kind: {enum: ['json-schema', 'gbnf', 'json-object']}, sha256: hex(32), text: {type: 'string'}})},
+      {
+        constraint: obj({kind: {enum: ['json-schema', 'gbnf', 'json-object']}, sha256: hex(32), text: {type: 'string'}}),
+        // Speculative decoding the run used: recorded, never needed to replay (it cannot change a token).
+        // (properties in the writer's order, for canonicalize; oneOf: each source's own settings)
+        draft: {
+          ...withOptional(
+            {source: {enum: ['lookup', 'model']}, nMax: {type: 'integer'}},
+            {ngramMin: {type: 'integer'}, ngramMax: {type: 'integer'}, pMin: {type: 'number'}, model: {type: 'string'}},
+          ),
+          oneOf: [
+            {
+              properties: {source: {const: 'lookup'}},
+              required: ['ngramMin', 'ngramMax'],
+              not: {anyOf: [{required: ['pMin']}, {required: ['model']}]},
+            },
+            {
+              properties: {source: {const: 'model'}},
+              required: ['pMin', 'model'],
+              not: {anyOf: [{required: ['ngramMin']}, {required: ['ngramMax']}]},
+            },
+          ],
+        },
+      },
     ),
     prompt: obj({text: {type: 'string'}, tokens: tokenList}),
     output: obj({

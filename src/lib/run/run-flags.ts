@@ -1,7 +1,7 @@
 /** The flags of `runner run` (src/commands/run.ts renders; this says what it accepts). */
 import {Flags} from '@oclif/core'
 
-import {constraintFlags, contextFlags, loraFlag, modelFlagOrArg, samplingFlags} from '../cli/index.js'
+import {constraintFlags, contextFlags, draftFlags, loraFlag, modelFlagOrArg, samplingFlags} from '../cli/index.js'
 
 export const runFlags = {
   ...modelFlagOrArg,
@@ -17,6 +17,7 @@ export const runFlags = {
   ...loraFlag,
   ...samplingFlags,
   ...constraintFlags,
+  ...draftFlags,
   'no-bos': Flags.boolean({description: 'do not add the beginning-of-sequence token the model asks for'}),
   special: Flags.boolean({
     description:

@@ -3,14 +3,17 @@
  * refuse a prompt that does not fit, generate (streaming text to `onText`), write the receipt, and
  * report what the command prints. The command only parses flags and renders this report.
  */
-import {type AdapterSummary, adapterSummary, Model, Session, contextSize} from '../engine/index.js'
+import {basename} from 'node:path'
+
+import {type AdapterSummary, adapterSummary, contextSize, type Draft, Model, Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {fitPrompt, type FinishReason, generate} from '../generate/index.js'
 import {readGgufModel} from '../gguf/index.js'
-import {prepareReceipt, type ReceiptOptions, writeReceipt} from '../receipt/index.js'
+import {prepareReceipt, type ReceiptBody, type ReceiptOptions, writeReceipt} from '../receipt/index.js'
 import type {Constraint} from '../grammar/index.js'
 import {type LoraSpec, readLoraAdapter} from '../lora/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
+import {openDrafts, type SpeculationOptions, type SpeculationReport, speculationReport} from '../speculative/index.js'
 import {encodePrompt} from '../tokenizer/index.js'
 import {decodeRate} from '../util/index.js'
 
@@ -35,6 +38,8 @@ export interface RunOptions {
   readonly lora?: readonly LoraSpec[]
   /** Write a receipt of the run (its inputs are checked before the model loads). */
   readonly receipt?: ReceiptOptions
+  /** Speculative decoding (docs/speculative.md): the output is the same, only the speed differs. */
+  readonly speculation?: SpeculationOptions
   readonly onProgress?: (done: number, total: number) => void
   /** The text as it is generated. */
   readonly onText?: (text: string) => void
@@ -72,6 +77,8 @@ export interface RunReport {
   /** The LoRA adapters applied, in order. */
   readonly adapters: readonly AdapterSummary[]
   readonly receipt?: {readonly path: string; readonly chain: string; readonly signed: boolean}
+  /** With speculation asked for: the source in use (and what it drafted and the model accepted), or why it was refused. */
+  readonly speculation?: SpeculationReport
 }
 
 export async function runPrompt(options: RunOptions): Promise<RunReport> {
@@ -101,6 +108,19 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
       )
     }
     const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
+    const opened = options.speculation
+      ? await openDrafts(model, options.speculation, {
+          nCtx,
+          kvType: options.kvType,
+          threads: ctx.options.threads,
+          onWarning: options.onWarning,
+          signal: options.signal,
+        }).catch((error: unknown) => {
+          ctx.dispose()
+          throw error
+        })
+      : undefined
+    const draft = opened?.drafts[0]
     try {
       // Interrupted before the first token: nothing ran, so there is no run to report or receipt to write.
       if (options.signal?.aborted) throw new RunnerError('INTERRUPTED', 'interrupted before the generation started', ExitCode.interrupted)
@@ -116,6 +136,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
         signal: options.signal,
         stopTokens,
         ...(constraint ? {constraint} : {}),
+        ...(draft ? {draft} : {}),
       })
       for await (const e of generation.events) if (e.text) options.onText?.(e.text)
       const o = await generation.result
@@ -137,6 +158,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
             stopTokens,
             sampling,
             ...(constraint ? {constraint: {kind: constraint.kind, sha256: constraint.sha256, text: constraint.text}} : {}),
+            ...(draft ? {draft: receiptDraft(draft.settings)} : {}),
           },
           prompt: {text: options.prompt, tokens: ids},
           output: {
@@ -178,13 +200,22 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
           : {}),
         peakRssBytes: process.resourceUsage().maxRSS * 1024,
         ...(receipt ? {receipt} : {}),
+        ...(opened ? {speculation: speculationReport(opened.status, o.draft)} : {}),
       }
     } finally {
+      opened?.dispose()
       ctx.dispose()
     }
   } finally {
     model.dispose()
   }
+}
+
+/** The receipt's record of a draft (the model by file name: the receipt does not carry its bytes). */
+function receiptDraft(settings: Draft['settings']): NonNullable<ReceiptBody['config']['draft']> {
+  return settings.source === 'lookup'
+    ? {source: 'lookup', nMax: settings.nMax, ngramMin: settings.ngramMin, ngramMax: settings.ngramMax}
+    : {source: 'model', nMax: settings.nMax, pMin: settings.pMin, model: basename(settings.model)}
 }
 
 function round(x: number): number {

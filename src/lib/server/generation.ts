@@ -100,6 +100,7 @@ export async function runGeneration(
     // The slot's time and tokens were spent even when no answer goes out.
     metrics.recordGeneration(o.usage.promptTokens, o.usage.completionTokens, o.usage.cachedTokens, seconds)
     countRequestTokens(o.usage.promptTokens, o.usage.completionTokens)
+    if (o.draft) metrics.recordDraft(o.draft.drafted, o.draft.accepted, o.draft.steps)
     // Aborted (timeout, client gone, shutdown): the reason is the signal's. A generation that ended
     // on its own (or at a stop string) just as the signal fired is still a complete answer.
     if (o.finishReason === 'aborted') throw signal.reason ?? new ApiError(500, 'the generation was aborted')

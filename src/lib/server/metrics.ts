@@ -24,6 +24,11 @@ export class Metrics {
   generationSeconds = 0
   prefixHits = 0
   prefixMisses = 0
+  /** The draft source of speculative decoding (absent: none), and what its drafts came to. */
+  speculation: string | undefined
+  draftTokens = 0
+  draftAccepted = 0
+  draftSteps = 0
 
   constructor(private readonly gauges: () => GaugeReadings) {}
 
@@ -38,6 +43,13 @@ export class Metrics {
     this.generatedTokens += generated
     this.cachedTokens += cached
     this.generationSeconds += seconds
+  }
+
+  /** One generation's drafts: tokens drafted, accepted by the model, and verify steps. */
+  recordDraft(drafted: number, accepted: number, steps: number): void {
+    this.draftTokens += drafted
+    this.draftAccepted += accepted
+    this.draftSteps += steps
   }
 
   recordPrefix(reused: number): void {
@@ -86,6 +98,18 @@ export class Metrics {
       metric('runner_batched_decode_tokens_total', 'counter', 'Tokens in those steps (divided by the steps: the mean batch).', [
         ['', g.batchedTokens ?? 0],
       ])
+    }
+    if (this.speculation !== undefined) {
+      const source: Array<[string, number]> = [[`{source="${escapeLabel(this.speculation)}"}`, 0]]
+      const by = (v: number): Array<[string, number]> => [[source[0]![0], v]]
+      metric('runner_draft_tokens_total', 'counter', 'Drafted tokens the model verified (speculative decoding).', by(this.draftTokens))
+      metric(
+        'runner_draft_accepted_tokens_total',
+        'counter',
+        'Drafted tokens the model sampled itself (divided by the drafted: the acceptance).',
+        by(this.draftAccepted),
+      )
+      metric('runner_draft_steps_total', 'counter', 'Verify steps that carried drafted tokens.', by(this.draftSteps))
     }
     metric('process_resident_memory_bytes', 'gauge', 'Resident set size of the server process in bytes.', [['', process.memoryUsage.rss()]])
     return `${out.join('\n')}\n`

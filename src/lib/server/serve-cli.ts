@@ -6,7 +6,18 @@
 
 import {Flags, type Interfaces} from '@oclif/core'
 
-import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers, warnLine} from '../cli/index.js'
+import {
+  type DraftFlagValues,
+  draftFlags,
+  listenForInterrupt,
+  loraFlag,
+  loraFromFlags,
+  modelFlag,
+  noGpuFlag,
+  refuseGpuLayers,
+  speculationFromFlags,
+  warnLine,
+} from '../cli/index.js'
 import {MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {BUILTIN_TEMPLATE_NAMES, chatTemplateOverride} from '../chat/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
@@ -121,6 +132,7 @@ export const serveFlags = {
     default: SERVE_DEFAULTS.requestLog,
   }),
   ...loraFlag,
+  ...draftFlags,
   ...limitFlags(),
 }
 
@@ -160,13 +172,16 @@ type ServeFlagValues = {
   readonly 'max-connections-per-client': number
   readonly lora?: string[]
   readonly 'log-format': string
-} & Readonly<Record<RequestLimitFlag, number>>
+} & Readonly<Record<RequestLimitFlag, number>> &
+  DraftFlagValues
 
 /** startServer's options from the parsed flags (the timeout checked, a template file read). */
 export function serveOptions(flags: ServeFlagValues): ServeOptions {
   refuseGpuLayers(flags['n-gpu-layers'])
+  const speculation = speculationFromFlags(flags)
   return {
     modelPath: flags.model,
+    ...(speculation ? {speculation} : {}),
     lora: loraFromFlags(flags.lora),
     host: flags.host,
     port: flags.port,
@@ -237,12 +252,14 @@ export function startupLine(server: RunningServer): string {
     model: {adapters: readonly unknown[]}
     slots: {parallel: number; n_ctx_per_slot: number; threads_per_slot: number}
     chat_template: {origin: string}
+    speculation: {active: boolean; source: string | null}
   }
   const adapters = caps.model.adapters.length
   return (
     `runner serve: listening on ${server.url} · model ${server.state.env.modelId} · ${caps.slots.parallel} slot(s) × ${caps.slots.n_ctx_per_slot} tokens, ` +
     `${caps.slots.threads_per_slot} thread(s) each · chat template ${caps.chat_template.origin}` +
-    (adapters > 0 ? ` · ${adapters} LoRA adapter(s)` : '')
+    (adapters > 0 ? ` · ${adapters} LoRA adapter(s)` : '') +
+    (caps.speculation.active ? ` · speculative decoding (${caps.speculation.source})` : '')
   )
 }
 

@@ -14,6 +14,7 @@ import {adapterSummary, type Context, DecodeGroup, Model, Session, contextSize} 
 import {ExitCode, RunnerError} from '../errors.js'
 import type {LoraSpec} from '../lora/index.js'
 import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
+import {type OpenedDrafts, openDrafts, type SpeculationOptions, type SpeculationStatus} from '../speculative/index.js'
 import {MAX_CHOICES} from './schemas.js'
 import {defaultThreads, sha256File} from '../util/index.js'
 import {ApiError, toApiError} from './api-error.js'
@@ -74,6 +75,8 @@ export interface ServeOptions {
    * --parallel above 1.
    */
   readonly batchDecode?: boolean
+  /** Speculative decoding on every slot (docs/speculative.md): answers are the same, only the speed differs. */
+  readonly speculation?: SpeculationOptions
   /** Model ids clients may name besides the file name without .gguf; the first is the served id (./model-ids.ts). */
   readonly aliases?: readonly string[]
   /** Accept any `model` id, as llama-server does (default: only the file name and the aliases). */
@@ -171,6 +174,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   const model = await Model.load(o.modelPath, {lora: options.lora})
   const contexts: Context[] = []
   let group: DecodeGroup | undefined
+  let drafted: OpenedDrafts | undefined
   let work: PromptWorkers | undefined
   try {
     const template = ChatTemplate.forModel(model.gguf, model.tokenizer, o.chatTemplate)
@@ -181,6 +185,15 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     // Its threads: the slots' own budget when --threads gave one (threads x slots), else the physical cores.
     const groupThreads = Math.min(256, o.threadsPerSlot !== undefined ? o.threadsPerSlot * o.parallel : defaultThreads())
     if (o.batchDecode && o.parallel > 1) group = DecodeGroup.create(model, {threads: groupThreads, maxMembers: o.parallel})
+    // A draft per slot (a generation holds its draft); a slot's generations with one decode outside the group.
+    if (options.speculation)
+      drafted = await openDrafts(model, options.speculation, {
+        nCtx,
+        kvType: o.kvType,
+        threads: threadsPerSlot,
+        count: o.parallel,
+        ...(options.onWarning ? {onWarning: options.onWarning} : {}),
+      })
     const modelIds = ids(basename(o.modelPath).replace(/\.gguf$/i, ''), o.aliases, o.acceptAnyModel)
     const modelId = modelIds.served
     // Two workers, whatever the slots: a render that runs to its budget in one leaves the other for everyone else.
@@ -200,7 +213,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     toolFormatOf(template)
     thinkingSupport(env)
     const scheduler = new Scheduler(
-      contexts.map((c) => new Session(c, group)),
+      contexts.map((c, i) => new Session(c, group, drafted?.drafts[i])),
       {queueLimit: o.queueLimit, prefixCache: o.prefixCache},
     )
     const bytesPerPosition = contexts[0]!.kvBytes / nCtx
@@ -216,6 +229,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         ...(group ? {batchedSteps: group.stats().steps, batchedTokens: group.stats().tokens} : {}),
       }
     })
+    if (drafted?.status.active) metrics.speculation = drafted.status.source
     scheduler.onAssign = (_slot, reused) => metrics.recordPrefix(reused)
     const concurrent = Math.min(o.parallel, uvThreadpoolSize())
     if (concurrent < o.parallel) {
@@ -255,6 +269,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
             : 'Decode steps of different slots run side by side, not batched (--parallel 1, or --no-batch-decode). ') +
           "A request's tokens do not depend on which slot runs it or what runs beside it.",
       },
+      speculation: speculationCapability(drafted?.status, metrics),
       queue: {limit: o.queueLimit, full_status: 503},
       prefix_cache: {
         enabled: o.prefixCache,
@@ -365,6 +380,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
           app.server.closeAllConnections()
           await closed
           await work?.close()
+          drafted?.dispose()
           for (const c of contexts) c.dispose()
           group?.dispose()
           model.dispose()
@@ -374,10 +390,36 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     }
   } catch (error) {
     await work?.close()
+    drafted?.dispose()
     for (const c of contexts) c.dispose()
     group?.dispose()
     model.dispose()
     throw error
+  }
+}
+
+/**
+ * What /v1/capabilities says of speculation: the source in use and its settings, or the one refused
+ * and why; the acceptance so far is read when the document is sent (getters), as /metrics counts it.
+ */
+function speculationCapability(status: SpeculationStatus | undefined, metrics: Metrics) {
+  if (!status) return {active: false, source: null}
+  if (!status.active) return {active: false, source: status.source, refused: status.refused}
+  return {
+    active: true,
+    source: status.source,
+    settings: status.settings,
+    exact: true,
+    decoding: "drafted tokens are verified by the model's own sampler: answers are token for token those without speculation",
+    get drafted_tokens() {
+      return metrics.draftTokens
+    },
+    get accepted_tokens() {
+      return metrics.draftAccepted
+    },
+    get acceptance() {
+      return metrics.draftTokens > 0 ? Math.round((metrics.draftAccepted / metrics.draftTokens) * 1000) / 1000 : null
+    },
   }
 }
 
