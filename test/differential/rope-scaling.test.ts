@@ -20,10 +20,11 @@ import {getLlama, type Llama, LlamaLogLevel} from 'node-llama-cpp'
 
 import type {RopeOverrides} from '../../src/lib/arch/index.js'
 import {Model} from '../../src/lib/engine/model.js'
-import {type GgufKv, GgufValueType, readGgufModel, writeGguf} from '../../src/lib/gguf/index.js'
+import {type GgufKv, GgufValueType} from '../../src/lib/gguf/index.js'
 import {bits} from '../helpers/engine.js'
 import {compareWithLlamaCpp} from '../helpers/llama-cpp.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../helpers/shared.js'
+import {withKvs} from '../helpers/with-kvs.js'
 
 const TEXT =
   'Once upon a time, there was a little girl named Lily. She liked to play with her red ball in the park with her friends. ' +
@@ -52,17 +53,6 @@ const SCALINGS: ReadonlyArray<{name: string; kvs: (a: string) => GgufKv[]; overr
   },
 ]
 const FIXTURES = ['llama', 'qwen2'] as const
-
-/** A copy of `src` with more metadata (tensors read from src): our writer, at test time. */
-async function withKvs(src: string, dst: string, kvs: (arch: string) => GgufKv[]): Promise<void> {
-  const m = readGgufModel(src)
-  const arch = m.metadata.get('general.architecture')!.value as string
-  const extra = kvs(arch)
-  await writeGguf(dst, {
-    kvs: [...m.kvs.filter((kv) => !extra.some((e) => e.key === kv.key)), ...extra],
-    tensors: m.tensors.map((x) => ({name: x.name, type: x.type, shape: [...x.shape], data: {file: x.file, offset: x.offset}})),
-  })
-}
 
 async function ourLogits(path: string, rope?: RopeOverrides): Promise<Float32Array> {
   const model = await Model.load(path, {rope})

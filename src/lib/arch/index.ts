@@ -4,7 +4,6 @@ export {
   type DeclaredRope,
   ROPE_OPTION_NAMES,
   ROPE_SCALING_TYPES,
-  type RopeOptionNames,
   type RopeOverrides,
   type RopeScaling,
   type RopeScalingType,

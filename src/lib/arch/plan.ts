@@ -4,16 +4,16 @@ import {printable, quoted} from '../util/index.js'
 import {ARCHITECTURES} from './families.js'
 import type {ConfigPatch, FeatureInput} from './features.js'
 import {bad, HPARAM_LIMITS} from './hparams.js'
-import {readDeclaredRope, resolveRope, type RopeOptionNames, type RopeOverrides} from './rope-scaling.js'
+import {readDeclaredRope, resolveRope, type RopeOverrides} from './rope-scaling.js'
 import type {ArchitectureSpec, ModelConfig, ModelPlan, TensorBinding} from './types.js'
 
 export {ARCHITECTURES} from './families.js'
 export {HPARAM_LIMITS} from './hparams.js'
 
 /** The model's config with llama.cpp's rope overrides applied (the file's declaration is kept in ropeScaling). */
-export function withRopeOverrides(config: ModelConfig, overrides: RopeOverrides | undefined, names?: RopeOptionNames): ModelConfig {
+export function withRopeOverrides(config: ModelConfig, overrides: RopeOverrides | undefined): ModelConfig {
   if (!overrides || Object.values(overrides).every((v) => v === undefined)) return config
-  const rope = resolveRope(config.ropeScaling.declared, overrides, config.nCtxTrain, names)
+  const rope = resolveRope(config.ropeScaling.declared, overrides, config.nCtxTrain)
   return {...config, ...rope.fields, ropeScaling: rope.scaling}
 }
 

@@ -108,18 +108,16 @@ export function readDeclaredRope(meta: GgufMetadata, a: string, nCtxTrain: numbe
   }
 }
 
-/** Each override's name in refusals: the library's option, or the CLI's flag (engine-flags.ts passes those). */
-export type RopeOptionNames = Readonly<Record<keyof RopeOverrides, string>>
-
-export const ROPE_OPTION_NAMES: RopeOptionNames = {
-  scaling: 'rope.scaling',
-  freqBase: 'rope.freqBase',
-  freqScale: 'rope.freqScale',
-  yarnOrigCtx: 'rope.yarnOrigCtx',
-  yarnExtFactor: 'rope.yarnExtFactor',
-  yarnAttnFactor: 'rope.yarnAttnFactor',
-  yarnBetaFast: 'rope.yarnBetaFast',
-  yarnBetaSlow: 'rope.yarnBetaSlow',
+/** Each override's name in refusals: the CLI's flag and the library's option, so either reader finds theirs. */
+export const ROPE_OPTION_NAMES: Readonly<Record<keyof RopeOverrides, string>> = {
+  scaling: '--rope-scaling (rope.scaling)',
+  freqBase: '--rope-freq-base (rope.freqBase)',
+  freqScale: '--rope-freq-scale or 1 / --rope-scale (rope.freqScale)',
+  yarnOrigCtx: '--yarn-orig-ctx (rope.yarnOrigCtx)',
+  yarnExtFactor: '--yarn-ext-factor (rope.yarnExtFactor)',
+  yarnAttnFactor: '--yarn-attn-factor (rope.yarnAttnFactor)',
+  yarnBetaFast: '--yarn-beta-fast (rope.yarnBetaFast)',
+  yarnBetaSlow: '--yarn-beta-slow (rope.yarnBetaSlow)',
 }
 
 /** Each override's range, as a table: [key, lowest allowed, whether the lowest is excluded, integer]. */
@@ -138,7 +136,8 @@ const refuse = (message: string): never => {
 }
 
 /** Refuses a bad override by its name (ROPE_BAD_OPTION, exit 2). */
-export function checkRopeOverrides(o: RopeOverrides, names: RopeOptionNames = ROPE_OPTION_NAMES): void {
+export function checkRopeOverrides(o: RopeOverrides): void {
+  const names = ROPE_OPTION_NAMES
   if (o.scaling !== undefined && !(ROPE_SCALING_TYPES as readonly string[]).includes(o.scaling))
     refuse(`${names.scaling} ${quoted(String(o.scaling))}: must be one of ${ROPE_SCALING_TYPES.join(', ')}`)
   for (const [key, min, bound, kind] of RANGES) {
@@ -167,13 +166,9 @@ const f = Math.fround
  * multiplies back inside the op (so --yarn-attn-factor cannot apply and is refused there); then times
  * the file's rope.scaling.attn_factor. Float steps are rounded as the C code rounds them.
  */
-export function resolveRope(
-  declared: DeclaredRope,
-  o: RopeOverrides,
-  nCtxTrain: number,
-  names: RopeOptionNames = ROPE_OPTION_NAMES,
-): {fields: RopeFields; scaling: RopeScaling} {
-  checkRopeOverrides(o, names)
+export function resolveRope(declared: DeclaredRope, o: RopeOverrides, nCtxTrain: number): {fields: RopeFields; scaling: RopeScaling} {
+  const names = ROPE_OPTION_NAMES
+  checkRopeOverrides(o)
   const type = o.scaling ?? declared.type
   if (type === 'none' && o.freqScale !== undefined)
     refuse(`${names.freqScale} ${o.freqScale} with ${names.scaling} none: the type none never scales (llama.cpp sets the scale to 1)`)

@@ -5,6 +5,7 @@
  */
 import {basename} from 'node:path'
 
+import type {RopeOverrides} from '../arch/index.js'
 import {chatTemplateOverride, ChatTemplate} from '../chat/index.js'
 import {loadProgress, withInterrupt} from '../cli/index.js'
 import {contextSize, Model, Session} from '../engine/index.js'
@@ -37,14 +38,16 @@ export interface ChatOptions {
   readonly constraint?: Constraint
   /** LoRA adapters applied to the model, in order. */
   readonly lora?: readonly LoraSpec[]
+  /** llama.cpp's rope overrides (docs/long-context.md). */
+  readonly rope?: RopeOverrides
 }
 
 export async function runChat(options: ChatOptions): Promise<number> {
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY) && !options.json
   const override = chatTemplateOverride(options.chatTemplate)
-  const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive), lora: options.lora})
+  const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive), lora: options.lora, rope: options.rope})
   const template = ChatTemplate.forModel(model.gguf, model.tokenizer, override)
-  const nCtx = contextSize(options.nCtx, model.config.nCtxTrain, {name: '-c/--ctx-size', onWarning: options.onWarning})
+  const nCtx = contextSize(options.nCtx, model.config, {name: '-c/--ctx-size', onWarning: options.onWarning})
   const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
   const modelName = basename(options.modelPath).replace(/(-\d{5}-of-\d{5})?\.gguf$/i, '')
   const conversation = new ChatConversation({

@@ -7,7 +7,6 @@ import {
   type ModelPlan,
   type NativeModelConfig,
   roleId,
-  type RopeOptionNames,
   type RopeOverrides,
   withRopeOverrides,
 } from '../arch/index.js'
@@ -32,8 +31,6 @@ export interface LoadOptions {
   readonly lora?: readonly LoraSpec[]
   /** llama.cpp's --rope-* / --yarn-* overrides of what the file declares (docs/long-context.md). */
   readonly rope?: RopeOverrides
-  /** The overrides' names in refusals (the CLI's flags; default the option names). */
-  readonly ropeNames?: RopeOptionNames
 }
 
 /** An adapter attached to a loaded model: what was asked, what the file holds, what it adapts. */
@@ -89,7 +86,7 @@ export class Model {
     // The checks quantize, remove-sublayer and inspect make too: one function, so they never disagree.
     const checked = checkModel(gguf)
     const {tokenizer} = checked
-    const plan: ModelPlan = {...checked.plan, config: withRopeOverrides(checked.plan.config, options.rope, options.ropeNames)}
+    const plan: ModelPlan = {...checked.plan, config: withRopeOverrides(checked.plan.config, options.rope)}
     // Adapters are read and matched to the plan before the (slow) load: a wrong one fails at once.
     const adapters = (options.lora ?? []).map((spec): AttachedAdapter => {
       const adapter = readLoraAdapter(spec.path)

@@ -3,6 +3,7 @@
  * refuse a prompt that does not fit, generate (streaming text to `onText`), write the receipt, and
  * report what the command prints. The command only parses flags and renders this report.
  */
+import type {RopeOverrides} from '../arch/index.js'
 import {type AdapterSummary, adapterSummary, Model, Session, contextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {fitPrompt, type FinishReason, generate} from '../generate/index.js'
@@ -33,6 +34,8 @@ export interface RunOptions {
   readonly constraint?: Constraint
   /** LoRA adapters applied to the model, in order (recorded in the receipt). */
   readonly lora?: readonly LoraSpec[]
+  /** llama.cpp's rope overrides (--rope-scaling, --yarn-*: docs/long-context.md), recorded in the receipt. */
+  readonly rope?: RopeOverrides
   /** Write a receipt of the run (its inputs are checked before the model loads). */
   readonly receipt?: ReceiptOptions
   readonly onProgress?: (done: number, total: number) => void
@@ -87,12 +90,12 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
       )
     : undefined
   // Ctrl+C while a large model loads cancels the load (ENGINE_ABORTED, exit 130): nothing is written.
-  const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal, lora})
+  const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal, lora, rope: options.rope})
   try {
     const loadMs = performance.now() - t0
     const tokenizer = model.tokenizer
     const ids = encodePrompt(tokenizer, options.prompt, {addBos: options.addBos, parseSpecial: options.parseSpecial})
-    const nCtx = contextSize(options.nCtx, model.config.nCtxTrain, {name: '-c/--ctx-size', onWarning: options.onWarning})
+    const nCtx = contextSize(options.nCtx, model.config, {name: '-c/--ctx-size', onWarning: options.onWarning})
     if (!fitPrompt(ids.length, nCtx, 1).fits) {
       throw new RunnerError(
         'PROMPT_TOO_LONG',
@@ -137,6 +140,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
             stopTokens,
             sampling,
             ...(constraint ? {constraint: {kind: constraint.kind, sha256: constraint.sha256, text: constraint.text}} : {}),
+            ...(options.rope ? {rope: options.rope} : {}),
           },
           prompt: {text: options.prompt, tokens: ids},
           output: {

@@ -6,7 +6,18 @@
 
 import {Flags, type Interfaces} from '@oclif/core'
 
-import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers, warnLine} from '../cli/index.js'
+import {
+  listenForInterrupt,
+  loraFlag,
+  loraFromFlags,
+  modelFlag,
+  noGpuFlag,
+  refuseGpuLayers,
+  type RopeFlagValues,
+  ropeFlags,
+  ropeFromFlags,
+  warnLine,
+} from '../cli/index.js'
 import {MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {BUILTIN_TEMPLATE_NAMES, chatTemplateOverride} from '../chat/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
@@ -121,6 +132,7 @@ export const serveFlags = {
     default: SERVE_DEFAULTS.requestLog,
   }),
   ...loraFlag,
+  ...ropeFlags,
   ...limitFlags(),
 }
 
@@ -160,7 +172,8 @@ type ServeFlagValues = {
   readonly 'max-connections-per-client': number
   readonly lora?: string[]
   readonly 'log-format': string
-} & Readonly<Record<RequestLimitFlag, number>>
+} & RopeFlagValues &
+  Readonly<Record<RequestLimitFlag, number>>
 
 /** startServer's options from the parsed flags (the timeout checked, a template file read). */
 export function serveOptions(flags: ServeFlagValues): ServeOptions {
@@ -168,6 +181,7 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
   return {
     modelPath: flags.model,
     lora: loraFromFlags(flags.lora),
+    rope: ropeFromFlags(flags),
     host: flags.host,
     port: flags.port,
     parallel: flags.parallel,
