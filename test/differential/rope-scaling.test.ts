@@ -19,7 +19,7 @@ import {after, before, describe, test} from 'node:test'
 import {getLlama, type Llama, LlamaLogLevel} from 'node-llama-cpp'
 
 import type {RopeOverrides} from '../../src/lib/arch/index.js'
-import {Model} from '../../src/lib/engine/model.js'
+import {Model, Trainer, type TrainTarget} from '../../src/lib/engine/index.js'
 import {type GgufKv, GgufValueType} from '../../src/lib/gguf/index.js'
 import {bits} from '../helpers/engine.js'
 import {compareWithLlamaCpp} from '../helpers/llama-cpp.js'
@@ -113,6 +113,23 @@ describe('differential: rope scaling (YaRN, linear) vs llama.cpp, live', {skip: 
 describe('rope scaling anchors (no llama.cpp needed)', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   const dir = mkdtempSync(join(tmpdir(), 'runner-rope-anchor-'))
   after(() => rmSync(dir, {recursive: true, force: true}))
+
+  test('the LoRA trainer refuses YaRN by name (its double-precision rope has no ramp) and takes linear scaling', async () => {
+    for (const s of SCALINGS) {
+      const model = await Model.load(sharedPath('fixtures', 'llama.gguf'), {rope: s.overrides})
+      try {
+        const targets: TrainTarget[] = model.plan.tensors
+          .filter((x) => x.role === 'attn_q')
+          .map((x) => ({name: x.name, role: x.role, layer: x.layer, nIn: x.shape[0]!, nOut: x.shape[1]!}))
+        const create = () => Trainer.create(model, {targets, rank: 4, alpha: 8, dropout: 0, nCtx: 64, threads: 1})
+        if (s.overrides.scaling === 'yarn')
+          assert.throws(create, (e: Error & {code?: string}) => e.code === 'ENGINE_UNSUPPORTED' && /YaRN/.test(e.message))
+        else create().dispose()
+      } finally {
+        model.dispose()
+      }
+    }
+  })
 
   for (const fixture of FIXTURES) {
     test(`${fixture}: the overrides on the plain file give bitwise the logits of the file with the keys`, async () => {
