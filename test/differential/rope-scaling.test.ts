@@ -1,6 +1,7 @@
 /**
  * Rope scaling (issue #23) against llama.cpp run live (node-llama-cpp 3.22.1, CPU, one thread, F32
- * KV cache, no flash attention): the shared llama (rope NORM) and qwen2 (rope NEOX) fixtures, copied
+ * KV cache, no flash attention): the shared llama (rope NORM), qwen2 (rope NEOX) and gemma3 (sliding
+ * layers with their own rope base) fixtures, copied
  * by our GGUF writer with `rope.scaling.*` keys (YaRN: factor 4 from an original context of 64, so a
  * 256-token context is what the scaling covers; linear: factor 2), evaluated by both engines on a
  * prompt longer than the original context. Teacher-forced log-probabilities must agree within the F32
@@ -52,7 +53,18 @@ const SCALINGS: ReadonlyArray<{name: string; kvs: (a: string) => GgufKv[]; overr
     overrides: {scaling: 'linear', freqScale: 0.5},
   },
 ]
-const FIXTURES = ['llama', 'qwen2'] as const
+const FIXTURES = ['llama', 'qwen2', 'gemma3'] as const
+/**
+ * F32 tolerances (shared/reference/README.md: about 1e-3), except gemma3: its sliding layers keep
+ * their own base and scale 1 (so YaRN's ramp leaves them as they are) while the global ones are
+ * scaled, but ggml's F16 GELU table makes this fixture noisy on its own: unscaled, on this text, it is
+ * 1.2e-3 (mean 1.8e-4) from live llama.cpp; YaRN 2.2e-3 (mean 2.3e-4), linear 8e-4 (mean 1.5e-4).
+ */
+const TOLERANCE: Record<(typeof FIXTURES)[number], {tol: number; meanTol: number}> = {
+  llama: {tol: 1e-3, meanTol: 2e-4},
+  qwen2: {tol: 1e-3, meanTol: 2e-4},
+  gemma3: {tol: 3e-3, meanTol: 5e-4},
+}
 
 async function ourLogits(path: string, rope?: RopeOverrides): Promise<Float32Array> {
   const model = await Model.load(path, {rope})
@@ -96,8 +108,7 @@ describe('differential: rope scaling (YaRN, linear) vs llama.cpp, live', {skip: 
           label,
           path,
           text: TEXT,
-          tol: 1e-3,
-          meanTol: 2e-4,
+          ...TOLERANCE[fixture],
           nCtx: N_CTX,
           greedySteps: GREEDY_STEPS,
           report: (line) => {
