@@ -16,6 +16,7 @@ import {after, before, describe, test} from 'node:test'
 import {type GgufKv, GgufValueType} from '../../src/lib/gguf/index.js'
 import {hasShared, NO_SHARED_REASON, runCliAsync, sharedPath} from '../helpers/shared.js'
 import {withKvs} from '../helpers/with-kvs.js'
+import {startTestServer} from '../server/helpers.js'
 
 const PLAIN = sharedPath('fixtures', 'llama.gguf')
 const SKIP = hasShared() ? false : NO_SHARED_REASON
@@ -113,6 +114,25 @@ describe('rope scaling flags', {skip: SKIP}, () => {
     assert.match(beyond.stderr, /context size 512 > the 256 positions the model's yarn rope scaling covers \(training context 64\)/)
     assert.match(unscaled.stderr, /context size 256 > the model's training context 64/)
     assert.doesNotMatch(flagged.stderr, warning)
+  })
+
+  test('embed and serve run under the flags as under the keys (serve through startServer, as its flags give it)', async () => {
+    const text = 'One day, the ball rolled into the pond and a big green frog jumped out of the water.'
+    const embed = (model: string, ...extra: string[]) =>
+      runCliAsync(['embed', '-m', model, '-p', text, '--json', '--kv-type', 'f32', ...extra])
+    const [keyed, flagged, plain] = await Promise.all([embed(YARN), embed(PLAIN, ...YARN_FLAGS), embed(PLAIN)])
+    for (const r of [keyed, flagged, plain]) assert.equal(r.status, 0, r.stderr)
+    assert.equal(flagged.stdout, keyed.stdout)
+    assert.notEqual(plain.stdout, keyed.stdout)
+    const s = await startTestServer({modelPath: PLAIN, nCtx: 128, rope: {scaling: 'yarn', freqScale: 0.25, yarnOrigCtx: 64}})
+    try {
+      const c = await s.client.completions.create({model: 'llama', prompt: 'Once upon a time', max_tokens: 8, temperature: 0})
+      const r = await run(YARN, '--json')
+      assert.equal(r.status, 0, r.stderr)
+      assert.equal(c.choices[0]!.text, (JSON.parse(r.stdout) as {text: string}).text)
+    } finally {
+      await s.close()
+    }
   })
 
   test('inspect shows the declared rope scaling; chat, serve, score and embed take the flags', async () => {
