@@ -91,7 +91,10 @@ describe('rope scaling flags', {skip: SKIP}, () => {
       [['--yarn-beta-fast', '0', '--rope-scaling', 'yarn'], /--yarn-beta-fast \(rope\.yarnBetaFast\) 0: must be a finite number > 0/],
       // Combinations llama.cpp would silently ignore.
       [['--yarn-beta-slow', '2'], /--yarn-beta-slow \(rope\.yarnBetaSlow\) 2: it places YaRN's ramp, which is off/],
-      [['--rope-scaling', 'none', '--rope-scale', '2'], /the type none never scales/],
+      [
+        ['--rope-scaling', 'none', '--rope-scale', '2'],
+        /the rope scaling type is none \(--rope-scaling \(rope\.scaling\)\), which never scales/,
+      ],
       [[...YARN_FLAGS, '--yarn-attn-factor', '1.2'], /--yarn-attn-factor \(rope\.yarnAttnFactor\) 1\.2: with YaRN's extrapolation mix on/],
     ]
     const results = await Promise.all(cases.map(([flags]) => run(PLAIN, ...flags)))

@@ -171,7 +171,9 @@ export function resolveRope(declared: DeclaredRope, o: RopeOverrides, nCtxTrain:
   checkRopeOverrides(o)
   const type = o.scaling ?? declared.type
   if (type === 'none' && o.freqScale !== undefined)
-    refuse(`${names.freqScale} ${o.freqScale} with ${names.scaling} none: the type none never scales (llama.cpp sets the scale to 1)`)
+    refuse(
+      `${names.freqScale} ${o.freqScale}: the rope scaling type is none (${o.scaling ? names.scaling : 'as the file declares'}), which never scales (llama.cpp sets the scale to 1); give ${names.scaling} linear or yarn too`,
+    )
   const freqScale = type === 'none' ? 1 : f(o.freqScale ?? declared.freqScale)
   const extFactor = o.yarnExtFactor ?? (type === 'yarn' ? 1 : 0)
   for (const key of ['yarnBetaFast', 'yarnBetaSlow'] as const) {
