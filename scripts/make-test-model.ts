@@ -264,6 +264,13 @@ function resolveSpec(s: TestModelSpec, nVocab: number): Resolved {
     attnRemoved: Array.from({length: s.nLayer}, () => false),
     ffnRemoved: Array.from({length: s.nLayer}, () => false),
     tiedEmbeddings: tied,
+    // Only the shapes are used here; the rope as a file without scaling keys declares it.
+    ropeScaling: {
+      declared: {type: 'linear', freqBase: s.ropeFreqBase ?? 10000, freqScale: 1, nCtxOrig: s.nCtx, attnFactor: 1},
+      overrides: {},
+      type: 'linear',
+      nCtxCovered: s.nCtx,
+    },
     ...experts,
   }
   return {arch, family, entry, config}

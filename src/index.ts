@@ -5,6 +5,7 @@
  */
 export * from './lib/library/index.js'
 export {ExitCode, type ExitCodeValue, RunnerError} from './lib/errors.js'
+export type {RopeOverrides, RopeScalingType} from './lib/arch/index.js'
 export type {ChatMessage, ChatRole, ChatToolCall} from './lib/chat/index.js'
 export type {EmbedInput, EmbedResult, Pooling} from './lib/embed/index.js'
 export type {FinishReason, GenerationTimings, GenerationUsage} from './lib/generate/index.js'

@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 17
+#define RUNNER_ABI_VERSION 18
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -229,8 +229,11 @@ typedef struct runner_tensor_desc {
     X(I32, n_expert, OPTIONAL, "experts per MoE layer (0: dense FFN)") \
     X(I32, n_expert_used, OPTIONAL, "experts chosen per token: softmax over the router, top k, renormalised") \
     X(I32, n_ff_exp, OPTIONAL, "width of one expert FFN") \
-    X(F32, rope_attn_factor, OPTIONAL, "longrope: cos and sin are multiplied by it (0: 1) (phi3)") \
-    X(I32, n_ctx_orig, OPTIONAL, "longrope: the long factors apply when the context padded to 256 exceeds it (0: n_ctx_train)") \
+    X(F32, rope_attn_factor, OPTIONAL, "cos and sin are multiplied by it (0: 1): llama.cpp's resolved yarn_attn_factor (phi3's longrope, rope.scaling.attn_factor)") \
+    X(I32, n_ctx_orig, OPTIONAL, "the original context (0: n_ctx_train): longrope's long factors apply when the context padded to 256 exceeds it; YaRN's ramp is placed by it") \
+    X(F32, rope_ext_factor, OPTIONAL, "YaRN (0: none): dimensions below the ramp mix back toward their unscaled angle by it, and cos and sin gain 1 + 0.1 ln(1 / freq_scale)") \
+    X(F32, rope_beta_fast, OPTIONAL, "YaRN: the ramp's low end is the pair turning beta_fast times in n_ctx_orig; > 0 when rope_ext_factor is set") \
+    X(F32, rope_beta_slow, OPTIONAL, "YaRN: the ramp's high end is the pair turning beta_slow times in n_ctx_orig; > 0 when rope_ext_factor is set") \
     X(LAYER_FLAGS, nope_layers, OPTIONAL, "blocks without rope (NoPE): their queries and keys are not rotated (smollm3)")
 
 /* The values of the config's enumerated int fields: X(field, constant, name, value, doc). */

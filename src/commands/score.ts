@@ -1,6 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {loraFlag, loraFromFlags, noGpuFlag, refuseGpuLayers, RunnerCommand, warnLine, withInterrupt} from '../lib/cli/index.js'
+import {ropeFlags, ropeFromFlags} from '../lib/cli/index.js'
 import {MAX_BATCH_SIZE, MAX_CONTEXT_SIZE} from '../lib/engine/index.js'
 import {ExitCode} from '../lib/errors.js'
 import {formatScoreReport, scoreCorpus, scoreProgress} from '../lib/score/index.js'
@@ -58,6 +59,7 @@ export default class Score extends RunnerCommand {
     'save-top-k': Flags.integer({description: 'tokens kept per position by --save-logits', default: 32, min: 2, max: 1024}),
     kld: Flags.string({description: 'report KL-divergence and top-1 agreement against a base saved with --save-logits', helpValue: 'FILE'}),
     ...loraFlag,
+    ...ropeFlags,
     json: Flags.boolean({description: 'print one JSON document'}),
   }
 
@@ -69,6 +71,7 @@ export default class Score extends RunnerCommand {
       scoreCorpus({
         modelPath: flags.model,
         lora: loraFromFlags(flags.lora),
+        rope: ropeFromFlags(flags),
         corpus,
         corpusFile: flags.file ?? null,
         ctx: flags['ctx-size'],

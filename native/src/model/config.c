@@ -72,6 +72,11 @@ runner_status runner_model_config_check(const runner_model_config *c, char *err,
          "rope_freq_base_swa %g or rope_freq_scale_swa %g out of range", (double)c->rope_freq_base_swa, (double)c->rope_freq_scale_swa);
     NEED(isfinite(c->rope_attn_factor) && c->rope_attn_factor >= 0, "rope_attn_factor %g out of range", (double)c->rope_attn_factor);
     NEED(c->n_ctx_orig >= 0, "n_ctx_orig %d is negative", c->n_ctx_orig);
+    NEED(isfinite(c->rope_ext_factor) && c->rope_ext_factor >= 0, "rope_ext_factor %g out of range", (double)c->rope_ext_factor);
+    /* The ramp's ends are logs of n_ctx_orig / beta: a zero or negative beta has none. */
+    NEED(c->rope_ext_factor == 0 || (isfinite(c->rope_beta_fast) && c->rope_beta_fast > 0 && isfinite(c->rope_beta_slow) && c->rope_beta_slow > 0),
+         "rope_beta_fast %g and rope_beta_slow %g must be positive with YaRN (rope_ext_factor %g)", (double)c->rope_beta_fast,
+         (double)c->rope_beta_slow, (double)c->rope_ext_factor);
     NEED(c->n_expert >= 0 && c->n_expert <= RUNNER_MAX_EXPERTS, "n_expert %d out of range [0, %d]", c->n_expert, RUNNER_MAX_EXPERTS);
     if (c->n_expert > 0) {
         NEED(c->n_expert_used >= 1 && c->n_expert_used <= c->n_expert, "n_expert_used %d must be in [1, n_expert %d]", c->n_expert_used,

@@ -33,7 +33,7 @@ void runner_context_free(runner_context *ctx) {
 
 /* The rope angles of a context, as ggml_rope_cache_init forms them. longrope: theta / factor and cos,
  * sin times attn_factor; llama.cpp picks the long factors when its context (padded to 256) exceeds
- * n_ctx_orig. */
+ * n_ctx_orig. YaRN: the ramp is placed by this cache's own base (ggml takes the op's freq_base). */
 static void fill_rope_cache(const runner_context *ctx, float base, float freq_scale, float *cos_out, float *sin_out) {
     const runner_model *m = ctx->model;
     const runner_model_config *c = &m->cfg;
@@ -42,7 +42,10 @@ static void fill_rope_cache(const runner_context *ctx, float base, float freq_sc
     const runner_weight *fw = padded > orig && m->rope_long.data ? &m->rope_long : m->rope_short.data ? &m->rope_short : m->rope_long.data ? &m->rope_long : NULL;
     const float *ff = fw ? (const float *)fw->data : NULL;
     const float mscale = c->rope_attn_factor > 0.0f ? c->rope_attn_factor : 1.0f;
-    runner_rope_cache_fill(cos_out, sin_out, ctx->params.n_ctx, c->n_rot, base, freq_scale, ff, mscale);
+    const int yarn_on = c->rope_ext_factor != 0.0f;
+    runner_rope_yarn yarn = {0};
+    if (yarn_on) yarn = runner_rope_yarn_params(c->n_rot, orig, base, c->rope_ext_factor, c->rope_beta_fast, c->rope_beta_slow);
+    runner_rope_cache_fill(cos_out, sin_out, ctx->params.n_ctx, c->n_rot, base, freq_scale, ff, mscale, yarn_on ? &yarn : NULL);
 }
 
 /* Sliding-window layers need their own rope cache when their base or scale differs. */

@@ -62,6 +62,10 @@ runner_status runner_trainer_create(runner_model *m, const runner_trainer_params
     const runner_model_config *c = &m->cfg;
     if (m->loras)
         return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "the model has LoRA adapters attached; train on the base model alone");
+    /* The trainer's double-precision rope table has no YaRN ramp: training through it would differ from inference. */
+    if (c->rope_ext_factor != 0.0f)
+        return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "YaRN rope scaling (rope_ext_factor %g) is not implemented by the LoRA trainer",
+                           (double)c->rope_ext_factor);
     if (p->rank < 1 || p->rank > 512)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "rank %d out of range [1, 512]", p->rank);
     if (p->n_ctx < 2 || p->n_ctx > 1 << 16)

@@ -39,8 +39,8 @@ export interface ConfigFeature {
   readonly guards?: ReadonlyArray<{readonly key: string; readonly what: string}>
   /** Guarded keys this feature reads and deliberately ignores (as llama.cpp does for that family). */
   readonly ignores?: readonly string[]
-  /** rope.scaling.type values it admits besides none and linear, and the freq scale each gives (undefined: keep 1). */
-  readonly ropeScaling?: Readonly<Record<string, (m: FeatureInput) => number | undefined>>
+  /** rope.scaling.type values it admits besides none, linear and yarn (./rope-scaling.ts reads the factor for every type, as llama.cpp). */
+  readonly ropeScalingTypes?: readonly string[]
   /** The config fields it reads from metadata. */
   readonly read?: (m: FeatureInput) => ConfigPatch
 }
@@ -179,27 +179,12 @@ export const SLIDING_WINDOW_IGNORED: ConfigFeature = {
 }
 
 /**
- * phi3's longrope as llama.cpp reads it: rope.scaling.type longrope (rope.scaling.factor read when
- * given: Phi's converter does not write it), rope.scaling.attn_factor (cos and sin times it) and
- * rope.scaling.original_context_length (the long factors apply past it); the factor tensors are
- * used whenever present (./tensors.ts ROPE_FACTORS).
+ * phi3's longrope as llama.cpp reads it: rope.scaling.type longrope; rope.scaling.factor,
+ * attn_factor (cos and sin times it) and original_context_length (the long factors apply past it) are
+ * read for every family (./rope-scaling.ts); the factor tensors are used whenever present
+ * (./tensors.ts ROPE_FACTORS).
  */
-export const LONGROPE: ConfigFeature = {
-  name: 'longrope',
-  ropeScaling: {
-    longrope: ({meta, arch: a}) =>
-      meta.has(`${a}.rope.scaling.factor`) ? 1 / meta.float(`${a}.rope.scaling.factor`, {min: 1e-3, max: 1e6}) : undefined,
-  },
-  read: ({meta, arch: a}) => ({
-    // llama.cpp reads these for any scaling type.
-    ...(meta.has(`${a}.rope.scaling.attn_factor`)
-      ? {ropeAttnFactor: meta.float(`${a}.rope.scaling.attn_factor`, {min: Number.MIN_VALUE, max: 1e6})}
-      : {}),
-    ...(meta.has(`${a}.rope.scaling.original_context_length`)
-      ? {nCtxOrig: meta.uint(`${a}.rope.scaling.original_context_length`, {min: 1, max: HPARAM_LIMITS.nCtx})}
-      : {}),
-  }),
-}
+export const LONGROPE: ConfigFeature = {name: 'longrope', ropeScalingTypes: ['longrope']}
 
 /**
  * A mixture of experts (llama.cpp's build_moe_ffn: softmax gating, top k, weights renormalised):

@@ -1,4 +1,14 @@
-export {ARCHITECTURES, ENGINE_WEIGHT_TYPES, HPARAM_LIMITS, planModel} from './plan.js'
+export {ARCHITECTURES, ENGINE_WEIGHT_TYPES, HPARAM_LIMITS, planModel, withRopeOverrides} from './plan.js'
+export {
+  checkRopeOverrides,
+  type DeclaredRope,
+  ROPE_OPTION_NAMES,
+  ROPE_SCALING_TYPES,
+  type RopeOverrides,
+  type RopeScaling,
+  type RopeScalingType,
+  YARN_DEFAULTS,
+} from './rope-scaling.js'
 export {roleId, TENSOR_ROLES, type TensorRole} from './roles.js'
 export type {ArchitectureSpec, ModelConfig, ModelPlan, TensorBinding, TensorSpec} from './types.js'
 export {

@@ -4,10 +4,18 @@ import {printable, quoted} from '../util/index.js'
 import {ARCHITECTURES} from './families.js'
 import type {ConfigPatch, FeatureInput} from './features.js'
 import {bad, HPARAM_LIMITS} from './hparams.js'
+import {readDeclaredRope, resolveRope, type RopeOverrides} from './rope-scaling.js'
 import type {ArchitectureSpec, ModelConfig, ModelPlan, TensorBinding} from './types.js'
 
 export {ARCHITECTURES} from './families.js'
 export {HPARAM_LIMITS} from './hparams.js'
+
+/** The model's config with llama.cpp's rope overrides applied (the file's declaration is kept in ropeScaling). */
+export function withRopeOverrides(config: ModelConfig, overrides: RopeOverrides | undefined): ModelConfig {
+  if (!overrides || Object.values(overrides).every((v) => v === undefined)) return config
+  const rope = resolveRope(config.ropeScaling.declared, overrides, config.nCtxTrain)
+  return {...config, ...rope.fields, ropeScaling: rope.scaling}
+}
 
 /** ggml types the engine has kernels for (native typeTraits() agrees: test/native). */
 export const ENGINE_WEIGHT_TYPES: ReadonlySet<string> = new Set([
@@ -101,26 +109,15 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
   if (nRot > headDim || nRot % 2 !== 0)
     bad('ARCH_BAD_HPARAMS', `${a}.rope.dimension_count ${nRot} must be even and at most the head dimension ${headDim}`)
   const nCtxTrain = meta.uint(`${a}.context_length`, {min: 1, max: L.nCtx})
-  const ropeFreqBase = meta.floatOr(`${a}.rope.freq_base`, 10000, {min: Number.MIN_VALUE, max: 1e12})
-  const scalingType = meta.stringOr(`${a}.rope.scaling.type`, 'none')
-  let ropeFreqScale = 1
-  if (scalingType === 'linear') {
-    const factor = meta.has(`${a}.rope.scaling.factor`) ? meta.float(`${a}.rope.scaling.factor`, {min: 1e-3, max: 1e6}) : 1
-    ropeFreqScale = 1 / factor
-  } else if (scalingType !== 'none') {
-    // Other scaling types are a feature's (phi3's longrope): it gives the scale, or keeps 1.
-    const scalings = new Map(spec.features.flatMap((f) => Object.entries(f.ropeScaling ?? {})))
-    const scaling = scalings.get(scalingType)
-    if (!scaling)
-      bad(
-        'ARCH_UNSUPPORTED',
-        `${a}.rope.scaling.type ${quoted(scalingType)} is not supported (none, linear${[...scalings.keys()].map((k) => `, ${k}`).join('')})`,
-        ExitCode.unsupported,
-      )
-    ropeFreqScale =
-      scaling({meta, model, arch: a, base: {nEmbd, nLayer, nHead, headDim, nFf, ropeFreqBase, ropeFreqScale}}) ?? ropeFreqScale
-  }
-  if (meta.has(`${a}.rope.scale_linear`)) ropeFreqScale = 1 / meta.float(`${a}.rope.scale_linear`, {min: 1e-3, max: 1e6})
+  // Rope scaling as llama.cpp reads it for every family (./rope-scaling.ts); overrides come later (withRopeOverrides).
+  const declared = readDeclaredRope(
+    meta,
+    a,
+    nCtxTrain,
+    spec.features.flatMap((f) => f.ropeScalingTypes ?? []),
+  )
+  const rope = resolveRope(declared, {}, nCtxTrain)
+  const {ropeFreqBase, ropeFreqScale} = rope.fields
   const normEps = meta.float(`${a}.attention.layer_norm_rms_epsilon`, {min: 0, max: 1})
 
   const tokens = model.metadata.get('tokenizer.ggml.tokens')
@@ -154,8 +151,8 @@ function buildConfig(meta: GgufMetadata, a: string, spec: ArchitectureSpec, mode
     nCtxTrain,
     nRot,
     ropeType: spec.ropeType,
-    ropeFreqBase,
-    ropeFreqScale,
+    ...rope.fields,
+    ropeScaling: rope.scaling,
     normEps,
     tiedEmbeddings: tied,
     attnRemoved: nHeadPer.map((h) => h === 0),

@@ -1,6 +1,7 @@
 import type {GgmlTypeInfo} from '../gguf/index.js'
 import type {NativeBackedConfig} from './config-fields.js'
 import type {ConfigFeature} from './features.js'
+import type {RopeScaling} from './rope-scaling.js'
 import type {TensorRole} from './roles.js'
 
 /**
@@ -13,6 +14,8 @@ export type ModelConfig = NativeBackedConfig & {
   readonly architecture: string
   /** The head is token_embd (no output.weight, or a family that never reads one). */
   readonly tiedEmbeddings: boolean
+  /** The rope's scaling as declared, overridden and in effect (./rope-scaling.ts); the engine gets its fields. */
+  readonly ropeScaling: RopeScaling
 }
 
 /** One weight bound to its role, with where its bytes are. */

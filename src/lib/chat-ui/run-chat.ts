@@ -5,6 +5,7 @@
  */
 import {basename} from 'node:path'
 
+import type {RopeOverrides} from '../arch/index.js'
 import {chatTemplateOverride, ChatTemplate} from '../chat/index.js'
 import {loadProgress, withInterrupt} from '../cli/index.js'
 import {contextSize, Model, Session} from '../engine/index.js'
@@ -40,14 +41,16 @@ export interface ChatOptions {
   readonly lora?: readonly LoraSpec[]
   /** Speculative decoding for every reply (docs/speculative.md): the replies are the same, only faster or slower. */
   readonly speculation?: SpeculationOptions
+  /** llama.cpp's rope overrides (docs/long-context.md). */
+  readonly rope?: RopeOverrides
 }
 
 export async function runChat(options: ChatOptions): Promise<number> {
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY) && !options.json
   const override = chatTemplateOverride(options.chatTemplate)
-  const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive), lora: options.lora})
+  const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive), lora: options.lora, rope: options.rope})
   const template = ChatTemplate.forModel(model.gguf, model.tokenizer, override)
-  const nCtx = contextSize(options.nCtx, model.config.nCtxTrain, {name: '-c/--ctx-size', onWarning: options.onWarning})
+  const nCtx = contextSize(options.nCtx, model.config, {name: '-c/--ctx-size', onWarning: options.onWarning})
   const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
   const opened = options.speculation
     ? await openDrafts(model, options.speculation, {

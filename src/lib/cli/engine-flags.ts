@@ -1,10 +1,12 @@
 import {Args, Flags} from '@oclif/core'
 
+import type {RopeOverrides} from '../arch/index.js'
 import {MAX_BATCH_SIZE, MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type LoraSpec, parseLoraSpec} from '../lora/index.js'
 import {resolveModelPath} from '../models/index.js'
 import {printable} from '../util/index.js'
+import {type RopeFlagValues, ropeFlags, ropeFromFlags} from './rope-flags.js'
 import {warnLine} from './warning.js'
 
 /**
@@ -118,9 +120,10 @@ export const contextFlags = {
   threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
   'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
   ...noGpuFlag,
+  ...ropeFlags,
 }
 
-export interface ContextFlagValues {
+export interface ContextFlagValues extends RopeFlagValues {
   readonly 'ctx-size'?: number
   readonly 'batch-size': number
   readonly threads?: number
@@ -128,16 +131,18 @@ export interface ContextFlagValues {
   readonly 'n-gpu-layers'?: number
 }
 
-/** The context options those flags give (the kv type is one of the flag's options); a -c beyond the training context warns on stderr. */
+/** The context options those flags give (the kv type is one of the flag's options; rope overrides, if any); a -c beyond what the model covers warns. */
 export function contextFromFlags(flags: ContextFlagValues): {
   nCtx?: number
   nBatch: number
   threads?: number
   kvType: 'f16' | 'f32'
+  rope?: RopeOverrides
   onWarning: (message: string) => void
 } {
   refuseGpuLayers(flags['n-gpu-layers'])
   return {
+    rope: ropeFromFlags(flags),
     nCtx: flags['ctx-size'],
     nBatch: flags['batch-size'],
     threads: flags.threads,

@@ -18,6 +18,7 @@ export {
   noGpuFlag,
   refuseGpuLayers,
 } from './engine-flags.js'
+export {type RopeFlagValues, ropeFlags, ropeFromFlags} from './rope-flags.js'
 export {type Interrupt, listenForInterrupt, withInterrupt} from './interrupt.js'
 export {ByteProgress, type ByteProgressOptions, formatEta, loadProgress, type ProgressStream} from './progress.js'
 export {RunnerCommand} from './runner-command.js'

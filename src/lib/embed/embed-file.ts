@@ -4,6 +4,7 @@
  */
 import {readFile} from 'node:fs/promises'
 
+import type {RopeOverrides} from '../arch/index.js'
 import {contextSize, Model, Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {LoraSpec} from '../lora/index.js'
@@ -24,14 +25,21 @@ export interface EmbedFileOptions {
   readonly kvType?: 'f16' | 'f32'
   /** LoRA adapters applied to the model, in order. */
   readonly lora?: readonly LoraSpec[]
+  /** llama.cpp's rope overrides (docs/long-context.md). */
+  readonly rope?: RopeOverrides
   readonly onProgress?: (done: number, total: number) => void
   readonly signal?: AbortSignal
 }
 
 export async function embedWithModel(options: EmbedFileOptions): Promise<EmbedResult> {
-  const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal, lora: options.lora})
+  const model = await Model.load(options.modelPath, {
+    onProgress: options.onProgress,
+    signal: options.signal,
+    lora: options.lora,
+    rope: options.rope,
+  })
   try {
-    const nCtx = contextSize(options.nCtx, model.config.nCtxTrain, {name: '-c/--ctx-size', onWarning: options.onWarning})
+    const nCtx = contextSize(options.nCtx, model.config, {name: '-c/--ctx-size', onWarning: options.onWarning})
     const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
     try {
       return await embed(new Session(ctx), options.inputs, {

@@ -5,8 +5,11 @@
  * never exceeds what the model was trained on; a size given beyond it is the user's choice and runs,
  * with a warning naming both numbers (llama.cpp: "n_ctx_seq (…) > n_ctx_train (…) -- possible
  * training context overflow"). A KV cache larger than the machine's memory is refused by the engine
- * (ENGINE_NO_MEMORY, naming the bytes), before anything is allocated.
+ * (ENGINE_NO_MEMORY, naming the bytes), before anything is allocated. A model whose rope is scaled
+ * (YaRN or linear, declared or overridden: docs/long-context.md) runs without the warning up to the
+ * positions its scaling covers, the original context times the factor.
  */
+import type {ModelConfig} from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 
 export const DEFAULT_CONTEXT_CAP = 4096
@@ -31,8 +34,12 @@ export interface ContextSizeOptions {
   readonly onWarning?: (message: string) => void
 }
 
-/** The context size to use: `given`, checked, else the default; a size beyond the training context warns. */
-export function contextSize(given: number | undefined, nCtxTrain: number, options: ContextSizeOptions = {}): number {
+/** What a model says about its positions: the training context, and the rope scaling's reach when it has one. */
+export type TrainedPositions = number | Pick<ModelConfig, 'nCtxTrain' | 'ropeScaling'>
+
+/** The context size to use: `given`, checked, else the default; a size beyond what the model covers warns. */
+export function contextSize(given: number | undefined, trained: TrainedPositions, options: ContextSizeOptions = {}): number {
+  const nCtxTrain = typeof trained === 'number' ? trained : trained.nCtxTrain
   if (given === undefined) return defaultContextSize(nCtxTrain, options.cap)
   if (!Number.isInteger(given) || given < 1 || given > MAX_CONTEXT_SIZE)
     throw new RunnerError(
@@ -40,7 +47,13 @@ export function contextSize(given: number | undefined, nCtxTrain: number, option
       `${options.name ?? 'nCtx'} ${given}: must be an integer in [1, ${MAX_CONTEXT_SIZE}]`,
       ExitCode.usage,
     )
-  if (given > nCtxTrain)
+  const scaling = typeof trained === 'number' ? undefined : trained.ropeScaling
+  const covered = scaling && scaling.nCtxCovered > nCtxTrain ? scaling.nCtxCovered : undefined
+  if (covered !== undefined && given > covered)
+    options.onWarning?.(
+      `context size ${given} > the ${covered} positions the model's ${scaling!.type} rope scaling covers (training context ${nCtxTrain}): possible training context overflow (output past ${covered} tokens may degrade)`,
+    )
+  else if (covered === undefined && given > nCtxTrain)
     options.onWarning?.(
       `context size ${given} > the model's training context ${nCtxTrain}: possible training context overflow (output past ${nCtxTrain} tokens may degrade)`,
     )

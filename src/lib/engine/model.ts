@@ -7,6 +7,8 @@ import {
   type ModelPlan,
   type NativeModelConfig,
   roleId,
+  type RopeOverrides,
+  withRopeOverrides,
 } from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
@@ -27,6 +29,8 @@ export interface LoadOptions {
   readonly signal?: AbortSignal
   /** LoRA adapters applied to every context of the model, in this order (docs/lora.md). */
   readonly lora?: readonly LoraSpec[]
+  /** llama.cpp's --rope-* / --yarn-* overrides of what the file declares (docs/long-context.md). */
+  readonly rope?: RopeOverrides
 }
 
 /** An adapter attached to a loaded model: what was asked, what the file holds, what it adapts. */
@@ -80,7 +84,9 @@ export class Model {
   static async load(path: string, options: LoadOptions = {}): Promise<Model> {
     const gguf = readGgufModel(path)
     // The checks quantize, remove-sublayer and inspect make too: one function, so they never disagree.
-    const {plan, tokenizer} = checkModel(gguf)
+    const checked = checkModel(gguf)
+    const {tokenizer} = checked
+    const plan: ModelPlan = {...checked.plan, config: withRopeOverrides(checked.plan.config, options.rope)}
     // Adapters are read and matched to the plan before the (slow) load: a wrong one fails at once.
     const adapters = (options.lora ?? []).map((spec): AttachedAdapter => {
       const adapter = readLoraAdapter(spec.path)

@@ -55,7 +55,7 @@ export function renderSummary(s: ModelSummary): string {
   return formatRows(rows)
 }
 
-/** Rows only for the families that state them: experts, sliding windows, soft-capping. */
+/** Rows only for the families that state them: experts, sliding windows, rope scaling, soft-capping. */
 function familyRows(s: ModelSummary): Array<[string, string]> {
   const rows: Array<[string, string]> = []
   if (s.expertCount !== undefined) {
@@ -67,6 +67,19 @@ function familyRows(s: ModelSummary): Array<[string, string]> {
     const pattern = p === undefined ? '' : Array.isArray(p) ? `, sliding blocks [${p.map(Number).join(', ')}]` : `, pattern ${p}`
     const base = s.ropeFreqBaseSwa === undefined ? '' : `, rope base ${s.ropeFreqBaseSwa} there`
     rows.push(['sliding window', `${s.slidingWindow ?? '-'} tokens${pattern}${base}`])
+  }
+  const scaled = [s.ropeScalingType, s.ropeScalingFactor, s.ropeScalingOriginalContext, s.ropeScalingAttnFactor].some(
+    (v) => v !== undefined,
+  )
+  if (scaled) {
+    // llama.cpp reads a factor without a type as linear.
+    const parts = [
+      s.ropeScalingType === undefined ? 'linear (no type given)' : printable(s.ropeScalingType),
+      ...(s.ropeScalingFactor === undefined ? [] : [`factor ${s.ropeScalingFactor}`]),
+      ...(s.ropeScalingOriginalContext === undefined ? [] : [`original context ${s.ropeScalingOriginalContext}`]),
+      ...(s.ropeScalingAttnFactor === undefined ? [] : [`attention factor ${s.ropeScalingAttnFactor}`]),
+    ]
+    rows.push(['rope scaling', parts.join(', ')])
   }
   if (s.attnLogitSoftcapping !== undefined || s.finalLogitSoftcapping !== undefined) {
     rows.push(['soft-capping', `attention ${s.attnLogitSoftcapping ?? '-'}, final logits ${s.finalLogitSoftcapping ?? '-'}`])

@@ -26,6 +26,11 @@ export interface ModelSummary {
   /** A period (layer i slides iff i % n < n - 1) or one flag per block. */
   readonly slidingWindowPattern: number | boolean[] | undefined
   readonly ropeFreqBaseSwa: number | undefined
+  /** rope.scaling.* as stated (docs/long-context.md): type, factor (or the older rope.scale_linear), original context, attention factor. */
+  readonly ropeScalingType: string | undefined
+  readonly ropeScalingFactor: number | undefined
+  readonly ropeScalingOriginalContext: number | undefined
+  readonly ropeScalingAttnFactor: number | undefined
   readonly attnLogitSoftcapping: number | undefined
   readonly finalLogitSoftcapping: number | undefined
   readonly tokenizerModel: string | undefined
@@ -88,6 +93,10 @@ export function summarizeModel(model: GgufModelFiles): ModelSummary {
     slidingWindow: archNum('attention.sliding_window'),
     slidingWindowPattern: pattern(),
     ropeFreqBaseSwa: archNum('rope.freq_base_swa'),
+    ropeScalingType: arch ? str(`${arch}.rope.scaling.type`) : undefined,
+    ropeScalingFactor: archNum('rope.scaling.factor') ?? archNum('rope.scale_linear'),
+    ropeScalingOriginalContext: archNum('rope.scaling.original_context_length'),
+    ropeScalingAttnFactor: archNum('rope.scaling.attn_factor'),
     attnLogitSoftcapping: archNum('attn_logit_softcapping'),
     finalLogitSoftcapping: archNum('final_logit_softcapping'),
     tokenizerModel: str('tokenizer.ggml.model'),

@@ -6,6 +6,7 @@
  * time, in the order they were made, since one context runs one generation at a time. Decoding runs
  * on the engine's native threads; tokenizing and template rendering are on the caller's thread.
  */
+import type {RopeOverrides} from '../arch/index.js'
 import {BUILTIN_TEMPLATES, type ChatMessage, ChatTemplate, encodeChatPrompt, validateHistory} from '../chat/index.js'
 import {type EmbedInput, type EmbedResult, embed} from '../embed/index.js'
 import type {Pooling} from '../embed/index.js'
@@ -30,6 +31,12 @@ export interface LoadModelOptions {
   readonly kvType?: 'f16' | 'f32'
   /** LoRA adapters (llama.cpp's GGUF format) applied in order; scale defaults to 1. */
   readonly lora?: readonly {readonly path: string; readonly scale?: number}[]
+  /**
+   * Rope scaling overrides, llama.cpp's --rope-scaling, --rope-freq-base, --rope-freq-scale (1 / --rope-scale),
+   * --yarn-orig-ctx, --yarn-ext-factor, --yarn-attn-factor, --yarn-beta-fast, --yarn-beta-slow: each replaces
+   * what the file declares (docs/long-context.md). Example: `{scaling: 'yarn', freqScale: 0.25, yarnOrigCtx: 4096}`.
+   */
+  readonly rope?: RopeOverrides
   /** Cancels the load (a RunnerError with code ENGINE_ABORTED). */
   readonly signal?: AbortSignal
   /** Bytes of weights mapped so far, of all. */
@@ -125,6 +132,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   const lora = (options.lora ?? []).map((a) => ({path: a.path, scale: a.scale ?? 1}))
   const load: LoadOptions = {
     lora,
+    ...(options.rope ? {rope: options.rope} : {}),
     ...(options.signal ? {signal: options.signal} : {}),
     ...(options.onProgress ? {onProgress: options.onProgress} : {}),
   }

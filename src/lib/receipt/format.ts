@@ -1,5 +1,7 @@
 import {createHash} from 'node:crypto'
 
+import type {RopeOverrides} from '../arch/index.js'
+
 /**
  * The receipt file format (docs/receipts.md is the specification). A receipt is one line of compact
  * JSON whose last keys are "chain" (sha256 over every byte before `,"chain"`) and, when signed,
@@ -64,6 +66,8 @@ export interface ReceiptBody {
     readonly sampling: ReceiptSampling
     /** What constrained the output (run --json-schema/--grammar/--json-object): replayed by verify. */
     readonly constraint?: {readonly kind: string; readonly sha256: string; readonly text: string}
+    /** The rope overrides the run was given (--rope-scaling, --yarn-*; absent: none): replayed by verify. */
+    readonly rope?: RopeOverrides
     /** Speculative decoding the run used (docs/speculative.md): recorded; a replay does not need it, since it cannot change a token. */
     readonly draft?:
       | {readonly source: 'lookup'; readonly nMax: number; readonly ngramMin: number; readonly ngramMax: number}

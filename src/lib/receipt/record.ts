@@ -22,6 +22,7 @@ import {intactChain} from './prev.js'
 import {hex, type KeyPair, readSecretKey, sign} from './keys.js'
 
 import {PROFILE} from './profile.js'
+import {canonicalRope} from './schema.js'
 
 export {PROFILE}
 
@@ -147,6 +148,7 @@ export async function writeReceipt(path: string, setup: ReceiptSetup, run: RunRe
       },
       // Last: the canonical key order is the schema's (src/lib/receipt/schema.ts), optional keys after.
       ...(run.config.constraint ? {constraint: run.config.constraint} : {}),
+      ...(run.config.rope ? {rope: canonicalRope(run.config.rope)} : {}),
       ...(run.config.draft ? {draft: run.config.draft} : {}),
     },
     prompt: {text: run.prompt.text, tokens: run.prompt.tokens},

@@ -1,5 +1,7 @@
 import {Ajv} from 'ajv'
 
+import {ROPE_SCALING_TYPES, type RopeOverrides} from '../arch/index.js'
+
 import {RECEIPT_FORMAT, RECEIPT_VERSION, type ReceiptBody, type ReceiptSignature} from './format.js'
 import {PROFILE} from './profile.js'
 
@@ -80,6 +82,20 @@ const RECEIPT_SCHEMA = {
       },
       {
         constraint: obj({kind: {enum: ['json-schema', 'gbnf', 'json-object']}, sha256: hex(32), text: {type: 'string'}}),
+        // Ranges are the loader's (checkRopeOverrides), as for the other settings.
+        rope: withOptional(
+          {},
+          {
+            scaling: {enum: [...ROPE_SCALING_TYPES]},
+            freqBase: {type: 'number'},
+            freqScale: {type: 'number'},
+            yarnOrigCtx: {type: 'integer'},
+            yarnExtFactor: {type: 'number'},
+            yarnAttnFactor: {type: 'number'},
+            yarnBetaFast: {type: 'number'},
+            yarnBetaSlow: {type: 'number'},
+          },
+        ),
         // Speculative decoding the run used: recorded, never needed to replay (it cannot change a token).
         // (properties in the writer's order, for canonicalize; oneOf: each source's own settings)
         draft: {
@@ -132,6 +148,11 @@ export function canonicalize(value: unknown, node: SchemaNode = RECEIPT_SCHEMA a
   const out: Record<string, unknown> = {}
   for (const [key, child] of Object.entries(node.properties)) if (key in record) out[key] = canonicalize(record[key], child)
   return out
+}
+
+/** Rope overrides in the schema's key order, whatever order a caller built them in. */
+export function canonicalRope(rope: RopeOverrides): RopeOverrides {
+  return (canonicalize({config: {rope}}) as {config: {rope: RopeOverrides}}).config.rope
 }
 
 export type ParsedReceipt = ReceiptBody & {readonly chain: string; readonly signature?: ReceiptSignature}

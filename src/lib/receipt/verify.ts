@@ -2,7 +2,7 @@ import {readFile} from 'node:fs/promises'
 import {totalmem} from 'node:os'
 import {basename} from 'node:path'
 
-import {planModel} from '../arch/index.js'
+import {checkRopeOverrides, planModel} from '../arch/index.js'
 import {RunnerError} from '../errors.js'
 import {Model, Session} from '../engine/index.js'
 import {fitPrompt, generate, type Generation} from '../generate/index.js'
@@ -234,6 +234,11 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
         : undefined,
     ].filter((p): p is string => p !== undefined)
     if (problems.length > 0) fail('settings', `the recorded settings are invalid: ${problems[0]}`)
+    try {
+      if (c.rope) checkRopeOverrides(c.rope)
+    } catch (error) {
+      fail('settings', `the recorded settings are invalid: config.rope: ${(error as Error).message}`)
+    }
     let constraint: Constraint | undefined
     if (c.constraint) {
       const kind = c.constraint.kind as ConstraintKind
@@ -270,8 +275,11 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
     }
     let model: Model
     try {
-      model = await Model.load(options.modelPath, {lora})
+      model = await Model.load(options.modelPath, {lora, rope: receipt.config.rope})
     } catch (error) {
+      // The overrides are checked against the model's declaration at load: a bad set is the receipt's settings.
+      if (error instanceof RunnerError && error.code === 'ROPE_BAD_OPTION')
+        fail('settings', `the recorded settings are invalid: ${error.message}`)
       // The files hashed as recorded, so an adapter the engine refuses is not the receipt's run.
       if (lora.length > 0 && error instanceof RunnerError && error.code.startsWith('LORA_')) fail('model', error.message)
       throw error

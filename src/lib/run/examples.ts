@@ -21,6 +21,10 @@ export const RUN_EXAMPLES = [
     description: 'With a LoRA adapter at half strength (llama.cpp --lora-scaled)',
     command: '<%= config.bin %> run model.gguf --lora style.gguf:0.5 -p "Once upon a time"',
   },
+  {
+    description: 'Four times the context of a model trained on 4096 tokens, with YaRN rope scaling (docs/long-context.md)',
+    command: '<%= config.bin %> run model.gguf --rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 4096 -c 16384 -f long.txt',
+  },
   {description: 'Prompt from standard input', command: 'echo "Once upon a time" | <%= config.bin %> run -m model.gguf -n 32'},
   {
     description: 'A signed receipt anyone with the model can replay (runner verify)',

@@ -5,6 +5,7 @@
  */
 import {basename} from 'node:path'
 
+import type {RopeOverrides} from '../arch/index.js'
 import {type AdapterSummary, adapterSummary, contextSize, type Draft, Model, Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {fitPrompt, type FinishReason, generate} from '../generate/index.js'
@@ -36,6 +37,8 @@ export interface RunOptions {
   readonly constraint?: Constraint
   /** LoRA adapters applied to the model, in order (recorded in the receipt). */
   readonly lora?: readonly LoraSpec[]
+  /** llama.cpp's rope overrides (--rope-scaling, --yarn-*: docs/long-context.md), recorded in the receipt. */
+  readonly rope?: RopeOverrides
   /** Write a receipt of the run (its inputs are checked before the model loads). */
   readonly receipt?: ReceiptOptions
   /** Speculative decoding (docs/speculative.md): the output is the same, only the speed differs. */
@@ -94,12 +97,12 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
       )
     : undefined
   // Ctrl+C while a large model loads cancels the load (ENGINE_ABORTED, exit 130): nothing is written.
-  const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal, lora})
+  const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal, lora, rope: options.rope})
   try {
     const loadMs = performance.now() - t0
     const tokenizer = model.tokenizer
     const ids = encodePrompt(tokenizer, options.prompt, {addBos: options.addBos, parseSpecial: options.parseSpecial})
-    const nCtx = contextSize(options.nCtx, model.config.nCtxTrain, {name: '-c/--ctx-size', onWarning: options.onWarning})
+    const nCtx = contextSize(options.nCtx, model.config, {name: '-c/--ctx-size', onWarning: options.onWarning})
     if (!fitPrompt(ids.length, nCtx, 1).fits) {
       throw new RunnerError(
         'PROMPT_TOO_LONG',
@@ -158,6 +161,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
             stopTokens,
             sampling,
             ...(constraint ? {constraint: {kind: constraint.kind, sha256: constraint.sha256, text: constraint.text}} : {}),
+            ...(options.rope ? {rope: options.rope} : {}),
             ...(draft ? {draft: receiptDraft(draft.settings)} : {}),
           },
           prompt: {text: options.prompt, tokens: ids},

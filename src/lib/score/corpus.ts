@@ -4,6 +4,7 @@
  * KL-divergence and top-1 agreement against a saved base (--kld). Returns the report document the
  * command prints (its fields are the --json output).
  */
+import type {RopeOverrides} from '../arch/index.js'
 import {contextSize, Model} from '../engine/index.js'
 import type {LoraSpec} from '../lora/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
@@ -18,6 +19,8 @@ export interface CorpusScoreOptions {
   readonly modelPath: string
   /** LoRA adapters applied to the model, in order (named with their sha256 in the report). */
   readonly lora?: readonly LoraSpec[]
+  /** llama.cpp's rope overrides (docs/long-context.md). */
+  readonly rope?: RopeOverrides
   readonly corpus: string
   /** The corpus file, for the report (null: standard input). */
   readonly corpusFile: string | null
@@ -119,10 +122,10 @@ export async function scoreCorpus(o: CorpusScoreOptions) {
 }
 
 async function scoreWithModel(options: CorpusScoreOptions, progress: Progress) {
-  const model = await Model.load(options.modelPath, {signal: options.signal, lora: options.lora})
+  const model = await Model.load(options.modelPath, {signal: options.signal, lora: options.lora, rope: options.rope})
   try {
     // A window is a context like run's: the same policy (beyond the training context: a warning).
-    const ctx = contextSize(options.ctx, model.config.nCtxTrain, {name: '--ctx', cap: SCORE_CTX_DEFAULT, onWarning: options.onWarning})
+    const ctx = contextSize(options.ctx, model.config, {name: '--ctx', cap: SCORE_CTX_DEFAULT, onWarning: options.onWarning})
     const o = {...options, ctx}
     const tok = model.tokenizer
     const tokens = tok.encode(o.corpus, {addSpecial: true, parseSpecial: false})

@@ -15,6 +15,9 @@ import {
   modelFlag,
   noGpuFlag,
   refuseGpuLayers,
+  type RopeFlagValues,
+  ropeFlags,
+  ropeFromFlags,
   speculationFromFlags,
   warnLine,
 } from '../cli/index.js'
@@ -132,6 +135,7 @@ export const serveFlags = {
     default: SERVE_DEFAULTS.requestLog,
   }),
   ...loraFlag,
+  ...ropeFlags,
   ...draftFlags,
   ...limitFlags(),
 }
@@ -172,8 +176,9 @@ type ServeFlagValues = {
   readonly 'max-connections-per-client': number
   readonly lora?: string[]
   readonly 'log-format': string
-} & Readonly<Record<RequestLimitFlag, number>> &
-  DraftFlagValues
+} & RopeFlagValues &
+  DraftFlagValues &
+  Readonly<Record<RequestLimitFlag, number>>
 
 /** startServer's options from the parsed flags (the timeout checked, a template file read). */
 export function serveOptions(flags: ServeFlagValues): ServeOptions {
@@ -183,6 +188,7 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     modelPath: flags.model,
     ...(speculation ? {speculation} : {}),
     lora: loraFromFlags(flags.lora),
+    rope: ropeFromFlags(flags),
     host: flags.host,
     port: flags.port,
     parallel: flags.parallel,

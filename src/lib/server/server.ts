@@ -9,6 +9,7 @@ import {basename} from 'node:path'
 
 import Fastify, {type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest} from 'fastify'
 
+import type {RopeOverrides} from '../arch/index.js'
 import {ChatTemplate} from '../chat/index.js'
 import {adapterSummary, type Context, DecodeGroup, Model, Session, contextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
@@ -48,6 +49,8 @@ export interface ServeOptions {
    * prefix cache never reuses KV rows computed under other adapters.
    */
   readonly lora?: readonly LoraSpec[]
+  /** llama.cpp's rope overrides, for the one model (docs/long-context.md). */
+  readonly rope?: RopeOverrides
   readonly host?: string
   /** 0: any free port (tests). */
   readonly port?: number
@@ -129,7 +132,10 @@ export const MAX_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000)
 
 export async function startServer(options: ServeOptions, log: (line: string) => void = () => {}): Promise<RunningServer> {
   const o = {...SERVE_DEFAULTS, ...definedOnly(options), modelPath: options.modelPath} as Required<
-    Omit<ServeOptions, 'lora' | 'nCtx' | 'threadsPerSlot' | 'apiKey' | 'chatTemplate' | 'aliases' | 'acceptAnyModel' | 'corsOrigins'>
+    Omit<
+      ServeOptions,
+      'lora' | 'rope' | 'nCtx' | 'threadsPerSlot' | 'apiKey' | 'chatTemplate' | 'aliases' | 'acceptAnyModel' | 'corsOrigins'
+    >
   > &
     ServeOptions
   const check = (name: string, v: number, min: number, max: number) => {
@@ -171,14 +177,14 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   // Before the model loads: a port in use is said at once, not after a long load.
   await checkCanListen(o.host, o.port)
 
-  const model = await Model.load(o.modelPath, {lora: options.lora})
+  const model = await Model.load(o.modelPath, {lora: options.lora, rope: options.rope})
   const contexts: Context[] = []
   let group: DecodeGroup | undefined
   let drafted: OpenedDrafts | undefined
   let work: PromptWorkers | undefined
   try {
     const template = ChatTemplate.forModel(model.gguf, model.tokenizer, o.chatTemplate)
-    const nCtx = contextSize(o.nCtx, model.config.nCtxTrain, {name: '--ctx', onWarning: options.onWarning})
+    const nCtx = contextSize(o.nCtx, model.config, {name: '--ctx', onWarning: options.onWarning})
     const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
     for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
     // Prompts still run on their slot's own threads; the decode steps of every slot run together here.

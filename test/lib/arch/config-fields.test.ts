@@ -74,7 +74,7 @@ describe('nativeConfig and the addon read the config by the table', {skip: hasSh
   test('every ModelConfig key but the TS-only facts is the camelCase of a runner.h field, and nativeConfig writes its C name', () => {
     const fieldKeys = new Set<string>(MODEL_CONFIG_FIELDS.map((f) => camelCase(f.name)))
     const tsOnly = Object.keys(plan.config).filter((k) => !fieldKeys.has(k))
-    assert.deepEqual(tsOnly.sort(), ['architecture', 'tiedEmbeddings'])
+    assert.deepEqual(tsOnly.sort(), ['architecture', 'ropeScaling', 'tiedEmbeddings'])
     const native = nativeConfig(plan.config)
     for (const [key, value] of Object.entries(native)) {
       const f = MODEL_CONFIG_FIELDS.find((x) => x.name === key)

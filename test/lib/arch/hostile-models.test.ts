@@ -429,11 +429,35 @@ const HPARAM_CASES: Case[] = [
     mentions: [`${A}.rope.freq_base`, '0 is outside'],
   },
   {
-    name: 'rope scaling type yarn',
-    kvs: setKv(`${A}.rope.scaling.type`, GgufValueType.STRING, 'yarn'),
+    // llama.cpp knows none, linear, yarn and longrope (and asserts on anything else).
+    name: 'rope scaling type dynamic',
+    kvs: setKv(`${A}.rope.scaling.type`, GgufValueType.STRING, 'dynamic'),
     code: 'ARCH_UNSUPPORTED',
     exit: unsupported,
-    mentions: [`${A}.rope.scaling.type`, '"yarn"'],
+    mentions: [`${A}.rope.scaling.type`, '"dynamic"', 'none, linear, yarn'],
+  },
+  {
+    // llama.cpp reads it only for grok and mistral3: for llama it would be ignored, so it is refused.
+    name: 'rope.scaling.yarn_beta_fast on llama',
+    kvs: setKv(`${A}.rope.scaling.yarn_beta_fast`, GgufValueType.FLOAT32, 8),
+    code: 'ARCH_UNSUPPORTED',
+    exit: unsupported,
+    mentions: [`${A}.rope.scaling.yarn_beta_fast`, 'not read for llama'],
+  },
+  {
+    name: 'rope.scaling.yarn_log_multiplier on llama',
+    kvs: setKv(`${A}.rope.scaling.yarn_log_multiplier`, GgufValueType.FLOAT32, 0.1),
+    code: 'ARCH_UNSUPPORTED',
+    exit: unsupported,
+    mentions: [`${A}.rope.scaling.yarn_log_multiplier`],
+  },
+  {
+    name: 'rope scaling factor negative',
+    kvs: setKv(`${A}.rope.scaling.factor`, GgufValueType.FLOAT32, -2),
+    code: META_RANGE,
+    exit: bad,
+    field: `${A}.rope.scaling.factor`,
+    mentions: [`${A}.rope.scaling.factor`],
   },
 ]
 

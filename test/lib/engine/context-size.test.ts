@@ -34,3 +34,27 @@ test('a size the engine cannot take is refused naming it as the caller does', ()
         e instanceof Error && (e as {code?: string}).code === 'CONTEXT_BAD_OPTION' && e.message.startsWith(`-c/--ctx-size ${bad}: `),
     )
 })
+
+test('rope scaling (issue #23): a size the scaling covers runs without the warning; past it, the warning names the reach', () => {
+  const scaled = (type: string, nCtxCovered: number) => ({
+    nCtxTrain: 256,
+    ropeScaling: {
+      declared: {type, freqBase: 10000, freqScale: 0.25, nCtxOrig: 64, attnFactor: 1},
+      overrides: {},
+      type,
+      nCtxCovered,
+    },
+  })
+  const warnings: string[] = []
+  const onWarning = (m: string) => warnings.push(m)
+  // yarn x4 from an original 64 on a file trained at 256: covers 256 only, so 1024 warns.
+  assert.equal(contextSize(1024, scaled('yarn', 256), {onWarning}), 1024)
+  assert.match(warnings.pop()!, /1024 > the model's training context 256/)
+  // Covering 4096: 4096 runs quietly, 4097 warns naming 4096.
+  assert.equal(contextSize(4096, scaled('yarn', 4096), {onWarning}), 4096)
+  assert.equal(warnings.length, 0)
+  assert.equal(contextSize(4097, scaled('linear', 4096), {onWarning}), 4097)
+  assert.match(warnings.pop()!, /4097 > the 4096 positions the model's linear rope scaling covers \(training context 256\)/)
+  // The default stays within the training context, scaled or not (llama.cpp's n_ctx default is n_ctx_train).
+  assert.equal(contextSize(undefined, scaled('yarn', 4096)), 256)
+})
