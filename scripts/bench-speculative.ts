@@ -113,6 +113,8 @@ async function runLlamaCpp(j: Job): Promise<Sample> {
   const once = async (n: number) => {
     const tokens: number[] = []
     let first = 0
+    // What LlamaCompletion does: the lookup predictor searches the input it is given.
+    if (predictor instanceof InputLookupTokenPredictor) predictor.updateInputTokens(ids as Tokens)
     for await (const t of seq.evaluate(ids as Tokens, {temperature: 0, yieldEogToken: true})) {
       if (tokens.length === 0) first = performance.now()
       tokens.push(t)
