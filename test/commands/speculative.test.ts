@@ -79,7 +79,21 @@ describe('speculative decoding in run, chat and serve', {skip: hasShared() ? fal
     assert.deepEqual(body.config.draft, {source: 'lookup', nMax: 10, ngramMin: 2, ngramMax: 4})
     const v = runCli(['verify', receipt, '--model', target(), '--json'])
     assert.equal(v.status, 0, v.stdout + v.stderr)
-    assert.equal((JSON.parse(v.stdout) as {verdict: string}).verdict, 'VERIFIED')
+    const verdict = JSON.parse(v.stdout) as {verdict: string; checks: Array<{name: string; detail: string}>}
+    assert.equal(verdict.verdict, 'VERIFIED')
+    assert.match(verdict.checks.find((c) => c.name === 'replay')!.detail, /replayed with prompt lookup, as recorded/)
+    // Made with a draft model: replayed without it, to the same tokens.
+    const withModel = join(dir, 'spec-model.receipt.json')
+    assert.equal(run('--temp', '0.7', '--draft', stories(), '--draft-p-min', '0', '--transcript', withModel).status, 0)
+    const v2 = JSON.parse(runCli(['verify', withModel, '--model', target(), '--json']).stdout) as typeof verdict
+    assert.equal(v2.verdict, 'VERIFIED')
+    assert.match(v2.checks.find((c) => c.name === 'replay')!.detail, /replayed without the recorded draft model/)
+    // And the tokens a receipt records with a draft are the ones a run without it records.
+    const plainReceipt = join(dir, 'plain.receipt.json')
+    assert.equal(run('--temp', '0.7', '--transcript', plainReceipt).status, 0)
+    const tokensOf = (f: string) => (JSON.parse(readFileSync(f, 'utf8')) as {output: {tokens: number[]; logprobs: number[]}}).output
+    assert.deepEqual(tokensOf(withModel), tokensOf(plainReceipt))
+    assert.deepEqual(tokensOf(receipt), tokensOf(plainReceipt))
   })
 
   test('refusals: a setting without its source, two sources, and a draft of another vocabulary (warned, or fatal with --draft-required)', () => {

@@ -4,7 +4,7 @@ import {basename} from 'node:path'
 
 import {checkRopeOverrides, planModel} from '../arch/index.js'
 import {RunnerError} from '../errors.js'
-import {Model, Session} from '../engine/index.js'
+import {Draft, Model, Session} from '../engine/index.js'
 import {fitPrompt, generate, type Generation} from '../generate/index.js'
 import {compileConstraint, type Constraint, type ConstraintKind, constraintHash} from '../grammar/index.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
@@ -338,13 +338,18 @@ async function replay(
   const got: number[] = []
   const tok = model.tokenizer
   let generation: Generation | undefined
+  // A recorded prompt lookup is replayed as recorded (it needs no file); a draft model is not in the
+  // receipt, and is not needed: a draft cannot change a token (docs/speculative.md).
+  let draft: Draft | undefined
   try {
+    if (c.draft?.source === 'lookup') draft = lookupDraft(c.draft, fail)
     generation = generate(new Session(ctx), {
       prompt: receipt.prompt.tokens,
       maxTokens: cut ? expected.length : c.maxTokens,
       sampling,
       stopTokens: c.stopTokens,
       ...(constraint ? {constraint} : {}),
+      ...(draft ? {draft} : {}),
     })
     // Token by token, so a divergence stops the replay at once.
     for await (const e of generation.events) {
@@ -432,18 +437,29 @@ async function replay(
         },
       )
     }
+    const drafted = c.draft ? (draft ? '; replayed with prompt lookup, as recorded' : '; replayed without the recorded draft model') : ''
     pass(
       'replay',
-      `${got.length} tokens and ${bytes.length} bytes identical; log-probabilities ${l < 0 ? 'bit-identical' : `differ from token ${l} (another build)`}`,
+      `${got.length} tokens and ${bytes.length} bytes identical; log-probabilities ${l < 0 ? 'bit-identical' : `differ from token ${l} (another build)`}${drafted}`,
     )
   } finally {
     // A divergence leaves the loop early: the engine stops after its token, and must let go of the context first.
     await generation?.result.catch(() => {})
+    draft?.dispose()
     ctx.dispose()
   }
 
   function describe(id: number): string {
     return `token ${id} ${quoted(tok.piece(id, {special: true}))}`
+  }
+}
+
+/** The recorded prompt lookup's draft; settings out of range are the receipt's fault. */
+function lookupDraft(recorded: Parameters<typeof Draft.lookup>[0], fail: Fail): Draft {
+  try {
+    return Draft.lookup(recorded)
+  } catch (error) {
+    return fail('settings', `config.draft: ${(error as Error).message}`)
   }
 }
 
