@@ -186,9 +186,11 @@ static runner_status speculate(gen *g, int32_t t, int32_t pos, float *rows) {
             out->finish = RUNNER_FINISH_CONTEXT;
             break;
         }
-        /* Drafts beyond the budget or the context could never be emitted: do not ask for them. */
+        /* Drafts beyond the budget or the context could never be emitted: do not ask for them. A
+         * verify step stays within one batch, the step a sliding-window ring is sized for. */
         int32_t room = p->max_tokens - out->n_generated - 1;
         if (room > ctx->params.n_ctx - 1 - pos) room = ctx->params.n_ctx - 1 - pos;
+        if (room > ctx->params.n_batch - 1) room = ctx->params.n_batch - 1;
         int32_t k = 0;
         batch[0] = t;
         if (room > 0) {
