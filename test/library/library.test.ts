@@ -97,6 +97,10 @@ const CHECKS: Record<string, (lines: string[], ref: Reference) => void> = {
     assert.equal(status, '200')
     assert.ok(text.length > 0 && ref.greedy[0]!.text.startsWith(text), `${text}: llama.cpp's greedy text`)
   },
+  'Speculative decoding': ([tokens, draft], ref) => {
+    assert.equal(tokens, `${ref.greedy[0]!.ids.slice(0, 8).join(' ')} length`, "llama.cpp's first 8 greedy tokens, with the draft on")
+    assert.equal(draft, 'lookup true')
+  },
   Errors: ([line]) => assert.match(line!, /^[A-Z_]+ 3$/, 'a missing model file is a RunnerError exiting 3'),
 }
 

@@ -16,6 +16,7 @@ import {fitPrompt, generate, type Generation} from '../generate/index.js'
 import {resolveModelPath} from '../models/index.js'
 import {resolveSamplingOptions, type SamplingInput} from '../sampling/index.js'
 import {type ScoreResult, scoreTokens} from '../score/index.js'
+import {type OpenedDrafts, openDrafts, type SpeculationOptions} from '../speculative/index.js'
 import {encodePrompt} from '../tokenizer/index.js'
 import {type GenerateResult, TextStream} from './text-stream.js'
 
@@ -37,6 +38,13 @@ export interface LoadModelOptions {
    * what the file declares (docs/long-context.md). Example: `{scaling: 'yarn', freqScale: 0.25, yarnOrigCtx: 4096}`.
    */
   readonly rope?: RopeOverrides
+  /**
+   * Speculative decoding for every generation (docs/speculative.md): `{source: 'lookup'}` (prompt
+   * lookup; `nMax`, `ngramMin`, `ngramMax`) or `{source: 'model', path}` (a draft model of the same
+   * vocabulary; `nMax`, `pMin`, `threads`). The output is exactly the same, only the speed differs.
+   * A draft that cannot be used is refused (the load fails) unless `required: false`, which drops it.
+   */
+  readonly speculation?: SpeculationOptions
   /** Cancels the load (a RunnerError with code ENGINE_ABORTED). */
   readonly signal?: AbortSignal
   /** Bytes of weights mapped so far, of all. */
@@ -140,7 +148,18 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   try {
     const nCtx = options.contextSize ?? defaultContextSize(model.config.nCtxTrain)
     const context = await model.createContext({nCtx, nBatch: options.batchSize, threads: options.threads, kvType: options.kvType})
-    return new RunnerModel(path, model, context, options)
+    const s = options.speculation
+    const drafts = s
+      ? await openDrafts(
+          model,
+          {...s, required: s.required ?? true},
+          {nCtx, kvType: context.options.kvType, threads: context.options.threads},
+        ).catch((error: unknown) => {
+          context.dispose()
+          throw error
+        })
+      : undefined
+    return new RunnerModel(path, model, context, options, drafts)
   } catch (error) {
     model.dispose()
     throw error
@@ -162,8 +181,9 @@ export class RunnerModel {
     private readonly model: Model,
     private readonly context: Context,
     private readonly options: LoadModelOptions,
+    private readonly drafts?: OpenedDrafts,
   ) {
-    this.session = new Session(context)
+    this.session = new Session(context, undefined, drafts?.drafts[0])
   }
 
   /** What the model is, from its GGUF header. */
@@ -289,6 +309,7 @@ export class RunnerModel {
     this.disposal ??= (async () => {
       this.disposed = true
       await this.queue.catch(() => {})
+      this.drafts?.dispose()
       this.context.dispose()
       this.model.dispose()
     })()

@@ -2,7 +2,7 @@
  * One generation as a library caller sees it: the text as an async iterator of chunks, and the
  * outcome. It is a view of generate()'s Generation (src/lib/generate): no token loop of its own.
  */
-import type {FinishReason, Generation, GenerationTimings, GenerationUsage} from '../generate/index.js'
+import type {DraftReport, FinishReason, Generation, GenerationTimings, GenerationUsage} from '../generate/index.js'
 
 /** What a finished generation produced. */
 export interface GenerateResult {
@@ -18,6 +18,8 @@ export interface GenerateResult {
   readonly usage: GenerationUsage
   /** Milliseconds spent on the prompt and on the generated tokens. */
   readonly timings: GenerationTimings
+  /** With speculation: the source, tokens drafted and accepted, verify steps (the text is the same without it). */
+  readonly draft?: DraftReport
 }
 
 /**
@@ -40,6 +42,7 @@ export class TextStream implements AsyncIterable<string> {
       ...(o.stopString === undefined ? {} : {stopString: o.stopString}),
       usage: o.usage,
       timings: o.timings,
+      ...(o.draft ? {draft: o.draft} : {}),
     }))
     // The caller may only await `result`; an engine error must still reach it, not go unhandled here.
     this.result.catch(() => {})
