@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 17
+#define RUNNER_ABI_VERSION 18
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -166,6 +166,14 @@ typedef enum runner_tensor_role {
     RUNNER_ROLE_FFN_DOWN_EXPS,  /* [n_ff_exp, n_embd(, n_expert)] */
     RUNNER_ROLE_ROPE_FACTORS_LONG,  /* model-wide [n_rot / 2], optional (phi3 longrope): rope frequencies divided by these */
     RUNNER_ROLE_ROPE_FACTORS_SHORT, /* model-wide [n_rot / 2]: the same for contexts up to n_ctx_orig */
+    /* The multi-token-prediction (NextN) head, on block n_layer - n_nextn only (llama.cpp's blk.N.nextn.*):
+     * x = eh_proj (enorm(embed(t)) ++ hnorm(h)), then that block, then the head. */
+    RUNNER_ROLE_NEXTN_EH_PROJ,          /* [2 n_embd, n_embd] */
+    RUNNER_ROLE_NEXTN_EMBED_TOKENS,     /* [n_embd, n_vocab], optional: else token_embd */
+    RUNNER_ROLE_NEXTN_ENORM,            /* [n_embd]: RMS norm of the token's embedding */
+    RUNNER_ROLE_NEXTN_HNORM,            /* [n_embd]: RMS norm of the target's hidden state */
+    RUNNER_ROLE_NEXTN_SHARED_HEAD_NORM, /* [n_embd], optional: else output_norm */
+    RUNNER_ROLE_NEXTN_SHARED_HEAD_HEAD, /* [n_embd, n_vocab], optional: else output */
     RUNNER_ROLE_COUNT
 } runner_tensor_role;
 
@@ -231,7 +239,8 @@ typedef struct runner_tensor_desc {
     X(I32, n_ff_exp, OPTIONAL, "width of one expert FFN") \
     X(F32, rope_attn_factor, OPTIONAL, "longrope: cos and sin are multiplied by it (0: 1) (phi3)") \
     X(I32, n_ctx_orig, OPTIONAL, "longrope: the long factors apply when the context padded to 256 exceeds it (0: n_ctx_train)") \
-    X(LAYER_FLAGS, nope_layers, OPTIONAL, "blocks without rope (NoPE): their queries and keys are not rotated (smollm3)")
+    X(LAYER_FLAGS, nope_layers, OPTIONAL, "blocks without rope (NoPE): their queries and keys are not rotated (smollm3)") \
+    X(I32, n_nextn, OPTIONAL, "trailing blocks that form a multi-token-prediction head (0 or 1): the main pass runs n_layer - n_nextn blocks")
 
 /* The values of the config's enumerated int fields: X(field, constant, name, value, doc). */
 #define RUNNER_MODEL_CONFIG_ENUMS(X) \

@@ -72,6 +72,9 @@ runner_status runner_model_config_check(const runner_model_config *c, char *err,
          "rope_freq_base_swa %g or rope_freq_scale_swa %g out of range", (double)c->rope_freq_base_swa, (double)c->rope_freq_scale_swa);
     NEED(isfinite(c->rope_attn_factor) && c->rope_attn_factor >= 0, "rope_attn_factor %g out of range", (double)c->rope_attn_factor);
     NEED(c->n_ctx_orig >= 0, "n_ctx_orig %d is negative", c->n_ctx_orig);
+    /* One NextN block, as llama.cpp's qwen35 runs it; the main pass keeps at least one block. */
+    NEED(c->n_nextn >= 0 && c->n_nextn <= 1 && c->n_nextn < c->n_layer, "n_nextn %d out of range [0, 1] (and below n_layer %d)", c->n_nextn,
+         c->n_layer);
     NEED(c->n_expert >= 0 && c->n_expert <= RUNNER_MAX_EXPERTS, "n_expert %d out of range [0, %d]", c->n_expert, RUNNER_MAX_EXPERTS);
     if (c->n_expert > 0) {
         NEED(c->n_expert_used >= 1 && c->n_expert_used <= c->n_expert, "n_expert_used %d must be in [1, n_expert %d]", c->n_expert_used,

@@ -277,7 +277,8 @@ runner_status runner_forward_segments(runner_context *ctx, const int32_t *tokens
     runner_step st = {.ctx = ctx, .tokens = tokens, .n_tok = n, .layer = 0, .segs = segs, .n_segs = n_segs, .seg_of = seg_of};
 
     runner_pool_for(ctx->pool, n, runner_token_chunk(ctx, n), embed_task, &st);
-    for (int32_t l = 0; l < c->n_layer; l++) {
+    /* A NextN block is preserved but not executed here (as llama.cpp's glm4 and qwen35): it is the MTP head's. */
+    for (int32_t l = 0; l < c->n_layer - c->n_nextn; l++) {
         if (aborted(abort_flag)) return runner_fail(err, err_len, RUNNER_ERR_ABORTED, "aborted at layer %d", l);
         const runner_layer *L = &m->layers[l];
         st.layer = l;

@@ -55,7 +55,7 @@ export function renderSummary(s: ModelSummary): string {
   return formatRows(rows)
 }
 
-/** Rows only for the families that state them: experts, sliding windows, soft-capping. */
+/** Rows only for the families that state them: experts, sliding windows, an MTP head, soft-capping. */
 function familyRows(s: ModelSummary): Array<[string, string]> {
   const rows: Array<[string, string]> = []
   if (s.expertCount !== undefined) {
@@ -67,6 +67,10 @@ function familyRows(s: ModelSummary): Array<[string, string]> {
     const pattern = p === undefined ? '' : Array.isArray(p) ? `, sliding blocks [${p.map(Number).join(', ')}]` : `, pattern ${p}`
     const base = s.ropeFreqBaseSwa === undefined ? '' : `, rope base ${s.ropeFreqBaseSwa} there`
     rows.push(['sliding window', `${s.slidingWindow ?? '-'} tokens${pattern}${base}`])
+  }
+  if (s.nextnPredictLayers) {
+    // The head --draft-mtp drafts with; its blocks are not run by the model itself.
+    rows.push(['MTP head', `${s.nextnPredictLayers} NextN block${s.nextnPredictLayers === 1 ? '' : 's'} (--draft-mtp)`])
   }
   if (s.attnLogitSoftcapping !== undefined || s.finalLogitSoftcapping !== undefined) {
     rows.push(['soft-capping', `attention ${s.attnLogitSoftcapping ?? '-'}, final logits ${s.finalLogitSoftcapping ?? '-'}`])

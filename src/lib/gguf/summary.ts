@@ -26,6 +26,8 @@ export interface ModelSummary {
   /** A period (layer i slides iff i % n < n - 1) or one flag per block. */
   readonly slidingWindowPattern: number | boolean[] | undefined
   readonly ropeFreqBaseSwa: number | undefined
+  /** Trailing blocks that form a multi-token-prediction (NextN / MTP) head (`nextn_predict_layers`). */
+  readonly nextnPredictLayers: number | undefined
   readonly attnLogitSoftcapping: number | undefined
   readonly finalLogitSoftcapping: number | undefined
   readonly tokenizerModel: string | undefined
@@ -88,6 +90,7 @@ export function summarizeModel(model: GgufModelFiles): ModelSummary {
     slidingWindow: archNum('attention.sliding_window'),
     slidingWindowPattern: pattern(),
     ropeFreqBaseSwa: archNum('rope.freq_base_swa'),
+    nextnPredictLayers: archNum('nextn_predict_layers'),
     attnLogitSoftcapping: archNum('attn_logit_softcapping'),
     finalLogitSoftcapping: archNum('final_logit_softcapping'),
     tokenizerModel: str('tokenizer.ggml.model'),
