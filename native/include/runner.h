@@ -619,7 +619,15 @@ runner_status runner_matcher_accept_bytes(runner_matcher *m, const uint8_t *byte
  */
 typedef enum runner_draft_kind {
     RUNNER_DRAFT_LOOKUP = 1, /* n-gram match in the sequence so far (prompt lookup): no weights */
-    RUNNER_DRAFT_MODEL = 2   /* a smaller model's greedy continuation, in its own context */
+    RUNNER_DRAFT_MODEL = 2,  /* a smaller model's greedy continuation, in its own context */
+    /* The target's own multi-token-prediction (NextN) head (model config n_nextn > 0), greedy: for a
+     * position p whose hidden state h_p (the last main block's output, before the output norm) the
+     * target computed, and the token t at p + 1, the head's block runs on
+     * eh_proj (enorm(embed(t)) ++ hnorm(h_p)) at KV slot p, rope at p + 1, and its head gives the
+     * draft for p + 2; further drafts feed the block's own output back as h. draft_ctx is a context
+     * of the target's model with n_ctx at least the target's + 1, whose KV cache holds the block's
+     * keys for every position the target evaluated while generating with this draft. */
+    RUNNER_DRAFT_MTP = 3
 } runner_draft_kind;
 
 typedef struct runner_draft_params {
@@ -627,7 +635,7 @@ typedef struct runner_draft_params {
     int32_t n_max;     /* most tokens drafted per step, 1..RUNNER_DRAFT_MAX */
     int32_t ngram_min; /* LOOKUP: the shortest suffix matched, 1..ngram_max */
     int32_t ngram_max; /* LOOKUP: the longest suffix matched (tried first), ..RUNNER_DRAFT_NGRAM_MAX */
-    float p_min;       /* MODEL: drafting stops at a token the draft model gives less probability, [0, 1] */
+    float p_min;       /* MODEL, MTP: drafting stops at a token the draft gives less probability, [0, 1] */
 } runner_draft_params;
 
 #define RUNNER_DRAFT_MAX 64
@@ -635,7 +643,7 @@ typedef struct runner_draft_params {
 
 typedef struct runner_draft runner_draft;
 
-/* draft_ctx: the draft model's context (MODEL only; NULL for LOOKUP), used by the draft alone
+/* draft_ctx: the draft model's context (MODEL; for MTP a context of the target's model; NULL for LOOKUP), used by the draft alone
  * until runner_draft_free (it is not freed by it); its model must have a vocabulary the target
  * accepts: ids it proposes at or beyond the target's n_vocab end a draft. */
 runner_status runner_draft_create(const runner_draft_params *params, runner_context *draft_ctx, runner_draft **out, char *err,

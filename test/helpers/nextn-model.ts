@@ -12,6 +12,10 @@ export interface NextnOptions {
   readonly withHeadTensors?: boolean
   /** Write the metadata key but no extra block (block_count unchanged). */
   readonly keyOnly?: boolean
+  /** Chosen data for some of the new tensors, by name (the rest random). */
+  readonly data?: (name: string, shape: readonly number[]) => Float32Array | undefined
+  /** Also write the head's own blk.N.nextn.shared_head_head (random unless `data` gives it). */
+  readonly withOwnHead?: boolean
 }
 
 function f32(values: Float32Array): Uint8Array {
@@ -41,22 +45,29 @@ export async function writeNextnModel(source: string, out: string, o: NextnOptio
   )
   kvs.push({key: `${arch}.nextn_predict_layers`, type: GgufValueType.UINT32, value: o.predictLayers ?? 1})
   const tensors = m.tensors.map((t) => ({name: t.name, type: t.type, shape: t.shape, data: {file: t.file, offset: t.offset}}))
+  const chosen = (name: string, shape: readonly number[]) => {
+    const given = o.data?.(name, shape)
+    return given ? f32(given) : random(name, shape, seed)
+  }
   if (!o.keyOnly) {
     const L = blocks
     for (const t of m.tensors.filter((x) => x.name.startsWith('blk.0.'))) {
       const name = t.name.replace('blk.0.', `blk.${L}.`)
-      tensors.push({name, type: 0, shape: t.shape, data: random(name, t.shape, seed)})
+      tensors.push({name, type: 0, shape: t.shape, data: chosen(name, t.shape)})
     }
     if (o.withHeadTensors !== false) {
       const e = Number(m.kvs.find((k) => k.key === `${arch}.embedding_length`)!.value)
-      for (const [suffix, shape] of [
+      const nVocab = (m.kvs.find((k) => k.key === 'tokenizer.ggml.tokens')!.value as {items: readonly unknown[]}).items.length
+      const heads: Array<[string, number[]]> = [
         ['eh_proj', [2 * e, e]],
         ['enorm', [e]],
         ['hnorm', [e]],
         ['shared_head_norm', [e]],
-      ] as const) {
+        ...(o.withOwnHead ? [['shared_head_head', [e, nVocab]] as [string, number[]]] : []),
+      ]
+      for (const [suffix, shape] of heads) {
         const name = `blk.${L}.nextn.${suffix}.weight`
-        tensors.push({name, type: 0, shape, data: random(name, shape, seed)})
+        tensors.push({name, type: 0, shape, data: chosen(name, shape)})
       }
     }
   }

@@ -62,6 +62,8 @@ static int alloc_scratch(runner_context *ctx) {
     if (n_q > widest) widest = n_q;
     if ((size_t)c->n_ff > widest) widest = (size_t)c->n_ff;
     if ((size_t)c->n_ff_exp > widest) widest = (size_t)c->n_ff_exp;
+    /* The MTP head's projection reads [embedding ++ hidden state] rows (forward.c runner_forward_mtp). */
+    if (c->n_nextn > 0 && 2 * (size_t)c->n_embd > widest) widest = 2 * (size_t)c->n_embd;
     /* A LoRA pair's b reads the rank-wide a x as its input (quantized like any activation row). */
     const size_t rank = (size_t)ctx->model->lora_max_rank;
     if (rank > widest) widest = rank;

@@ -141,6 +141,7 @@ struct runner_context {
 typedef struct runner_segment {
     runner_context *seq;
     int32_t t0, n, pos;
+    int32_t rope_off; /* rope angles at position + rope_off (the MTP head's slot p is rotated as p + 1) */
 } runner_segment;
 
 /* One forward step's tokens and where they go; the argument of its per-token and per-head tasks.
