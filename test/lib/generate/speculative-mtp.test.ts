@@ -103,6 +103,8 @@ describe('the MTP head as a draft source gives the tokens of plain decoding', {s
           const next = [...prompt, ...first.tokenIds, ...target.tokenizer.encode(' Lily said')]
           const second = await generate(s, {prompt: next, maxTokens: 30, sampling: SEEDED, stopTokens: [], ...(draft ? {draft} : {})})
             .result
+          // The second turn continues the head's history (the row it kept pairs with the new prompt).
+          if (draft) assert.ok(second.draft!.drafted > 0, `second turn drafted (${JSON.stringify(second.draft)})`)
           return [observable(first, []), observable(second, s.cached)]
         } finally {
           draft?.dispose()
