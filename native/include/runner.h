@@ -412,11 +412,18 @@ runner_status runner_trainer_optimize(runner_trainer *trainer, const runner_opti
 
 typedef enum runner_kv_type { RUNNER_KV_F16 = 1, RUNNER_KV_F32 = 0 } runner_kv_type;
 
+/* Which blocks a context runs, and so holds a KV cache for. */
+typedef enum runner_context_blocks {
+    RUNNER_CONTEXT_MODEL = 0, /* the model's own pass (every block but a NextN one): decode, generate */
+    RUNNER_CONTEXT_MTP = 1    /* only the NextN block: an MTP draft's context (RUNNER_DRAFT_MTP); decode refuses it */
+} runner_context_blocks;
+
 typedef struct runner_context_params {
     int32_t n_ctx;     /* KV cache positions */
     int32_t n_batch;   /* most tokens one forward step processes (scratch is sized for it) */
     int32_t n_threads; /* workers, including the calling thread */
     int32_t kv_type;   /* runner_kv_type */
+    int32_t blocks;    /* runner_context_blocks (0: the model's) */
 } runner_context_params;
 
 typedef struct runner_context runner_context;
@@ -625,8 +632,8 @@ typedef enum runner_draft_kind {
      * target computed, and the token t at p + 1, the head's block runs on
      * eh_proj (enorm(embed(t)) ++ hnorm(h_p)) at KV slot p, rope at p + 1, and its head gives the
      * draft for p + 2; further drafts feed the block's own output back as h. draft_ctx is a context
-     * of the target's model with n_ctx at least the target's + 1, whose KV cache holds the block's
-     * keys for every position the target evaluated while generating with this draft. */
+     * of the target's model (blocks RUNNER_CONTEXT_MTP) with n_ctx at least the target's + 1, whose
+     * KV cache holds the block's keys for every position the target evaluated while generating with this draft. */
     RUNNER_DRAFT_MTP = 3
 } runner_draft_kind;
 

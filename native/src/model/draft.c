@@ -57,6 +57,9 @@ runner_status runner_draft_create(const runner_draft_params *params, runner_cont
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "draft: lookup takes no draft context");
     if (p->kind == RUNNER_DRAFT_MTP && draft_ctx->model->cfg.n_nextn < 1)
         return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "draft: the model has no NextN (MTP) head (nextn_predict_layers)");
+    if ((p->kind == RUNNER_DRAFT_MTP) != (draft_ctx && draft_ctx->params.blocks == RUNNER_CONTEXT_MTP) && p->kind != RUNNER_DRAFT_LOOKUP)
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT,
+                           p->kind == RUNNER_DRAFT_MTP ? "draft: an MTP draft needs an MTP context (blocks 1)" : "draft: a draft model needs a context of its model's own blocks");
     runner_draft *d = calloc(1, sizeof *d);
     if (!d) return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "draft");
     d->p = *p;

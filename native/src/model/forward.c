@@ -355,7 +355,8 @@ runner_status runner_forward_mtp(runner_context *ctx, const float *h, const int3
                                  const volatile int32_t *abort_flag, char *err, int32_t err_len) {
     const runner_model *m = ctx->model;
     const runner_model_config *c = &m->cfg;
-    if (c->n_nextn < 1) return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "the model has no NextN (MTP) head");
+    if (ctx->params.blocks != RUNNER_CONTEXT_MTP) /* the NextN block's KV cache is there only */
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "the MTP head runs on an MTP context only");
     if (aborted(abort_flag)) return runner_fail(err, err_len, RUNNER_ERR_ABORTED, "aborted before the MTP head");
     /* Slot p holds the pair (h_p, t_{p+1}), rotated as position p + 1 (llama.cpp's MTP position). */
     const runner_segment one = {.seq = ctx, .t0 = 0, .n = n, .pos = pos, .rope_off = 1};

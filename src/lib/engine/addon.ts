@@ -288,7 +288,8 @@ export interface NativeAddon {
   ): number
   contextCreate(
     model: NativeModelHandle,
-    params: {nCtx: number; nBatch: number; threads: number; kvType: number},
+    /** blocks (runner_context_blocks): 0 the model's own (default), 1 only the NextN block (an MTP draft's). */
+    params: {nCtx: number; nBatch: number; threads: number; kvType: number; blocks?: number},
   ): Promise<NativeContextHandle>
   contextFree(ctx: NativeContextHandle): void
   /**

@@ -142,6 +142,7 @@ export class Draft {
       )
     const threads = options.threads ?? target.options.threads
     const context = await target.model.createContext({
+      blocks: 'mtp',
       nCtx: target.options.nCtx + 1,
       ...(target.options.kvType ? {kvType: target.options.kvType} : {}),
       ...(threads !== undefined ? {threads} : {}),

@@ -53,13 +53,16 @@ describe('NextN (MTP) heads', {skip: hasShared() ? false : NO_SHARED_REASON}, ()
         const outs = []
         for (const m of [a, b]) {
           const ctx = await m.createContext({nCtx: 128, threads: 1, kvType: 'f32'})
+          outs.push(ctx.kvBytes)
           const logits = (await ctx.decode(prompt, {pos: 0, logits: 'all'}))!
           const tokens = (await ctx.generate(prompt, {maxTokens: 24, sampling: greedy(), pos: 0}).result).tokens
           outs.push({logits: bits(logits), tokens})
           ctx.dispose()
         }
-        assert.ok(outs[0]!.logits.equals(outs[1]!.logits), 'every logit bitwise equal')
-        assert.deepEqual(outs[1]!.tokens, outs[0]!.tokens)
+        const [kvPlain, plainOut, kvHead, headOut] = outs as [number, {logits: Buffer; tokens: number[]}, number, typeof plainOut]
+        assert.ok(plainOut.logits.equals(headOut.logits), 'every logit bitwise equal')
+        assert.deepEqual(headOut.tokens, plainOut.tokens)
+        assert.equal(kvHead, kvPlain, "the model's contexts hold no KV cache for the head's block")
         if (family === 'llama') {
           // The fixture's greedy continuation is llama.cpp's: with the head added, still.
           const ref = (

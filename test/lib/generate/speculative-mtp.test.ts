@@ -93,6 +93,16 @@ describe('the MTP head as a draft source gives the tokens of plain decoding', {s
         assert.deepEqual(small.seen, plain.seen, `${family} ${label}: batches of 8`)
         assert.ok(small.o.draft!.drafted > 0)
       }
+      // A head's context (Draft.mtp makes one) holds the NextN block's KV cache alone, and cannot decode.
+      const main = await target.createContext({nCtx: 256, threads: 1})
+      const head = await target.createContext({nCtx: 256, threads: 1, blocks: 'mtp'})
+      try {
+        assert.equal(head.kvBytes * (target.config.nLayer - 1), main.kvBytes)
+        await assert.rejects(head.decode([1], {pos: 0}), /an MTP context runs only the NextN head/)
+      } finally {
+        head.dispose()
+        main.dispose()
+      }
       // Two turns on one session: the head's cache follows the sequence across generations.
       const twoTurns = async (withDraft: boolean) => {
         const ctx = await target.createContext({nCtx: 256, threads: 1})
