@@ -3,7 +3,8 @@
  * llama, qwen2 and qwen3 fixtures with a head of seeded random weights (test/helpers/nextn-model.ts:
  * the main model is bitwise the fixture, whose greedy ids ../shared/reference has from llama.cpp),
  * speculation on vs off gives bitwise the same tokens, log-probabilities, top alternatives, finish
- * and cache, greedy and seeded, a prompt cut into small batches, a second turn on one session. A
+ * and cache, greedy and seeded, a prompt cut into small batches, a second turn on one session, a
+ * full context, a stop token inside accepted drafts and a constraint. A
  * head built to agree with the model (a bigram table of the model's own greedy continuation, below)
  * has its drafts accepted; a random one mostly not. A model without a head is refused by name.
  */
@@ -17,6 +18,7 @@ import {speculationFromFlags} from '../../../src/lib/cli/index.js'
 import {Draft, Model, Session} from '../../../src/lib/engine/index.js'
 import {RunnerError} from '../../../src/lib/errors.js'
 import {generate, type GenerationOutcome, type GenerationRequest} from '../../../src/lib/generate/index.js'
+import {compileConstraint} from '../../../src/lib/grammar/index.js'
 import {readGgufModel} from '../../../src/lib/gguf/index.js'
 import {resolveSamplingOptions, type SamplingOptions} from '../../../src/lib/sampling/index.js'
 import {openDrafts} from '../../../src/lib/speculative/index.js'
@@ -42,8 +44,8 @@ function observable(o: GenerationOutcome, cached: readonly number[]) {
 }
 
 /** One generation on a fresh context of `target`, with an MTP draft of the given settings or none. */
-async function run(target: Model, request: Omit<GenerationRequest, 'draft'>, mtp?: {nMax: number}, nBatch = 512) {
-  const ctx = await target.createContext({nCtx: 256, nBatch, threads: 1})
+async function run(target: Model, request: Omit<GenerationRequest, 'draft'>, mtp?: {nMax: number}, nBatch = 512, nCtx = 256) {
+  const ctx = await target.createContext({nCtx, nBatch, threads: 1})
   const draft = mtp ? await Draft.mtp(ctx, {pMin: 0, nMax: mtp.nMax}) : undefined
   try {
     const session = new Session(ctx)
@@ -180,6 +182,27 @@ describe('the MTP head as a draft source gives the tokens of plain decoding', {s
     const bad = await run(await load(random), request, {nMax: 4})
     assert.deepEqual(bad.seen, plain.seen)
     assert.ok(bad.o.draft!.accepted < accepted, `a random head is accepted less: ${bad.o.draft!.accepted} vs ${accepted}`)
+  })
+
+  test('a full context, a stop token inside accepted drafts, and a constraint: as plain decoding', async () => {
+    const path = join(dir, 'llama-nextn-edges.gguf')
+    await writeNextnModel(sharedPath('fixtures', 'llama.gguf'), path)
+    const target = await load(path)
+    const prompt = target.tokenizer.encode(REPETITIVE, {addSpecial: true})
+    const full = {prompt, maxTokens: 500, sampling: GREEDY, stopTokens: []}
+    const plainFull = await run(target, full, undefined, 512, 64)
+    assert.equal(plainFull.o.finishReason, 'context')
+    assert.deepEqual((await run(target, full, {nMax: 4}, 512, 64)).seen, plainFull.seen)
+    const stopped = {prompt, maxTokens: 100, sampling: GREEDY, stopTokens: [plainFull.o.tokenIds[20]!]}
+    const plainStopped = await run(target, stopped)
+    assert.equal(plainStopped.o.finishReason, 'eos')
+    assert.deepEqual((await run(target, stopped, {nMax: 4})).seen, plainStopped.seen)
+    const constraint = compileConstraint({
+      kind: 'json-schema',
+      text: JSON.stringify({type: 'object', properties: {n: {type: 'integer'}}, required: ['n']}),
+    })
+    const constrained = {prompt, maxTokens: 40, sampling: SEEDED, constraint}
+    assert.deepEqual((await run(target, constrained, {nMax: 4})).seen, (await run(target, constrained)).seen)
   })
 
   test('a model without a head: refused by name, warned and dropped, or fatal when required', async () => {
