@@ -316,6 +316,9 @@ const ROLE_INIT: Partial<Record<TensorRole, RoleInit>> = {
   ffn_norm: NORM,
   attn_q_norm: NORM,
   attn_k_norm: NORM,
+  nextn_enorm: NORM,
+  nextn_hnorm: NORM,
+  nextn_shared_head_norm: NORM,
   attn_post_norm: POST_NORM,
   ffn_post_norm: POST_NORM,
   attn_q_bias: BIAS,
@@ -363,6 +366,7 @@ function plan(s: TestModelSpec, r: Resolved, familyKvList: readonly GgufKv[]): T
   for (let i = 0; i < c.nLayer; i++) {
     const block = (name: string) => name.replace('{L}', String(i))
     for (const t of perBlock) {
+      if (t.layers && !t.layers(c).includes(i)) continue // the NextN head's tensors: its block only
       if (t.split) tensors.push(...expertTensors(s, t, c, block))
       else tensors.push(one(t, block(t.name), [...t.shape(c)]))
     }

@@ -360,7 +360,7 @@ class ContextWorker : public Napi::AsyncWorker {
   std::string message_;
 };
 
-// contextCreate(model, {nCtx, nBatch, threads, kvType}) -> Promise<context handle>
+// contextCreate(model, {nCtx, nBatch, threads, kvType, blocks?}) -> Promise<context handle>
 Napi::Value ContextCreate(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   ModelRef m = Unwrap<ModelHandle>(info[0], "model");
@@ -371,6 +371,8 @@ Napi::Value ContextCreate(const Napi::CallbackInfo &info) {
   p.n_batch = IntProp(o, "nBatch", "params");
   p.n_threads = IntProp(o, "threads", "params");
   p.kv_type = IntProp(o, "kvType", "params");
+  // Optional: an MTP draft's context runs only the NextN block (runner_context_blocks).
+  p.blocks = o.Has("blocks") && !o.Get("blocks").IsUndefined() ? IntProp(o, "blocks", "params") : RUNNER_CONTEXT_MODEL;
   auto *w = new ContextWorker(env, m, p);
   Napi::Promise pr = w->Promise();
   w->Queue();

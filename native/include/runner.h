@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 18
+#define RUNNER_ABI_VERSION 19
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -166,6 +166,14 @@ typedef enum runner_tensor_role {
     RUNNER_ROLE_FFN_DOWN_EXPS,  /* [n_ff_exp, n_embd(, n_expert)] */
     RUNNER_ROLE_ROPE_FACTORS_LONG,  /* model-wide [n_rot / 2], optional (phi3 longrope): rope frequencies divided by these */
     RUNNER_ROLE_ROPE_FACTORS_SHORT, /* model-wide [n_rot / 2]: the same for contexts up to n_ctx_orig */
+    /* The multi-token-prediction (NextN) head, on block n_layer - n_nextn only (llama.cpp's blk.N.nextn.*):
+     * x = eh_proj (enorm(embed(t)) ++ hnorm(h)), then that block, then the head. */
+    RUNNER_ROLE_NEXTN_EH_PROJ,          /* [2 n_embd, n_embd] */
+    RUNNER_ROLE_NEXTN_EMBED_TOKENS,     /* [n_embd, n_vocab], optional: else token_embd */
+    RUNNER_ROLE_NEXTN_ENORM,            /* [n_embd]: RMS norm of the token's embedding */
+    RUNNER_ROLE_NEXTN_HNORM,            /* [n_embd]: RMS norm of the target's hidden state */
+    RUNNER_ROLE_NEXTN_SHARED_HEAD_NORM, /* [n_embd], optional: else output_norm */
+    RUNNER_ROLE_NEXTN_SHARED_HEAD_HEAD, /* [n_embd, n_vocab], optional: else output */
     RUNNER_ROLE_COUNT
 } runner_tensor_role;
 
@@ -234,7 +242,8 @@ typedef struct runner_tensor_desc {
     X(F32, rope_ext_factor, OPTIONAL, "YaRN (0: none): dimensions below the ramp mix back toward their unscaled angle by it, and cos and sin gain 1 + 0.1 ln(1 / freq_scale)") \
     X(F32, rope_beta_fast, OPTIONAL, "YaRN: the ramp's low end is the pair turning beta_fast times in n_ctx_orig; > 0 when rope_ext_factor is set") \
     X(F32, rope_beta_slow, OPTIONAL, "YaRN: the ramp's high end is the pair turning beta_slow times in n_ctx_orig; > 0 when rope_ext_factor is set") \
-    X(LAYER_FLAGS, nope_layers, OPTIONAL, "blocks without rope (NoPE): their queries and keys are not rotated (smollm3)")
+    X(LAYER_FLAGS, nope_layers, OPTIONAL, "blocks without rope (NoPE): their queries and keys are not rotated (smollm3)") \
+    X(I32, n_nextn, OPTIONAL, "trailing blocks that form a multi-token-prediction head (0 or 1): the main pass runs n_layer - n_nextn blocks")
 
 /* The values of the config's enumerated int fields: X(field, constant, name, value, doc). */
 #define RUNNER_MODEL_CONFIG_ENUMS(X) \
@@ -406,11 +415,18 @@ runner_status runner_trainer_optimize(runner_trainer *trainer, const runner_opti
 
 typedef enum runner_kv_type { RUNNER_KV_F16 = 1, RUNNER_KV_F32 = 0 } runner_kv_type;
 
+/* Which blocks a context runs, and so holds a KV cache for. */
+typedef enum runner_context_blocks {
+    RUNNER_CONTEXT_MODEL = 0, /* the model's own pass (every block but a NextN one): decode, generate */
+    RUNNER_CONTEXT_MTP = 1    /* only the NextN block: an MTP draft's context (RUNNER_DRAFT_MTP); decode refuses it */
+} runner_context_blocks;
+
 typedef struct runner_context_params {
     int32_t n_ctx;     /* KV cache positions */
     int32_t n_batch;   /* most tokens one forward step processes (scratch is sized for it) */
     int32_t n_threads; /* workers, including the calling thread */
     int32_t kv_type;   /* runner_kv_type */
+    int32_t blocks;    /* runner_context_blocks (0: the model's) */
 } runner_context_params;
 
 typedef struct runner_context runner_context;
@@ -613,7 +629,15 @@ runner_status runner_matcher_accept_bytes(runner_matcher *m, const uint8_t *byte
  */
 typedef enum runner_draft_kind {
     RUNNER_DRAFT_LOOKUP = 1, /* n-gram match in the sequence so far (prompt lookup): no weights */
-    RUNNER_DRAFT_MODEL = 2   /* a smaller model's greedy continuation, in its own context */
+    RUNNER_DRAFT_MODEL = 2,  /* a smaller model's greedy continuation, in its own context */
+    /* The target's own multi-token-prediction (NextN) head (model config n_nextn > 0), greedy: for a
+     * position p whose hidden state h_p (the last main block's output, before the output norm) the
+     * target computed, and the token t at p + 1, the head's block runs on
+     * eh_proj (enorm(embed(t)) ++ hnorm(h_p)) at KV slot p, rope at p + 1, and its head gives the
+     * draft for p + 2; further drafts feed the block's own output back as h. draft_ctx is a context
+     * of the target's model (blocks RUNNER_CONTEXT_MTP) with n_ctx at least the target's + 1, whose
+     * KV cache holds the block's keys for every position the target evaluated while generating with this draft. */
+    RUNNER_DRAFT_MTP = 3
 } runner_draft_kind;
 
 typedef struct runner_draft_params {
@@ -621,7 +645,7 @@ typedef struct runner_draft_params {
     int32_t n_max;     /* most tokens drafted per step, 1..RUNNER_DRAFT_MAX */
     int32_t ngram_min; /* LOOKUP: the shortest suffix matched, 1..ngram_max */
     int32_t ngram_max; /* LOOKUP: the longest suffix matched (tried first), ..RUNNER_DRAFT_NGRAM_MAX */
-    float p_min;       /* MODEL: drafting stops at a token the draft model gives less probability, [0, 1] */
+    float p_min;       /* MODEL, MTP: drafting stops at a token the draft gives less probability, [0, 1] */
 } runner_draft_params;
 
 #define RUNNER_DRAFT_MAX 64
@@ -629,7 +653,7 @@ typedef struct runner_draft_params {
 
 typedef struct runner_draft runner_draft;
 
-/* draft_ctx: the draft model's context (MODEL only; NULL for LOOKUP), used by the draft alone
+/* draft_ctx: the draft model's context (MODEL; for MTP a context of the target's model; NULL for LOOKUP), used by the draft alone
  * until runner_draft_free (it is not freed by it); its model must have a vocabulary the target
  * accepts: ids it proposes at or beyond the target's n_vocab end a draft. */
 runner_status runner_draft_create(const runner_draft_params *params, runner_context *draft_ctx, runner_draft **out, char *err,

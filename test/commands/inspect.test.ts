@@ -128,6 +128,7 @@ interface SummaryJson {
   slidingWindow: number | null
   slidingWindowPattern: number | boolean[] | null
   ropeFreqBaseSwa: number | null
+  nextnPredictLayers: number | null
   attnLogitSoftcapping: number | null
   finalLogitSoftcapping: number | null
   tokenizerModel: string | null

@@ -14,6 +14,7 @@ import {after, before, describe, test} from 'node:test'
 import OpenAI from 'openai'
 
 import {type GgufArray, readGgufModel, writeGguf} from '../../src/lib/gguf/index.js'
+import {writeNextnModel} from '../helpers/nextn-model.js'
 import {serveProcess} from '../helpers/serve-process.js'
 import {hasShared, NO_SHARED_REASON, runCli, runCliWithInput, sharedPath} from '../helpers/shared.js'
 
@@ -69,6 +70,35 @@ describe('speculative decoding in run, chat and serve', {skip: hasShared() ? fal
     assert.equal(json.speculation.settings.nMax, 16, "llama.cpp's --draft-max default")
     assert.ok(json.speculation.drafted > 0)
     assert.equal(json.speculation.acceptance, Math.round((json.speculation.accepted / json.speculation.drafted) * 1000) / 1000)
+  })
+
+  test("--draft-mtp: the model's MTP head gives the same bytes and is recorded; a model without one is warned about, or fatal with --draft-required", async () => {
+    const withHead = join(dir, 'llama-nextn.gguf')
+    await writeNextnModel(target(), withHead)
+    const mtpRun = (model: string, ...extra: string[]) =>
+      runCli(['run', model, '-p', REPEAT, '-n', '48', '-t', '1', '--seed', '5', '--temp', '0.8', ...extra])
+    const plain = mtpRun(withHead)
+    assert.equal(plain.status, 0, plain.stderr)
+    assert.equal(plain.stdout, run('--temp', '0.8').stdout, 'the head is not run by the model itself')
+    const receipt = join(dir, 'mtp.receipt.json')
+    const spec = mtpRun(withHead, '--draft-mtp', '--draft-p-min', '0', '--transcript', receipt)
+    assert.equal(spec.status, 0, spec.stderr)
+    assert.equal(spec.stdout, plain.stdout)
+    assert.match(spec.stderr, /draft mtp \d+\/\d+ accepted/)
+    assert.deepEqual((JSON.parse(readFileSync(receipt, 'utf8')) as {config: {draft: unknown}}).config.draft, {
+      source: 'mtp',
+      nMax: 3,
+      pMin: 0,
+    })
+    assert.equal(runCli(['run', withHead, '-p', 'x', '--draft-mtp', '--draft-lookup']).status, 2)
+
+    const warned = run('--temp', '0', '--draft-mtp')
+    assert.equal(warned.status, 0, warned.stderr)
+    assert.equal(warned.stdout, run('--temp', '0').stdout)
+    assert.match(warned.stderr, /the model's MTP head is not used: this llama model has no MTP head/)
+    const fatal = run('--temp', '0', '--draft-mtp', '--draft-required')
+    assert.notEqual(fatal.status, 0)
+    assert.match(fatal.stderr, /no MTP head/)
   })
 
   test('a receipt records the draft and replays to the same tokens without it', () => {

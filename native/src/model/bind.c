@@ -22,6 +22,16 @@ runner_weight *runner_model_weight_slot(runner_model *m, int32_t role, int32_t l
     case RUNNER_ROLE_ROPE_FACTORS_SHORT: return &m->rope_short;
     default: break;
     }
+    runner_nextn *nx = &m->nextn;
+    switch (role) {
+    case RUNNER_ROLE_NEXTN_EH_PROJ: return &nx->eh_proj;
+    case RUNNER_ROLE_NEXTN_EMBED_TOKENS: return &nx->embed;
+    case RUNNER_ROLE_NEXTN_ENORM: return &nx->enorm;
+    case RUNNER_ROLE_NEXTN_HNORM: return &nx->hnorm;
+    case RUNNER_ROLE_NEXTN_SHARED_HEAD_NORM: return &nx->head_norm;
+    case RUNNER_ROLE_NEXTN_SHARED_HEAD_HEAD: return &nx->head;
+    default: break;
+    }
     runner_layer *l = &m->layers[layer];
     switch (role) {
     case RUNNER_ROLE_ATTN_NORM: return &l->attn_norm;
@@ -135,6 +145,11 @@ runner_status runner_model_bind_tensor(runner_model *m, const runner_tensor_desc
     if (!tt)
         return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "tensor %s (layer %d): ggml type %d is not supported",
                            name, t->layer, t->type);
+    /* The NextN head's weights belong to its block alone: elsewhere they would never be read. */
+    const int is_nextn = t->role >= RUNNER_ROLE_NEXTN_EH_PROJ && t->role <= RUNNER_ROLE_NEXTN_SHARED_HEAD_HEAD;
+    if (is_nextn && (c->n_nextn < 1 || t->layer != c->n_layer - c->n_nextn))
+        return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor %s (layer %d): NextN weights belong to block %d of a model with n_nextn > 0 (n_nextn %d)",
+                           name, t->layer, c->n_layer - c->n_nextn, c->n_nextn);
     const int is_exps = t->role >= RUNNER_ROLE_FFN_GATE_EXPS && t->role <= RUNNER_ROLE_FFN_DOWN_EXPS;
     if (is_exps) return bind_experts(m, t, map, tt, err, err_len);
     if (t->expert != -1)
@@ -194,7 +209,7 @@ runner_status runner_model_bind_tensor(runner_model *m, const runner_tensor_desc
         w->row_bytes = row_bytes;
     }
     for (int k = 0; k < 3 && slots[k]; k++) {
-        if (!is_vector && t->role != RUNNER_ROLE_TOKEN_EMBD) {
+        if (!is_vector && t->role != RUNNER_ROLE_TOKEN_EMBD && t->role != RUNNER_ROLE_NEXTN_EMBED_TOKENS) {
             runner_status st = runner_weight_setup_kernel(m, slots[k], name, t->layer, err, err_len);
             if (st != RUNNER_OK) return st;
         }

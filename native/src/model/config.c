@@ -77,6 +77,9 @@ runner_status runner_model_config_check(const runner_model_config *c, char *err,
     NEED(c->rope_ext_factor == 0 || (isfinite(c->rope_beta_fast) && c->rope_beta_fast > 0 && isfinite(c->rope_beta_slow) && c->rope_beta_slow > 0),
          "rope_beta_fast %g and rope_beta_slow %g must be positive with YaRN (rope_ext_factor %g)", (double)c->rope_beta_fast,
          (double)c->rope_beta_slow, (double)c->rope_ext_factor);
+    /* One NextN block, as llama.cpp's qwen35 runs it; the main pass keeps at least one block. */
+    NEED(c->n_nextn >= 0 && c->n_nextn <= 1 && c->n_nextn < c->n_layer, "n_nextn %d out of range [0, 1] (and below n_layer %d)", c->n_nextn,
+         c->n_layer);
     NEED(c->n_expert >= 0 && c->n_expert <= RUNNER_MAX_EXPERTS, "n_expert %d out of range [0, %d]", c->n_expert, RUNNER_MAX_EXPERTS);
     if (c->n_expert > 0) {
         NEED(c->n_expert_used >= 1 && c->n_expert_used <= c->n_expert, "n_expert_used %d must be in [1, n_expert %d]", c->n_expert_used,

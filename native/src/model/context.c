@@ -65,6 +65,8 @@ static int alloc_scratch(runner_context *ctx) {
     if (n_q > widest) widest = n_q;
     if ((size_t)c->n_ff > widest) widest = (size_t)c->n_ff;
     if ((size_t)c->n_ff_exp > widest) widest = (size_t)c->n_ff_exp;
+    /* The MTP head's projection reads [embedding ++ hidden state] rows (forward.c runner_forward_mtp). */
+    if (c->n_nextn > 0 && 2 * (size_t)c->n_embd > widest) widest = 2 * (size_t)c->n_embd;
     /* A LoRA pair's b reads the rank-wide a x as its input (quantized like any activation row). */
     const size_t rank = (size_t)ctx->model->lora_max_rank;
     if (rank > widest) widest = rank;
@@ -127,13 +129,21 @@ runner_status runner_context_create(runner_model *model, const runner_context_pa
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "n_threads %d out of range [1, 256]", p->n_threads);
     if (p->kv_type != RUNNER_KV_F16 && p->kv_type != RUNNER_KV_F32)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "kv_type %d is not f16 (1) or f32 (0)", p->kv_type);
+    if (p->blocks != RUNNER_CONTEXT_MODEL && p->blocks != RUNNER_CONTEXT_MTP)
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "blocks %d is not the model's (0) or the MTP head's (1)", p->blocks);
+    if (p->blocks == RUNNER_CONTEXT_MTP && c->n_nextn < 1)
+        return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "an MTP context: the model has no NextN (MTP) head");
     runner_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return runner_fail(err, err_len, RUNNER_ERR_NO_MEMORY, "out of memory");
     ctx->model = model;
     atomic_fetch_add(&model->n_contexts, 1); /* runner_context_free gives it back, on every path below */
     ctx->params = *p;
     uint8_t attn_removed[RUNNER_MAX_LAYERS];
-    for (int32_t l = 0; l < c->n_layer; l++) attn_removed[l] = model->layers[l].attn_removed;
+    /* A KV cache only for the blocks the context runs: the model's pass never runs a NextN block, an
+     * MTP draft's context runs nothing else. */
+    const int32_t first_nextn = c->n_layer - c->n_nextn;
+    for (int32_t l = 0; l < c->n_layer; l++)
+        attn_removed[l] = model->layers[l].attn_removed || (p->blocks == RUNNER_CONTEXT_MTP) != (l >= first_nextn);
     /* The KV cache first: it refuses, before anything is allocated, a size this machine could never hold. */
     runner_status st = runner_kv_cache_create(&ctx->kv, c->n_layer, attn_removed, c->n_head_kv, c->head_dim, p->n_ctx, p->kv_type, err, err_len);
     if (st != RUNNER_OK) {
@@ -181,6 +191,8 @@ runner_status runner_decode(runner_context *ctx, const int32_t *tokens, int32_t 
                             float *logits, const volatile int32_t *abort_flag, char *err, int32_t err_len) {
     const runner_model_config *c = &ctx->model->cfg;
     if (n < 1 || !tokens) return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "decode: no tokens");
+    if (ctx->params.blocks == RUNNER_CONTEXT_MTP)
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "decode: an MTP context runs only the NextN head (a draft's)");
     if (pos < 0 || pos > ctx->kv.n_past)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "decode: position %d is past the %d cached positions",
                            pos, ctx->kv.n_past);

@@ -18,4 +18,16 @@ runner_status runner_draft_propose(runner_draft *d, const int32_t *seq, int32_t 
 runner_context *runner_draft_context(const runner_draft *d);
 int32_t runner_draft_n_max(const runner_draft *d);
 
+/* MTP: whether the draft must see the target's hidden rows (runner_draft_observe after every target
+ * evaluation of the generation, each at most one forward step of the target). */
+int runner_draft_needs_hidden(const runner_draft *d);
+
+/* Refuses a draft that cannot draft for this target context (MTP: another model, too short a context). */
+runner_status runner_draft_check_target(const runner_draft *d, const runner_context *target, char *err, int32_t err_len);
+
+/* The target just evaluated seq[pos, pos + n) in one forward step (its scratch holds their hidden
+ * rows): MTP feeds its head the pairs whose next token seq has. Other kinds: nothing. */
+runner_status runner_draft_observe(runner_draft *d, const runner_context *target, const int32_t *seq, int32_t n_seq, int32_t pos, int32_t n,
+                                   const volatile int32_t *abort_flag, char *err, int32_t err_len);
+
 #endif

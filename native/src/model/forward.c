@@ -66,7 +66,8 @@ static void rope_store_task(void *arg, int64_t t0, int64_t t1, int ith) {
         const int32_t p = seg->pos + (int32_t)(t - seg->t0);
         const int swa_rope = L->swa && seq->rope_cos_swa;
         const float *rc = swa_rope ? seq->rope_cos_swa : seq->rope_cos, *rs = swa_rope ? seq->rope_sin_swa : seq->rope_sin;
-        const float *cs = rc + (size_t)p * half, *sn = rs + (size_t)p * half;
+        const size_t rp = (size_t)(p + seg->rope_off);
+        const float *cs = rc + rp * half, *sn = rs + rp * half;
         float *q = ctx->s.q + t * n_q, *k = ctx->s.k + t * n_kv, *v = ctx->s.v + t * n_kv;
         if (L->bq.data) add_row(q, (const float *)L->bq.data, (int64_t)n_q);
         if (L->bk.data) add_row(k, (const float *)L->bk.data, (int64_t)n_kv);
@@ -261,6 +262,43 @@ static void scale_task(void *arg, int64_t r0, int64_t r1, int ith) {
     }
 }
 
+/* The head on the tokens whose logits are wanted (LAST: the final one, into row 0): norm_w's RMS norm
+ * of the residual rows, the projection `out`, its LoRA deltas, logit scale and soft-cap. */
+static void run_head(runner_context *ctx, int32_t n, int32_t logits_mode, const float *norm_w, const runner_weight *out) {
+    const runner_model_config *c = &ctx->model->cfg;
+    runner_scratch *s = &ctx->s;
+    const int64_t n_embd = c->n_embd;
+    const int32_t first = logits_mode == RUNNER_LOGITS_LAST ? n - 1 : 0;
+    runner_matmul_group head = {.ctx = ctx, .n_tok = n - first, .in = s->xn, .n_in = n_embd,
+                         .norm_src = s->x + (size_t)first * n_embd, .norm_w = norm_w};
+    const float inv_scale = c->logit_scale > 0.0f ? 1.0f / c->logit_scale : 1.0f;
+    /* With LoRA deltas on the head, llama.cpp scales the adapted projection: scale after adding them. */
+    runner_group_add_scaled(&head, out, s->logits, 0, out->lora ? 1.0f : inv_scale);
+    runner_group_run(&head);
+    if (out->lora) {
+        lora_apply(ctx, out, s->xn, n_embd, s->logits, n - first);
+        if (inv_scale != 1.0f) {
+            scale_args a = {.rows = s->logits, .n = c->n_vocab, .scale = inv_scale};
+            runner_pool_for(ctx->pool, n - first, 1, scale_task, &a);
+        }
+    }
+    if (c->final_softcap > 0.0f) {
+        softcap_args a = {.rows = s->logits, .n = c->n_vocab, .cap = c->final_softcap};
+        runner_pool_for(ctx->pool, n - first, 1, softcap_task, &a);
+    }
+}
+
+/* Block l on the step's tokens; a removed sublayer adds nothing to the residual stream: skipped (it has no KV cache). */
+static void run_block(runner_context *ctx, int32_t l, runner_step *st) {
+    const runner_layer *L = &ctx->model->layers[l];
+    st->layer = l;
+    if (!L->attn_removed) attention_block(ctx, L, st);
+    if (!L->ffn_removed) {
+        if (ctx->model->cfg.n_expert > 0) runner_moe_block(ctx, L, st);
+        else ffn_block(ctx, L, st);
+    }
+}
+
 runner_status runner_forward(runner_context *ctx, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
                              const volatile int32_t *abort_flag, char *err, int32_t err_len) {
     const runner_segment one = {.seq = ctx, .t0 = 0, .n = n, .pos = pos};
@@ -272,21 +310,13 @@ runner_status runner_forward_segments(runner_context *ctx, const int32_t *tokens
                                       int32_t err_len) {
     const runner_model *m = ctx->model;
     const runner_model_config *c = &m->cfg;
-    runner_scratch *s = &ctx->s;
-    const int64_t n_embd = c->n_embd;
     runner_step st = {.ctx = ctx, .tokens = tokens, .n_tok = n, .layer = 0, .segs = segs, .n_segs = n_segs, .seg_of = seg_of};
 
     runner_pool_for(ctx->pool, n, runner_token_chunk(ctx, n), embed_task, &st);
-    for (int32_t l = 0; l < c->n_layer; l++) {
+    /* A NextN block is preserved but not executed here (as llama.cpp's glm4 and qwen35): it is the MTP head's. */
+    for (int32_t l = 0; l < c->n_layer - c->n_nextn; l++) {
         if (aborted(abort_flag)) return runner_fail(err, err_len, RUNNER_ERR_ABORTED, "aborted at layer %d", l);
-        const runner_layer *L = &m->layers[l];
-        st.layer = l;
-        /* A removed sublayer adds nothing to the residual stream: skip it (it has no KV cache). */
-        if (!L->attn_removed) attention_block(ctx, L, &st);
-        if (!L->ffn_removed) {
-            if (c->n_expert > 0) runner_moe_block(ctx, L, &st);
-            else ffn_block(ctx, L, &st);
-        }
+        run_block(ctx, l, &st);
     }
     if (logits_mode == RUNNER_LOGITS_NONE) return RUNNER_OK;
     if (logits_mode == RUNNER_LOGITS_EMBD) {
@@ -294,24 +324,51 @@ runner_status runner_forward_segments(runner_context *ctx, const int32_t *tokens
         runner_pool_for(ctx->pool, n, runner_token_chunk(ctx, n), output_norm_task, &st);
         return RUNNER_OK;
     }
-    /* The head runs only on the tokens whose logits are wanted (LAST: the final one, into row 0). */
-    const int32_t first = logits_mode == RUNNER_LOGITS_LAST ? n - 1 : 0;
-    runner_matmul_group head = {.ctx = ctx, .n_tok = n - first, .in = s->xn, .n_in = n_embd,
-                         .norm_src = s->x + (size_t)first * n_embd, .norm_w = (const float *)m->output_norm.data};
-    const float inv_scale = c->logit_scale > 0.0f ? 1.0f / c->logit_scale : 1.0f;
-    /* With LoRA deltas on the head, llama.cpp scales the adapted projection: scale after adding them. */
-    runner_group_add_scaled(&head, &m->output, s->logits, 0, m->output.lora ? 1.0f : inv_scale);
-    runner_group_run(&head);
-    if (m->output.lora) {
-        lora_apply(ctx, &m->output, s->xn, n_embd, s->logits, n - first);
-        if (inv_scale != 1.0f) {
-            scale_args a = {.rows = s->logits, .n = c->n_vocab, .scale = inv_scale};
-            runner_pool_for(ctx->pool, n - first, 1, scale_task, &a);
-        }
+    run_head(ctx, n, logits_mode, (const float *)m->output_norm.data, &m->output);
+    return RUNNER_OK;
+}
+
+/* ---- the multi-token-prediction (NextN) head ------------------------------------------------ */
+
+typedef struct mtp_input_args {
+    runner_step *st;
+    const float *h; /* [n][n_embd] hidden states */
+} mtp_input_args;
+
+/* Row t of xn (2 n_embd wide) = enorm(embed(token t)) ++ hnorm(h t): the eh projection's input. */
+static void mtp_input_task(void *arg, int64_t t0, int64_t t1, int ith) {
+    (void)ith;
+    mtp_input_args *a = arg;
+    runner_context *ctx = a->st->ctx;
+    const runner_model *m = ctx->model;
+    const int32_t E = m->cfg.n_embd;
+    const runner_weight *e = m->nextn.embed.data ? &m->nextn.embed : &m->tok_embd;
+    for (int64_t t = t0; t < t1; t++) {
+        float *row = ctx->s.xn + (size_t)t * 2 * E;
+        e->traits->to_float(e->data + (size_t)a->st->tokens[t] * e->row_bytes, row, E);
+        runner_rmsnorm_row(row, (const float *)m->nextn.enorm.data, row, E, m->cfg.norm_eps);
+        runner_rmsnorm_row(a->h + (size_t)t * E, (const float *)m->nextn.hnorm.data, row + E, E, m->cfg.norm_eps);
     }
-    if (c->final_softcap > 0.0f) {
-        softcap_args a = {.rows = s->logits, .n = c->n_vocab, .cap = c->final_softcap};
-        runner_pool_for(ctx->pool, n - first, 1, softcap_task, &a);
-    }
+}
+
+runner_status runner_forward_mtp(runner_context *ctx, const float *h, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
+                                 const volatile int32_t *abort_flag, char *err, int32_t err_len) {
+    const runner_model *m = ctx->model;
+    const runner_model_config *c = &m->cfg;
+    if (ctx->params.blocks != RUNNER_CONTEXT_MTP) /* the NextN block's KV cache is there only */
+        return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "the MTP head runs on an MTP context only");
+    if (aborted(abort_flag)) return runner_fail(err, err_len, RUNNER_ERR_ABORTED, "aborted before the MTP head");
+    /* Slot p holds the pair (h_p, t_{p+1}), rotated as position p + 1 (llama.cpp's MTP position). */
+    const runner_segment one = {.seq = ctx, .t0 = 0, .n = n, .pos = pos, .rope_off = 1};
+    runner_step st = {.ctx = ctx, .tokens = tokens, .n_tok = n, .layer = 0, .segs = &one, .n_segs = 1, .seg_of = NULL};
+    mtp_input_args in = {.st = &st, .h = h};
+    runner_pool_for(ctx->pool, n, runner_token_chunk(ctx, n), mtp_input_task, &in);
+    runner_matmul_group g = {.ctx = ctx, .n_tok = n, .in = ctx->s.xn, .n_in = 2 * (int64_t)c->n_embd};
+    runner_group_add(&g, &m->nextn.eh_proj, ctx->s.x, 0);
+    runner_group_run(&g);
+    run_block(ctx, c->n_layer - c->n_nextn, &st);
+    if (logits_mode == RUNNER_LOGITS_NONE) return RUNNER_OK;
+    const runner_weight *norm = m->nextn.head_norm.data ? &m->nextn.head_norm : &m->output_norm;
+    run_head(ctx, n, logits_mode, (const float *)norm->data, m->nextn.head.data ? &m->nextn.head : &m->output);
     return RUNNER_OK;
 }

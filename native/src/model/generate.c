@@ -157,6 +157,31 @@ static int emit(gen *g, const float *logits, int32_t pos, int32_t *token, runner
     return out->n_generated < p->max_tokens;
 }
 
+/*
+ * The prompt, as one runner_decode would run it. A draft that reads hidden rows sees each n_batch
+ * chunk (runner_decode's own cut, so every row is bitwise the same) right after it is evaluated.
+ */
+static runner_status decode_prompt(gen *g) {
+    const runner_generate_params *p = g->p;
+    runner_context *ctx = g->ctx;
+    if (!runner_draft_needs_hidden(p->draft))
+        return runner_decode(ctx, p->prompt, p->n_prompt, p->pos, RUNNER_LOGITS_LAST, NULL, g->abort_flag, g->err, g->err_len);
+    for (int32_t done = 0; done < p->n_prompt;) {
+        const int32_t chunk = p->n_prompt - done < ctx->params.n_batch ? p->n_prompt - done : ctx->params.n_batch;
+        const int last = done + chunk == p->n_prompt;
+        runner_status st = runner_decode(ctx, p->prompt + done, chunk, p->pos + done, last ? RUNNER_LOGITS_LAST : RUNNER_LOGITS_NONE, NULL,
+                                         g->abort_flag, g->err, g->err_len);
+        if (st == RUNNER_OK) {
+            const double d0 = now_ms();
+            st = runner_draft_observe(p->draft, ctx, g->seq, g->n_seq, p->pos + done, chunk, g->abort_flag, g->err, g->err_len);
+            g->out->draft_ms += now_ms() - d0;
+        }
+        if (st != RUNNER_OK) return st;
+        done += chunk;
+    }
+    return RUNNER_OK;
+}
+
 /* A decode's abort is a finish, not a failure. */
 static runner_status aborted_is_finish(runner_status st, runner_generate_stats *out) {
     if (st != RUNNER_ERR_ABORTED) return st;
@@ -211,6 +236,13 @@ static runner_status speculate(gen *g, int32_t t, int32_t pos, float *rows) {
             if (!go || j == k || next != batch[j + 1]) break;
             out->n_accepted++;
         }
+        /* The draft sees the hidden rows of what was kept (t and the accepted drafts). */
+        if (st == RUNNER_OK && runner_draft_needs_hidden(p->draft)) {
+            const double d0 = now_ms();
+            runner_pool_idle(ctx->pool);
+            st = runner_draft_observe(p->draft, ctx, g->seq, g->n_seq, pos, j + 1, g->abort_flag, g->err, g->err_len);
+            out->draft_ms += now_ms() - d0;
+        }
         /* Keep t and the accepted drafts; the rows after them were evaluated for nothing. */
         if (k > j && st == RUNNER_OK) st = runner_kv_truncate(ctx, pos + j + 1, g->err, g->err_len);
         if (!go || st != RUNNER_OK) break;
@@ -235,6 +267,10 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
                            p->pos, p->pos, p->n_prefix);
     if (p->draft && runner_draft_context(p->draft) == ctx)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: the draft model's context is the target's");
+    if (p->draft) {
+        const runner_status dst = runner_draft_check_target(p->draft, ctx, err, err_len);
+        if (dst != RUNNER_OK) return dst;
+    }
     const int32_t n_vocab = ctx->model->cfg.n_vocab;
     if (p->matcher && runner_matcher_n_vocab(p->matcher) != n_vocab)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: the grammar's vocabulary has %d tokens, the model %d",
@@ -273,7 +309,7 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
 
     out->n_prompt = p->n_prompt;
     double t0 = now_ms();
-    st = aborted_is_finish(runner_decode(ctx, p->prompt, p->n_prompt, p->pos, RUNNER_LOGITS_LAST, NULL, abort_flag, err, err_len), out);
+    st = aborted_is_finish(decode_prompt(&g), out);
     double t1 = now_ms();
     out->prompt_ms = t1 - t0;
     int32_t pos = p->pos + p->n_prompt;

@@ -55,6 +55,12 @@ typedef struct runner_layer {
     uint8_t swa;          /* sliding-window layer: attends to the last n_swa positions, rope from the swa cache */
 } runner_layer;
 
+/* The multi-token-prediction head's own weights (runner.h RUNNER_ROLE_NEXTN_*): its block is
+ * layers[n_layer - n_nextn], which the main pass does not run. Absent ones fall back to the model's. */
+typedef struct runner_nextn {
+    runner_weight eh_proj, embed, enorm, hnorm, head_norm, head;
+} runner_nextn;
+
 typedef struct runner_mapping {
     void *base;
     size_t size;
@@ -67,6 +73,7 @@ struct runner_model {
     runner_weight tok_embd, output_norm, output;
     runner_weight rope_long, rope_short; /* optional rope frequency factors (phi3 longrope) */
     runner_layer *layers;
+    runner_nextn nextn;     /* cfg.n_nextn > 0 only */
     runner_weight *experts; /* n_layer * 3 * n_expert views (MoE only) */
     uint8_t *flags;         /* the config's LAYER_FLAGS fields, n_layer each; cfg's pointers point here */
     runner_cpu_mask cpu;
@@ -134,6 +141,7 @@ struct runner_context {
 typedef struct runner_segment {
     runner_context *seq;
     int32_t t0, n, pos;
+    int32_t rope_off; /* rope angles at position + rope_off (the MTP head's slot p is rotated as p + 1) */
 } runner_segment;
 
 /* One forward step's tokens and where they go; the argument of its per-token and per-head tasks.

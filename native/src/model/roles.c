@@ -13,6 +13,7 @@ static const char *const role_names[RUNNER_ROLE_COUNT] = {
     "attn_output", "ffn_norm",   "ffn_gate",    "ffn_up",      "ffn_down",    "attn_q_bias", "attn_k_bias",
     "attn_v_bias", "attn_q_norm", "attn_k_norm", "attn_qkv",    "ffn_gate_up", "attn_post_norm", "ffn_post_norm",
     "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps", "rope_factors_long", "rope_factors_short",
+    "nextn_eh_proj", "nextn_embed_tokens", "nextn_enorm", "nextn_hnorm", "nextn_shared_head_norm", "nextn_shared_head_head",
 };
 
 const char *runner_tensor_role_name(int32_t role) {
@@ -29,7 +30,10 @@ void runner_role_shape(const runner_model_config *c, int32_t role, int64_t *ne0,
     *ne1 = 1;
     switch (role) {
     case RUNNER_ROLE_TOKEN_EMBD:
-    case RUNNER_ROLE_OUTPUT: *ne0 = c->n_embd; *ne1 = c->n_vocab; break;
+    case RUNNER_ROLE_OUTPUT:
+    case RUNNER_ROLE_NEXTN_EMBED_TOKENS:
+    case RUNNER_ROLE_NEXTN_SHARED_HEAD_HEAD: *ne0 = c->n_embd; *ne1 = c->n_vocab; break;
+    case RUNNER_ROLE_NEXTN_EH_PROJ: *ne0 = 2 * (int64_t)c->n_embd; *ne1 = c->n_embd; break;
     case RUNNER_ROLE_ATTN_Q: *ne0 = c->n_embd; *ne1 = n_q; break;
     case RUNNER_ROLE_ATTN_K:
     case RUNNER_ROLE_ATTN_V: *ne0 = c->n_embd; *ne1 = n_kv; break;
@@ -57,7 +61,8 @@ void runner_role_shape(const runner_model_config *c, int32_t role, int64_t *ne0,
 int runner_role_is_vector(int32_t role) {
     return role == RUNNER_ROLE_OUTPUT_NORM || role == RUNNER_ROLE_ATTN_NORM || role == RUNNER_ROLE_FFN_NORM ||
            (role >= RUNNER_ROLE_ATTN_Q_BIAS && role <= RUNNER_ROLE_ATTN_K_NORM) || role == RUNNER_ROLE_ATTN_POST_NORM ||
-           role == RUNNER_ROLE_FFN_POST_NORM || role == RUNNER_ROLE_ROPE_FACTORS_LONG || role == RUNNER_ROLE_ROPE_FACTORS_SHORT;
+           role == RUNNER_ROLE_FFN_POST_NORM || role == RUNNER_ROLE_ROPE_FACTORS_LONG || role == RUNNER_ROLE_ROPE_FACTORS_SHORT ||
+           role == RUNNER_ROLE_NEXTN_ENORM || role == RUNNER_ROLE_NEXTN_HNORM || role == RUNNER_ROLE_NEXTN_SHARED_HEAD_NORM;
 }
 
 int runner_role_shape_ok(const runner_model_config *c, int32_t role, int64_t ne0, int64_t ne1) {
@@ -75,6 +80,15 @@ int runner_role_shape_ok(const runner_model_config *c, int32_t role, int64_t ne0
 runner_status runner_model_check_complete(runner_model *m, char *err, int32_t err_len) {
     if (!m->tok_embd.data) return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor token_embd is missing");
     if (!m->output_norm.data) return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor output_norm is missing");
+    /* The NextN head needs its projection and both input norms (llama.cpp's qwen35 asserts the same);
+     * embed, head norm and head fall back to the model's own. Its block is checked below as any other. */
+    const runner_nextn *nx = &m->nextn;
+    const runner_weight *need[] = {&nx->eh_proj, &nx->enorm, &nx->hnorm};
+    const int32_t need_roles[] = {RUNNER_ROLE_NEXTN_EH_PROJ, RUNNER_ROLE_NEXTN_ENORM, RUNNER_ROLE_NEXTN_HNORM};
+    for (size_t j = 0; m->cfg.n_nextn > 0 && j < sizeof need / sizeof need[0]; j++)
+        if (!need[j]->data)
+            return runner_fail(err, err_len, RUNNER_ERR_MODEL, "tensor blk.%d.%s is missing", m->cfg.n_layer - m->cfg.n_nextn,
+                               runner_tensor_role_name(need_roles[j]));
     int post_norms = 0;
     for (int32_t i = 0; i < m->cfg.n_layer; i++) post_norms |= m->layers[i].attn_post_norm.data || m->layers[i].ffn_post_norm.data;
     for (int32_t i = 0; i < m->cfg.n_layer; i++) {

@@ -66,6 +66,9 @@ runner_status runner_trainer_create(runner_model *m, const runner_trainer_params
     if (c->rope_ext_factor != 0.0f)
         return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "YaRN rope scaling (rope_ext_factor %g) is not implemented by the LoRA trainer",
                            (double)c->rope_ext_factor);
+    /* The passes walk every block; a NextN block is not part of the model's own forward. */
+    if (c->n_nextn > 0)
+        return runner_fail(err, err_len, RUNNER_ERR_UNSUPPORTED, "training a LoRA on a model with a NextN (MTP) head is not supported");
     if (p->rank < 1 || p->rank > 512)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "rank %d out of range [1, 512]", p->rank);
     if (p->n_ctx < 2 || p->n_ctx > 1 << 16)

@@ -11,13 +11,24 @@ import {
   GELU_FFN,
   LONGROPE,
   MULTIPLIERS,
+  NEXTN,
   QUERY_SCALE_HEAD_DIM,
   queryScaleByKeyLength,
   SLIDING_WINDOW_IGNORED,
   slidingWindow,
   softcaps,
 } from './features.js'
-import {EXPERT_TENSORS, FUSED_QKV_GATE_UP, LLAMA_TENSORS, POST_NORMS, QK_NORMS, QKV_BIASES, ROPE_FACTORS, without} from './tensors.js'
+import {
+  EXPERT_TENSORS,
+  FUSED_QKV_GATE_UP,
+  LLAMA_TENSORS,
+  NEXTN_TENSORS,
+  POST_NORMS,
+  QK_NORMS,
+  QKV_BIASES,
+  ROPE_FACTORS,
+  without,
+} from './tensors.js'
 import type {ArchitectureSpec} from './types.js'
 
 const FAMILIES: readonly ArchitectureSpec[] = [
@@ -29,13 +40,13 @@ const FAMILIES: readonly ArchitectureSpec[] = [
   {
     name: 'llama',
     ropeType: 'norm',
-    features: [experts({presence: 'optional', ffKey: 'feed_forward_length'})],
-    tensors: [...LLAMA_TENSORS, ...EXPERT_TENSORS],
+    features: [experts({presence: 'optional', ffKey: 'feed_forward_length'}), NEXTN],
+    tensors: [...LLAMA_TENSORS, ...EXPERT_TENSORS, ...NEXTN_TENSORS],
   },
   /** qwen2: llama's tensors plus biases on the Q, K and V projections; rope pairs i with i + n/2 (NEOX). */
-  {name: 'qwen2', ropeType: 'neox', features: [], tensors: [...LLAMA_TENSORS, ...QKV_BIASES]},
+  {name: 'qwen2', ropeType: 'neox', features: [NEXTN], tensors: [...LLAMA_TENSORS, ...QKV_BIASES, ...NEXTN_TENSORS]},
   /** qwen3: llama's tensors plus an RMS norm over each query and key head before rope (NEOX). */
-  {name: 'qwen3', ropeType: 'neox', features: [], tensors: [...LLAMA_TENSORS, ...QK_NORMS]},
+  {name: 'qwen3', ropeType: 'neox', features: [NEXTN], tensors: [...LLAMA_TENSORS, ...QK_NORMS, ...NEXTN_TENSORS]},
   /**
    * qwen3moe: qwen3's attention (q/k norms, NEOX) and a mixture of experts in every block, of width
    * expert_feed_forward_length (feed_forward_length is present in real files but unused).

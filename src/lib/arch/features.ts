@@ -5,6 +5,7 @@
  * load_arch_hparams does (defaults, ranges) and returns config fields.
  */
 import {type GgufModelFiles, GgufMetadata, GgufValueType, isGgufArray, valueTypeName} from '../gguf/index.js'
+import {ExitCode} from '../errors.js'
 import {bad, HPARAM_LIMITS} from './hparams.js'
 import type {ModelConfig} from './types.js'
 
@@ -215,4 +216,21 @@ export function experts(o: {
       return {nExpert, nExpertUsed, nFfExp}
     },
   }
+}
+
+/**
+ * A multi-token-prediction head (llama.cpp's `nextn_predict_layers`): the last N blocks are the
+ * head's, kept but not run by the main pass (./tensors.ts NEXTN_TENSORS). One block at most, as
+ * llama.cpp's qwen35 runs it; more is refused by name. Families without this feature refuse the key.
+ */
+export const NEXTN: ConfigFeature = {
+  name: 'nextn',
+  guards: [{key: 'nextn_predict_layers', what: 'a NextN (MTP) head'}],
+  read: ({meta, arch: a, base}) => {
+    const key = `${a}.nextn_predict_layers`
+    const n = meta.uintOr(key, 0, {min: 0, max: HPARAM_LIMITS.nLayer})
+    if (n > 1) bad('ARCH_UNSUPPORTED', `${key} ${n}: only one NextN (MTP) block is supported (as llama.cpp's qwen35)`, ExitCode.unsupported)
+    if (n >= base.nLayer) bad('ARCH_BAD_HPARAMS', `${key} ${n} leaves no block of ${a}.block_count ${base.nLayer} for the model itself`)
+    return n > 0 ? {nNextn: n} : {}
+  },
 }

@@ -211,7 +211,7 @@ function bindTensors(model: GgufModelFiles, spec: ArchitectureSpec, config: Mode
   const out: TensorBinding[] = []
   for (const s of spec.tensors) {
     if (s.when && !s.when(config)) continue
-    const layers = s.perLayer ? Array.from({length: config.nLayer}, (_, i) => i) : [-1]
+    const layers = s.layers ? s.layers(config) : s.perLayer ? Array.from({length: config.nLayer}, (_, i) => i) : [-1]
     for (const layer of layers) {
       const name = s.name.replace('{L}', String(layer))
       const t = byName.get(name)

@@ -30,6 +30,12 @@ export const TENSOR_ROLES = [
   'ffn_down_exps',
   'rope_factors_long',
   'rope_factors_short',
+  'nextn_eh_proj',
+  'nextn_embed_tokens',
+  'nextn_enorm',
+  'nextn_hnorm',
+  'nextn_shared_head_norm',
+  'nextn_shared_head_head',
 ] as const
 
 export type TensorRole = (typeof TENSOR_ROLES)[number]

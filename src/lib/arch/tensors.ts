@@ -140,3 +140,43 @@ export const ROPE_FACTORS: readonly TensorSpec[] = [
 export function without(tensors: readonly TensorSpec[], ...roles: ReadonlyArray<TensorSpec['role']>): TensorSpec[] {
   return tensors.filter((t) => !roles.includes(t.role))
 }
+
+/** The NextN block's index: the last nNextn blocks are the MTP head's (none without one). */
+const nextnBlock = (c: ModelConfig) => (c.nNextn ? [c.nLayer - c.nNextn] : [])
+
+/**
+ * A multi-token-prediction (NextN) head, as llama.cpp names it (`blk.N.nextn.*`, N the first NextN
+ * block): the projection of [enorm(embed(token)), hnorm(hidden)] to n_embd, its two norms, and an
+ * optional embedding, head norm and head of its own (else the model's). The block's attention and
+ * FFN are the ordinary per-block tensors of block N.
+ */
+export const NEXTN_TENSORS: readonly TensorSpec[] = [
+  {role: 'nextn_eh_proj', name: 'blk.{L}.nextn.eh_proj.weight', perLayer: true, layers: nextnBlock, shape: (c) => [2 * c.nEmbd, c.nEmbd]},
+  {
+    role: 'nextn_embed_tokens',
+    name: 'blk.{L}.nextn.embed_tokens.weight',
+    perLayer: true,
+    layers: nextnBlock,
+    shape: (c) => [c.nEmbd, c.nVocab],
+    optional: true,
+  },
+  {role: 'nextn_enorm', name: 'blk.{L}.nextn.enorm.weight', perLayer: true, layers: nextnBlock, shape: vec, f32Only: true},
+  {role: 'nextn_hnorm', name: 'blk.{L}.nextn.hnorm.weight', perLayer: true, layers: nextnBlock, shape: vec, f32Only: true},
+  {
+    role: 'nextn_shared_head_norm',
+    name: 'blk.{L}.nextn.shared_head_norm.weight',
+    perLayer: true,
+    layers: nextnBlock,
+    shape: vec,
+    f32Only: true,
+    optional: true,
+  },
+  {
+    role: 'nextn_shared_head_head',
+    name: 'blk.{L}.nextn.shared_head_head.weight',
+    perLayer: true,
+    layers: nextnBlock,
+    shape: (c) => [c.nEmbd, c.nVocab],
+    optional: true,
+  },
+]

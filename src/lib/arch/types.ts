@@ -63,6 +63,8 @@ export interface TensorSpec {
    * remove-sublayer kept it); it changes nothing, since a removed sublayer adds nothing.
    */
   readonly postNorm?: boolean
+  /** The blocks a per-block tensor is in, when not every block (the NextN head's: its one block). */
+  readonly layers?: (c: ModelConfig) => readonly number[]
   /** Only under configs for which this holds (dense FFN vs experts). */
   readonly when?: (c: ModelConfig) => boolean
   /**

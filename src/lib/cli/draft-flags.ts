@@ -1,19 +1,19 @@
 /**
  * Speculative decoding's flags (docs/speculative.md), shared by run, chat and serve: one draft
- * source per run (--draft FILE or --draft-lookup), its settings (each refused without its source:
+ * source per run (--draft FILE, --draft-lookup or --draft-mtp), its settings (each refused without its source:
  * nothing accepted is ignored), and --draft-required. llama.cpp's names where it has one
  * (--model-draft, --draft-max/--draft-n, --draft-p-min, --threads-draft); its --draft means
  * --draft-max there, a draft model here, as the issue that asked for it spells it.
  */
 import {Flags} from '@oclif/core'
 
-import {LOOKUP_DEFAULTS, MAX_DRAFT_TOKENS, MAX_LOOKUP_NGRAM, MODEL_DRAFT_DEFAULTS} from '../engine/index.js'
+import {LOOKUP_DEFAULTS, MAX_DRAFT_TOKENS, MAX_LOOKUP_NGRAM, MODEL_DRAFT_DEFAULTS, MTP_DRAFT_DEFAULTS} from '../engine/index.js'
 import {resolveModelPath} from '../models/index.js'
 import type {SpeculationOptions} from '../speculative/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {parseNumberFlag} from './sampling-flags.js'
 
-const SOURCES = ['draft', 'draft-lookup']
+const SOURCES = ['draft', 'draft-lookup', 'draft-mtp']
 
 export const draftFlags = {
   draft: Flags.string({
@@ -21,28 +21,32 @@ export const draftFlags = {
     description:
       'speculative decoding with this draft model (a file or a model name): a smaller model of the same vocabulary proposes tokens, the model verifies each; the output is unchanged, only the speed',
     helpValue: 'FILE|NAME',
-    exclusive: ['draft-lookup'],
+    exclusive: ['draft-lookup', 'draft-mtp'],
     parse: async (input: string) => resolveModelPath(input, '--draft'),
   }),
   'draft-lookup': Flags.boolean({
     description: 'speculative decoding by prompt lookup: drafts copied from where the text so far repeats an n-gram (no second model)',
-    exclusive: ['draft'],
+    exclusive: ['draft', 'draft-mtp'],
+  }),
+  'draft-mtp': Flags.boolean({
+    description:
+      "speculative decoding with the model's own MTP head (a GGUF with nextn layers, as llama.cpp's draft-mtp): no second model; a model without one is warned about and run without speculation",
+    exclusive: ['draft', 'draft-lookup'],
   }),
   'draft-max': Flags.integer({
     aliases: ['draft-n'],
-    description: `most tokens drafted per step (default ${MODEL_DRAFT_DEFAULTS.nMax} with --draft, ${LOOKUP_DEFAULTS.nMax} with --draft-lookup)`,
+    description: `most tokens drafted per step (default ${MODEL_DRAFT_DEFAULTS.nMax} with --draft, ${LOOKUP_DEFAULTS.nMax} with --draft-lookup, ${MTP_DRAFT_DEFAULTS.nMax} with --draft-mtp)`,
     min: 1,
     max: MAX_DRAFT_TOKENS,
     helpValue: 'N',
   }),
+  // --draft or --draft-mtp (oclif's dependsOn wants all it lists): checked in speculationFromFlags.
   'draft-p-min': Flags.string({
-    description: `--draft: stop a draft at a token the draft model gives less probability (default ${MODEL_DRAFT_DEFAULTS.pMin})`,
-    dependsOn: ['draft'],
+    description: `--draft, --draft-mtp: stop a draft at a token the draft model gives less probability (default ${MODEL_DRAFT_DEFAULTS.pMin})`,
     helpValue: 'P',
   }),
   'threads-draft': Flags.integer({
-    description: "--draft: the draft model's threads (default: as --threads)",
-    dependsOn: ['draft'],
+    description: "--draft, --draft-mtp: the draft model's (or MTP head's) threads (default: as --threads)",
     min: 1,
     max: 256,
     helpValue: 'N',
@@ -69,6 +73,7 @@ export const draftFlags = {
 export interface DraftFlagValues {
   readonly draft?: string
   readonly 'draft-lookup'?: boolean
+  readonly 'draft-mtp'?: boolean
   readonly 'draft-max'?: number
   readonly 'draft-p-min'?: string
   readonly 'threads-draft'?: number
@@ -81,24 +86,28 @@ export interface DraftFlagValues {
 export function speculationFromFlags(flags: DraftFlagValues): SpeculationOptions | undefined {
   const required = flags['draft-required'] === true
   const nMax = flags['draft-max']
-  if (flags.draft === undefined && flags['draft-lookup'] !== true) {
+  const mtp = flags['draft-mtp'] === true
+  if (flags.draft === undefined && flags['draft-lookup'] !== true && !mtp) {
     const orphan = nMax !== undefined ? '--draft-max' : required ? '--draft-required' : undefined
     if (orphan)
       throw new RunnerError('BAD_FLAG', `${orphan} needs a draft source: ${SOURCES.map((s) => `--${s}`).join(' or ')}`, ExitCode.usage)
-    return undefined
   }
-  if (flags.draft !== undefined) {
+  // Settings of a draft that runs weights, refused without one (nothing accepted is ignored).
+  for (const name of ['draft-p-min', 'threads-draft'] as const)
+    if (flags[name] !== undefined && flags.draft === undefined && !mtp)
+      throw new RunnerError('BAD_FLAG', `--${name} needs --draft or --draft-mtp`, ExitCode.usage)
+  if (flags.draft === undefined && flags['draft-lookup'] !== true && !mtp) return undefined
+  if (flags.draft !== undefined || mtp) {
     const pMin = parseNumberFlag(flags['draft-p-min'], '--draft-p-min')
     if (pMin !== undefined && !(pMin >= 0 && pMin <= 1))
       throw new RunnerError('BAD_FLAG', `--draft-p-min ${pMin} must be a probability from 0 to 1`, ExitCode.usage)
-    return {
-      source: 'model',
-      path: flags.draft,
+    const settings = {
       required,
       ...(nMax !== undefined ? {nMax} : {}),
       ...(pMin !== undefined ? {pMin} : {}),
       ...(flags['threads-draft'] !== undefined ? {threads: flags['threads-draft']} : {}),
     }
+    return flags.draft !== undefined ? {source: 'model', path: flags.draft, ...settings} : {source: 'mtp', ...settings}
   }
   return {
     source: 'lookup',

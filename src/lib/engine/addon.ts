@@ -19,7 +19,7 @@ import {amxMode, type AmxStatus, cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 18
+export const ADDON_ABI_VERSION = 19
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -288,7 +288,8 @@ export interface NativeAddon {
   ): number
   contextCreate(
     model: NativeModelHandle,
-    params: {nCtx: number; nBatch: number; threads: number; kvType: number},
+    /** blocks (runner_context_blocks): 0 the model's own (default), 1 only the NextN block (an MTP draft's). */
+    params: {nCtx: number; nBatch: number; threads: number; kvType: number; blocks?: number},
   ): Promise<NativeContextHandle>
   contextFree(ctx: NativeContextHandle): void
   /**

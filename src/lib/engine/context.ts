@@ -16,6 +16,11 @@ export interface ContextOptions {
   /** Worker threads including the calling one (default: physical cores, at most 32). */
   readonly threads?: number
   readonly kvType?: 'f16' | 'f32'
+  /**
+   * The blocks it runs (and holds a KV cache for): the model's own (default), or only its NextN head's,
+   * for an MTP draft (Draft.mtp makes that context; it cannot decode).
+   */
+  readonly blocks?: 'model' | 'mtp'
 }
 
 export type LogitsMode = 'none' | 'last' | 'all'

@@ -1,8 +1,9 @@
 /**
  * Draft sources of speculative decoding (native/src/model/draft.c): prompt lookup (n-gram matches in
- * the sequence so far) and a draft model (a smaller model of the same vocabulary, in its own
- * context and threads). A draft only proposes; the generation verifies every token with the
- * target's own sampler, so the output is the one plain decoding gives (docs/speculative.md).
+ * the sequence so far), a draft model (a smaller model of the same vocabulary, in its own
+ * context and threads) and the model's own MTP (NextN) head, in a context of the target's model. A
+ * draft only proposes; the generation verifies every token with the target's own sampler, so the
+ * output is the one plain decoding gives (docs/speculative.md).
  */
 import {ExitCode, RunnerError} from '../errors.js'
 import {printable} from '../util/index.js'
@@ -10,11 +11,12 @@ import type {Tokenizer} from '../tokenizer/index.js'
 import {loadAddon, type NativeDraftHandle} from './addon.js'
 import type {Context} from './context.js'
 import {engineError} from './errors.js'
+import type {Model} from './model.js'
 
-export type DraftSource = 'lookup' | 'model'
+export type DraftSource = 'lookup' | 'model' | 'mtp'
 
 /** runner_draft_kind by source. */
-const DRAFT_KIND: Readonly<Record<DraftSource, number>> = {lookup: 1, model: 2}
+const DRAFT_KIND: Readonly<Record<DraftSource, number>> = {lookup: 1, model: 2, mtp: 3}
 
 /** runner.h RUNNER_DRAFT_MAX and RUNNER_DRAFT_NGRAM_MAX. */
 export const MAX_DRAFT_TOKENS = 64
@@ -36,13 +38,30 @@ export interface ModelDraftOptions {
   readonly pMin?: number
 }
 
+export interface MtpDraftOptions {
+  /** Most tokens drafted per step (default 3: one trained head, chained on its own output). */
+  readonly nMax?: number
+  /** Drafting stops at a token the head gives less probability (default 0.75, as --draft-p-min). */
+  readonly pMin?: number
+  /** The head's context's threads (default: the target's). */
+  readonly threads?: number
+}
+
+/** What an MTP draft drafts for: a model with a NextN head and the target context's settings (a Context is one). */
+export interface MtpTarget {
+  readonly model: Model
+  readonly options: {readonly nCtx: number; readonly kvType?: 'f16' | 'f32'; readonly threads?: number}
+}
+
 export const LOOKUP_DEFAULTS: Required<LookupDraftOptions> = {nMax: 10, ngramMin: 2, ngramMax: 4}
 export const MODEL_DRAFT_DEFAULTS: Required<ModelDraftOptions> = {nMax: 16, pMin: 0.75}
+export const MTP_DRAFT_DEFAULTS: Required<Omit<MtpDraftOptions, 'threads'>> = {nMax: 3, pMin: 0.75}
 
 /** What receipts, stats and the server report of a draft: its source and settings. */
 export type DraftSettings =
   | ({readonly source: 'lookup'} & Required<LookupDraftOptions>)
   | ({readonly source: 'model'; readonly model: string} & Required<ModelDraftOptions>)
+  | ({readonly source: 'mtp'} & Required<Omit<MtpDraftOptions, 'threads'>>)
 
 function checkInt(name: string, v: number, min: number, max: number): void {
   if (!Number.isInteger(v) || v < min || v > max)
@@ -56,7 +75,7 @@ export class Draft {
   private constructor(
     handle: NativeDraftHandle,
     readonly settings: DraftSettings,
-    /** The draft model's context (source 'model'): the draft's own until dispose. */
+    /** The draft model's context (source 'model'; 'mtp': the head's, of the target's model): the draft's own until dispose. */
     readonly context?: Context,
   ) {
     this.handle = handle
@@ -100,6 +119,42 @@ export class Draft {
       )
       return new Draft(handle, {source: 'model', model: name, ...o}, context)
     } catch (error) {
+      throw engineError(error)
+    }
+  }
+
+  /**
+   * The target model's own multi-token-prediction (NextN) head as a draft source, in a context of
+   * that model one position longer than the target's (its slots are the target's positions, rotated
+   * one further). Refused by name (DRAFT_NO_MTP_HEAD) when the model carries no head.
+   */
+  static async mtp(target: MtpTarget, options: MtpDraftOptions = {}): Promise<Draft> {
+    const o = {nMax: options.nMax ?? MTP_DRAFT_DEFAULTS.nMax, pMin: options.pMin ?? MTP_DRAFT_DEFAULTS.pMin}
+    checkInt('draft max', o.nMax, 1, MAX_DRAFT_TOKENS)
+    if (!(o.pMin >= 0 && o.pMin <= 1))
+      throw new RunnerError('DRAFT_BAD_OPTION', `draft p-min ${o.pMin} must be a number in [0, 1]`, ExitCode.usage)
+    const config = target.model.config
+    if (!config.nNextn)
+      throw new RunnerError(
+        'DRAFT_NO_MTP_HEAD',
+        `this ${config.architecture} model has no MTP head (no ${config.architecture}.nextn_predict_layers and blk.N.nextn.* tensors)`,
+        ExitCode.usage,
+      )
+    const threads = options.threads ?? target.options.threads
+    const context = await target.model.createContext({
+      blocks: 'mtp',
+      nCtx: target.options.nCtx + 1,
+      ...(target.options.kvType ? {kvType: target.options.kvType} : {}),
+      ...(threads !== undefined ? {threads} : {}),
+    })
+    try {
+      const handle = loadAddon().draftCreate(
+        {kind: DRAFT_KIND.mtp, nMax: o.nMax, ngramMin: 0, ngramMax: 0, pMin: o.pMin},
+        context.nativeHandle,
+      )
+      return new Draft(handle, {source: 'mtp', ...o}, context)
+    } catch (error) {
+      context.dispose()
       throw engineError(error)
     }
   }

@@ -128,6 +128,7 @@ export class Model {
     const nBatch = Math.min(options.nBatch ?? 512, nCtx)
     const threads = options.threads ?? defaultThreads()
     const kvType = options.kvType ?? 'f16'
+    const blocks = options.blocks ?? 'model'
     const check = (name: string, v: number, min: number, max: number) => {
       if (!Number.isInteger(v) || v < min || v > max)
         throw new RunnerError('CONTEXT_BAD_OPTION', `${name} ${v} must be an integer in [${min}, ${max}]`, ExitCode.usage)
@@ -138,8 +139,14 @@ export class Model {
     if (kvType !== 'f16' && kvType !== 'f32')
       throw new RunnerError('CONTEXT_BAD_OPTION', `kv type ${String(kvType)} must be f16 or f32`, ExitCode.usage)
     try {
-      const handle = await loadAddon().contextCreate(this.native, {nCtx, nBatch, threads, kvType: kvType === 'f16' ? 1 : 0})
-      return new Context(this, handle, {nCtx, nBatch, threads, kvType})
+      const handle = await loadAddon().contextCreate(this.native, {
+        nCtx,
+        nBatch,
+        threads,
+        kvType: kvType === 'f16' ? 1 : 0,
+        blocks: blocks === 'mtp' ? 1 : 0,
+      })
+      return new Context(this, handle, {nCtx, nBatch, threads, kvType, blocks})
     } catch (error) {
       throw engineError(error)
     }

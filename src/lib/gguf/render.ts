@@ -55,7 +55,7 @@ export function renderSummary(s: ModelSummary): string {
   return formatRows(rows)
 }
 
-/** Rows only for the families that state them: experts, sliding windows, rope scaling, soft-capping. */
+/** Rows only for the families that state them: experts, sliding windows, rope scaling, an MTP head, soft-capping. */
 function familyRows(s: ModelSummary): Array<[string, string]> {
   const rows: Array<[string, string]> = []
   if (s.expertCount !== undefined) {
@@ -80,6 +80,10 @@ function familyRows(s: ModelSummary): Array<[string, string]> {
       ...(s.ropeScalingAttnFactor === undefined ? [] : [`attention factor ${s.ropeScalingAttnFactor}`]),
     ]
     rows.push(['rope scaling', parts.join(', ')])
+  }
+  if (s.nextnPredictLayers) {
+    // The head --draft-mtp drafts with; its blocks are not run by the model itself.
+    rows.push(['MTP head', `${s.nextnPredictLayers} NextN block${s.nextnPredictLayers === 1 ? '' : 's'} (--draft-mtp)`])
   }
   if (s.attnLogitSoftcapping !== undefined || s.finalLogitSoftcapping !== undefined) {
     rows.push(['soft-capping', `attention ${s.attnLogitSoftcapping ?? '-'}, final logits ${s.finalLogitSoftcapping ?? '-'}`])

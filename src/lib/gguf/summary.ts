@@ -31,6 +31,8 @@ export interface ModelSummary {
   readonly ropeScalingFactor: number | undefined
   readonly ropeScalingOriginalContext: number | undefined
   readonly ropeScalingAttnFactor: number | undefined
+  /** Trailing blocks that form a multi-token-prediction (NextN / MTP) head (`nextn_predict_layers`). */
+  readonly nextnPredictLayers: number | undefined
   readonly attnLogitSoftcapping: number | undefined
   readonly finalLogitSoftcapping: number | undefined
   readonly tokenizerModel: string | undefined
@@ -97,6 +99,7 @@ export function summarizeModel(model: GgufModelFiles): ModelSummary {
     ropeScalingFactor: archNum('rope.scaling.factor') ?? archNum('rope.scale_linear'),
     ropeScalingOriginalContext: archNum('rope.scaling.original_context_length'),
     ropeScalingAttnFactor: archNum('rope.scaling.attn_factor'),
+    nextnPredictLayers: archNum('nextn_predict_layers'),
     attnLogitSoftcapping: archNum('attn_logit_softcapping'),
     finalLogitSoftcapping: archNum('final_logit_softcapping'),
     tokenizerModel: str('tokenizer.ggml.model'),

@@ -72,6 +72,7 @@ export interface ReceiptBody {
     readonly draft?:
       | {readonly source: 'lookup'; readonly nMax: number; readonly ngramMin: number; readonly ngramMax: number}
       | {readonly source: 'model'; readonly nMax: number; readonly pMin: number; readonly model: string}
+      | {readonly source: 'mtp'; readonly nMax: number; readonly pMin: number}
   }
   readonly prompt: {readonly text: string; readonly tokens: readonly number[]}
   readonly output: {

@@ -100,7 +100,7 @@ const RECEIPT_SCHEMA = {
         // (properties in the writer's order, for canonicalize; oneOf: each source's own settings)
         draft: {
           ...withOptional(
-            {source: {enum: ['lookup', 'model']}, nMax: {type: 'integer'}},
+            {source: {enum: ['lookup', 'model', 'mtp']}, nMax: {type: 'integer'}},
             {ngramMin: {type: 'integer'}, ngramMax: {type: 'integer'}, pMin: {type: 'number'}, model: {type: 'string'}},
           ),
           oneOf: [
@@ -113,6 +113,11 @@ const RECEIPT_SCHEMA = {
               properties: {source: {const: 'model'}},
               required: ['pMin', 'model'],
               not: {anyOf: [{required: ['ngramMin']}, {required: ['ngramMax']}]},
+            },
+            {
+              properties: {source: {const: 'mtp'}},
+              required: ['pMin'],
+              not: {anyOf: [{required: ['ngramMin']}, {required: ['ngramMax']}, {required: ['model']}]},
             },
           ],
         },

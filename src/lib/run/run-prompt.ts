@@ -217,9 +217,9 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
 
 /** The receipt's record of a draft (the model by file name: the receipt does not carry its bytes). */
 function receiptDraft(settings: Draft['settings']): NonNullable<ReceiptBody['config']['draft']> {
-  return settings.source === 'lookup'
-    ? {source: 'lookup', nMax: settings.nMax, ngramMin: settings.ngramMin, ngramMax: settings.ngramMax}
-    : {source: 'model', nMax: settings.nMax, pMin: settings.pMin, model: basename(settings.model)}
+  if (settings.source === 'lookup') return {source: 'lookup', nMax: settings.nMax, ngramMin: settings.ngramMin, ngramMax: settings.ngramMax}
+  if (settings.source === 'mtp') return {source: 'mtp', nMax: settings.nMax, pMin: settings.pMin}
+  return {source: 'model', nMax: settings.nMax, pMin: settings.pMin, model: basename(settings.model)}
 }
 
 function round(x: number): number {

@@ -1,10 +1,11 @@
 /**
  * Opening the draft a run asked for: prompt lookup at once; a draft model loaded once and given a
  * context per generation slot, the size of the target's (it must hold the same sequence), checked
- * against the target's vocabulary. A draft that cannot be used (its file not a model, its
- * vocabulary another) fails the run when `required`, else is refused by a warning naming why and
- * the run goes on without it: never dropped without a word. Bad settings (a draft max of 0) are
- * usage errors either way.
+ * against the target's vocabulary; the model's own MTP head, a context of the target's model per
+ * slot. A draft that cannot be used (its file not a model, its vocabulary another, a model without
+ * an MTP head) fails the run when `required`, else is refused by a warning naming why and the run
+ * goes on without it: never dropped without a word. Bad settings (a draft max of 0) are usage
+ * errors either way.
  */
 import {Draft, Model} from '../engine/index.js'
 import {RunnerError} from '../errors.js'
@@ -47,8 +48,13 @@ export async function openDrafts(target: Model, options: SpeculationOptions, at:
   }
   let model: Model | undefined
   try {
-    model = await Model.load(options.path, {signal: at.signal})
     const threads = options.threads ?? at.threads
+    if (options.source === 'mtp') {
+      const head = {model: target, options: {nCtx: at.nCtx, kvType: at.kvType, ...(threads !== undefined ? {threads} : {})}}
+      for (let i = 0; i < count; i++) drafts.push(await Draft.mtp(head, options))
+      return {drafts, status: {active: true, source: 'mtp', settings: {...drafts[0]!.settings}}, dispose: disposeAll()}
+    }
+    model = await Model.load(options.path, {signal: at.signal})
     for (let i = 0; i < count; i++) {
       const ctx = await model.createContext({nCtx: at.nCtx, kvType: at.kvType, ...(threads !== undefined ? {threads} : {})})
       try {
@@ -63,9 +69,8 @@ export async function openDrafts(target: Model, options: SpeculationOptions, at:
     disposeAll(model)()
     drafts.length = 0
     if (options.required || !(error instanceof RunnerError) || SETTINGS_ERRORS.has(error.code)) throw error
-    at.onWarning?.(
-      `the draft model ${printable(options.path)} is not used: ${error.message}; running without speculation (--draft-required makes this an error)`,
-    )
-    return {drafts, status: {active: false, source: 'model', refused: error.message}, dispose: () => {}}
+    const what = options.source === 'mtp' ? "the model's MTP head" : `the draft model ${printable(options.path)}`
+    at.onWarning?.(`${what} is not used: ${error.message}; running without speculation (--draft-required makes this an error)`)
+    return {drafts, status: {active: false, source: options.source, refused: error.message}, dispose: () => {}}
   }
 }

@@ -3,7 +3,7 @@
  * settings, and whether a draft that cannot be used fails the run (`required`) or is refused with a
  * warning while the run goes on without it. Never dropped quietly: the report says which.
  */
-import type {LookupDraftOptions, ModelDraftOptions} from '../engine/index.js'
+import type {LookupDraftOptions, ModelDraftOptions, MtpDraftOptions} from '../engine/index.js'
 
 export type SpeculationOptions =
   | ({readonly source: 'lookup'; readonly required?: boolean} & LookupDraftOptions)
@@ -15,8 +15,9 @@ export type SpeculationOptions =
       readonly threads?: number
       readonly required?: boolean
     } & ModelDraftOptions)
+  | ({readonly source: 'mtp'; readonly required?: boolean} & MtpDraftOptions)
 
 /** What a run reports of its draft: the source in use, or the one asked for and why it is not used. */
 export type SpeculationStatus =
-  | {readonly active: true; readonly source: 'lookup' | 'model'; readonly settings: Readonly<Record<string, number | string>>}
-  | {readonly active: false; readonly source: 'lookup' | 'model'; readonly refused: string}
+  | {readonly active: true; readonly source: 'lookup' | 'model' | 'mtp'; readonly settings: Readonly<Record<string, number | string>>}
+  | {readonly active: false; readonly source: 'lookup' | 'model' | 'mtp'; readonly refused: string}
