@@ -356,6 +356,7 @@ Napi::Value ContextCreate(const Napi::CallbackInfo &info) {
   p.n_batch = IntProp(o, "nBatch", "params");
   p.n_threads = IntProp(o, "threads", "params");
   p.kv_type = IntProp(o, "kvType", "params");
+  p.swa_full = o.Get("swaFull").IsUndefined() ? 0 : IntProp(o, "swaFull", "params");
   auto *w = new ContextWorker(env, m, p);
   Napi::Promise pr = w->Promise();
   w->Queue();
@@ -495,6 +496,25 @@ Napi::Value KvTruncate(const Napi::CallbackInfo &info) {
 Napi::Value KvBytes(const Napi::CallbackInfo &info) {
   ContextRef c = Unwrap<ContextHandle>(info[0], "context");
   return Napi::Number::New(info.Env(), static_cast<double>(runner_context_kv_bytes(c->ctx)));
+}
+
+// kvInfo(context) -> {bytes, flatBytes, ringLayers, ringPositions}
+Napi::Value KvInfo(const Napi::CallbackInfo &info) {
+  ContextRef c = Unwrap<ContextHandle>(info[0], "context");
+  runner_kv_info k{};
+  runner_context_kv_info(c->ctx, &k);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("bytes", static_cast<double>(k.bytes));
+  o.Set("flatBytes", static_cast<double>(k.flat_bytes));
+  o.Set("ringLayers", k.ring_layers);
+  o.Set("ringPositions", k.ring_positions);
+  return o;
+}
+
+Napi::Value KvMinKeep(const Napi::CallbackInfo &info) {
+  // As n_past: a running worker moves it.
+  ContextRef c = Idle(info[0]);
+  return Napi::Number::New(info.Env(), runner_kv_min_keep(c->ctx));
 }
 
 Napi::Value NPast(const Napi::CallbackInfo &info) {
@@ -733,6 +753,8 @@ void RegisterEngineBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("kvTruncate", Napi::Function::New(env, KvTruncate, "kvTruncate"));
   exports.Set("nPast", Napi::Function::New(env, NPast, "nPast"));
   exports.Set("kvBytes", Napi::Function::New(env, KvBytes, "kvBytes"));
+  exports.Set("kvInfo", Napi::Function::New(env, KvInfo, "kvInfo"));
+  exports.Set("kvMinKeep", Napi::Function::New(env, KvMinKeep, "kvMinKeep"));
   exports.Set("contextLogits", Napi::Function::New(env, ContextLogits, "contextLogits"));
   exports.Set("generate", Napi::Function::New(env, Generate, "generate"));
   exports.Set("groupCreate", Napi::Function::New(env, GroupCreate, "groupCreate"));

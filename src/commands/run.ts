@@ -8,7 +8,7 @@ import {
   samplingFromFlags,
   withInterrupt,
 } from '../lib/cli/index.js'
-import {amxStatus, cpuFeatures, describeKernels, kernelSet} from '../lib/engine/index.js'
+import {amxStatus, cpuFeatures, describeKernels, describeKv, kernelSet} from '../lib/engine/index.js'
 import {ExitCode} from '../lib/errors.js'
 import {RUN_EXAMPLES, runFlags, runPrompt} from '../lib/run/index.js'
 import {formatBytes, readPrompt, stdoutIsStderr} from '../lib/util/index.js'
@@ -54,7 +54,7 @@ export default class Run extends RunnerCommand {
       }),
     )
     if (flags.json) {
-      const {text, tokens, promptTokens, finishReason, timings, constraint: c, peakRssBytes, adapters} = r
+      const {text, tokens, promptTokens, finishReason, timings, constraint: c, peakRssBytes, kv, adapters} = r
       const kernels = kernelSet(cpuFeatures(), amxStatus().state)
       this.log(
         JSON.stringify({
@@ -66,6 +66,7 @@ export default class Run extends RunnerCommand {
           timings,
           constraint: c,
           peakRssBytes,
+          kv,
           kernels,
           adapters,
         }),
@@ -78,7 +79,7 @@ export default class Run extends RunnerCommand {
       process.stderr.write(
         `load ${t.loadMs} ms · prompt ${r.evaluatedTokens} tokens, ${t.promptTokensPerSecond} tok/s · decode ${r.tokens.length} tokens` +
           `${t.decodeTokensPerSecond === null ? '' : `, ${t.decodeTokensPerSecond} tok/s`} · peak RSS ${formatBytes(r.peakRssBytes)} · ${r.finishReason} · seed ${r.seed} · ` +
-          `kernels ${describeKernels(kernelSet(cpuFeatures(), amxStatus().state))}\n`,
+          `kernels ${describeKernels(kernelSet(cpuFeatures(), amxStatus().state))} · ${describeKv(r.kv)}\n`,
       )
     }
     if (r.finishReason === 'aborted') this.exit(ExitCode.interrupted)

@@ -27,6 +27,8 @@ export interface ChatOptions {
   readonly nBatch: number
   readonly threads?: number
   readonly kvType: 'f16' | 'f32'
+  /** Sliding-window layers keep every position (--swa-full) instead of a ring. */
+  readonly swaFull?: boolean
   readonly contextShift: boolean
   /** "chatml", or a file holding a Jinja chat template (default: the model's own). */
   readonly chatTemplate?: string
@@ -45,7 +47,13 @@ export async function runChat(options: ChatOptions): Promise<number> {
   const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive), lora: options.lora})
   const template = ChatTemplate.forModel(model.gguf, model.tokenizer, override)
   const nCtx = contextSize(options.nCtx, model.config.nCtxTrain, {name: '-c/--ctx-size', onWarning: options.onWarning})
-  const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
+  const ctx = await model.createContext({
+    nCtx,
+    nBatch: options.nBatch,
+    threads: options.threads,
+    kvType: options.kvType,
+    swaFull: options.swaFull ?? false,
+  })
   const modelName = basename(options.modelPath).replace(/(-\d{5}-of-\d{5})?\.gguf$/i, '')
   const conversation = new ChatConversation({
     tokenizer: model.tokenizer,

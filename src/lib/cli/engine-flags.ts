@@ -98,6 +98,19 @@ export function refuseGpuLayers(n: number | undefined): void {
     )
 }
 
+/**
+ * llama.cpp's --swa-full: sliding-window layers keep every position instead of a ring of what their
+ * window still reaches (the same logits either way; the ring saves memory but cannot rewind far).
+ */
+export function swaFullFlag() {
+  return {
+    'swa-full': Flags.boolean({
+      description:
+        'sliding-window layers (gemma2/3) keep the whole context instead of a ring of their window: more memory, but any rewind of the cache works (docs/long-context.md)',
+    }),
+  }
+}
+
 /** The context flags run and chat share, named as llama.cpp names them. */
 export const contextFlags = {
   'ctx-size': Flags.integer({
@@ -118,6 +131,7 @@ export const contextFlags = {
   threads: Flags.integer({char: 't', description: 'threads (default: physical cores, at most 32)', min: 1, max: 256}),
   'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
   ...noGpuFlag,
+  ...swaFullFlag(),
 }
 
 export interface ContextFlagValues {
@@ -126,6 +140,7 @@ export interface ContextFlagValues {
   readonly threads?: number
   readonly 'kv-type': string
   readonly 'n-gpu-layers'?: number
+  readonly 'swa-full'?: boolean
 }
 
 /** The context options those flags give (the kv type is one of the flag's options); a -c beyond the training context warns on stderr. */
@@ -134,6 +149,7 @@ export function contextFromFlags(flags: ContextFlagValues): {
   nBatch: number
   threads?: number
   kvType: 'f16' | 'f32'
+  swaFull: boolean
   onWarning: (message: string) => void
 } {
   refuseGpuLayers(flags['n-gpu-layers'])
@@ -142,6 +158,7 @@ export function contextFromFlags(flags: ContextFlagValues): {
     nBatch: flags['batch-size'],
     threads: flags.threads,
     kvType: flags['kv-type'] as 'f16' | 'f32',
+    swaFull: flags['swa-full'] === true,
     onWarning: warnLine,
   }
 }

@@ -16,6 +16,7 @@ export {
   modelFromFlagOrArg,
   noGpuFlag,
   refuseGpuLayers,
+  swaFullFlag,
 } from './engine-flags.js'
 export {type Interrupt, listenForInterrupt, withInterrupt} from './interrupt.js'
 export {ByteProgress, type ByteProgressOptions, formatEta, loadProgress, type ProgressStream} from './progress.js'

@@ -19,7 +19,7 @@ import {amxMode, type AmxStatus, cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 16
+export const ADDON_ABI_VERSION = 17
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -101,6 +101,14 @@ export interface NativeGenerateParams {
   matcher?: NativeMatcherHandle
   /** Decode group: the generated tokens are evaluated in its steps, beside other members'. */
   group?: NativeGroupHandle
+}
+
+/** runner_kv_info. */
+export interface NativeKvInfo {
+  readonly bytes: number
+  readonly flatBytes: number
+  readonly ringLayers: number
+  readonly ringPositions: number
 }
 
 /** runner_generate_stats; finish is runner_finish_reason. */
@@ -268,7 +276,7 @@ export interface NativeAddon {
   ): number
   contextCreate(
     model: NativeModelHandle,
-    params: {nCtx: number; nBatch: number; threads: number; kvType: number},
+    params: {nCtx: number; nBatch: number; threads: number; kvType: number; swaFull?: number},
   ): Promise<NativeContextHandle>
   contextFree(ctx: NativeContextHandle): void
   /**
@@ -288,6 +296,10 @@ export interface NativeAddon {
   nPast(ctx: NativeContextHandle): number
   /** Bytes of K and V cache over the layers that have attention. */
   kvBytes(ctx: NativeContextHandle): number
+  /** runner_kv_info: the cache as allocated, as a flat one would be, and its sliding-window rings. */
+  kvInfo(ctx: NativeContextHandle): NativeKvInfo
+  /** The smallest nKeep > 0 kvTruncate accepts now (0: any); below it a ring has lost the next token's window. */
+  kvMinKeep(ctx: NativeContextHandle): number
   /** A copy of the logits row of the last token the last decode or generate evaluated (null: none yet, or truncated since). */
   contextLogits(ctx: NativeContextHandle): Float32Array | null
   generate(
@@ -352,6 +364,8 @@ export const ADDON_FUNCTIONS = [
   'kvTruncate',
   'nPast',
   'kvBytes',
+  'kvInfo',
+  'kvMinKeep',
   'contextLogits',
   'generate',
   'groupCreate',

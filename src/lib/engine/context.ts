@@ -1,6 +1,6 @@
 import {ExitCode, RunnerError} from '../errors.js'
 import type {SamplingOptions} from '../sampling/index.js'
-import {loadAddon, type NativeContextHandle, type NativeGenerateStats} from './addon.js'
+import {loadAddon, type NativeContextHandle, type NativeGenerateStats, type NativeKvInfo} from './addon.js'
 import {abortFlags} from './abort-flags.js'
 import {engineError} from './errors.js'
 import type {DecodeGroup} from './decode-group.js'
@@ -15,6 +15,12 @@ export interface ContextOptions {
   /** Worker threads including the calling one (default: physical cores, at most 32). */
   readonly threads?: number
   readonly kvType?: 'f16' | 'f32'
+  /**
+   * Sliding-window layers keep every position (llama.cpp's --swa-full). By default each keeps a ring
+   * of what its window can still reach (bitwise the same logits, less memory); a rewind below what a
+   * ring holds is then refused (ENGINE_KV_EVICTED) and Session reuses less.
+   */
+  readonly swaFull?: boolean
 }
 
 export type LogitsMode = 'none' | 'last' | 'all'
@@ -109,6 +115,16 @@ export class Context {
   /** Bytes of the KV cache (layers whose attention was removed have none). */
   get kvBytes(): number {
     return loadAddon().kvBytes(this.native)
+  }
+
+  /** The KV cache as allocated, as a flat cache would be (bytes, flatBytes), and its sliding-window rings. */
+  get kvInfo(): NativeKvInfo {
+    return loadAddon().kvInfo(this.native)
+  }
+
+  /** The smallest nKeep > 0 kvTruncate accepts now (0: any): below it a ring lost the next token's window. */
+  get kvMinKeep(): number {
+    return loadAddon().kvMinKeep(this.native)
   }
 
   /** Positions of the KV cache that hold valid entries. */

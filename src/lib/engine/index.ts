@@ -63,6 +63,7 @@ export {
 // Everything context.ts and session.ts export (the generation loop's owner reshapes them).
 export * from './context.js'
 export * from './decode-group.js'
+export {defaultKvFigures, describeKv, type KvCacheShape, type KvCacheSize, kvCacheSize} from './kv-size.js'
 export * from './session.js'
 export {type OptimizerStep, TRAIN_VECTORS, type TrainTarget, Trainer, type TrainerOptions, type TrainVector} from './trainer.js'
 export {GrammarMatcher, type MaskResult, maskAllows, NativeGrammar, tokenBytes} from './grammar.js'

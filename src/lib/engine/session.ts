@@ -43,9 +43,14 @@ export class Session {
     return this.held
   }
 
-  /** Prompt tokens a prompt would reuse from the cache (at least one token is always evaluated). */
+  /**
+   * Prompt tokens a prompt would reuse from the cache (at least one token is always evaluated). With a
+   * sliding-window ring, a prefix whose next token's window the ring has overwritten cannot be kept:
+   * then nothing is reused (the ring holds only the latest positions, so no shorter prefix can be).
+   */
   reusable(prompt: readonly number[]): number {
-    return Math.min(commonPrefixLength(this.held, prompt), prompt.length - 1)
+    const reuse = Math.max(0, Math.min(commonPrefixLength(this.held, prompt), prompt.length - 1))
+    return reuse > 0 && reuse < this.context.kvMinKeep ? 0 : reuse
   }
 
   /** Forget the cache (the next prompt is evaluated from position 0). */
@@ -80,7 +85,9 @@ export class Session {
    */
   generate(prompt: readonly number[], options: Omit<GenerateOptions, 'pos' | 'history'> & {readonly maxReuse?: number}): SessionTurn {
     const {maxReuse, ...rest} = options
-    const reuse = Math.max(0, Math.min(this.reusable(prompt), maxReuse ?? Infinity))
+    const capped = Math.max(0, Math.min(this.reusable(prompt), maxReuse ?? Infinity))
+    // A cap can land below what a sliding-window ring still serves (kvMinKeep): then nothing is reused.
+    const reuse = capped > 0 && capped < this.context.kvMinKeep ? 0 : capped
     this.context.kvTruncate(reuse)
     this.held = this.held.slice(0, reuse)
     const history = penaltyHistory(prompt, reuse, rest.sampling)

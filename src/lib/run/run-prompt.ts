@@ -3,7 +3,7 @@
  * refuse a prompt that does not fit, generate (streaming text to `onText`), write the receipt, and
  * report what the command prints. The command only parses flags and renders this report.
  */
-import {type AdapterSummary, adapterSummary, Model, Session, contextSize} from '../engine/index.js'
+import {type AdapterSummary, adapterSummary, contextSize, type KvCacheSize, Model, Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {fitPrompt, type FinishReason, generate} from '../generate/index.js'
 import {readGgufModel} from '../gguf/index.js'
@@ -26,6 +26,8 @@ export interface RunOptions {
   readonly nBatch: number
   readonly threads?: number
   readonly kvType: 'f16' | 'f32'
+  /** Sliding-window layers keep every position (llama.cpp's --swa-full) instead of a ring. */
+  readonly swaFull?: boolean
   readonly addBos: boolean
   readonly parseSpecial: boolean
   readonly sampling: SamplingOptions
@@ -69,6 +71,8 @@ export interface RunReport {
     readonly forcedTokens: number
   }
   readonly peakRssBytes: number
+  /** The KV cache: bytes as allocated, as a flat cache (--swa-full) would take, and its sliding-window rings. */
+  readonly kv: KvCacheSize
   /** The LoRA adapters applied, in order. */
   readonly adapters: readonly AdapterSummary[]
   readonly receipt?: {readonly path: string; readonly chain: string; readonly signed: boolean}
@@ -100,7 +104,13 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
         ExitCode.usage,
       )
     }
-    const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
+    const ctx = await model.createContext({
+      nCtx,
+      nBatch: options.nBatch,
+      threads: options.threads,
+      kvType: options.kvType,
+      swaFull: options.swaFull ?? false,
+    })
     try {
       // Interrupted before the first token: nothing ran, so there is no run to report or receipt to write.
       if (options.signal?.aborted) throw new RunnerError('INTERRUPTED', 'interrupted before the generation started', ExitCode.interrupted)
@@ -177,6 +187,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
             }
           : {}),
         peakRssBytes: process.resourceUsage().maxRSS * 1024,
+        kv: ctx.kvInfo,
         ...(receipt ? {receipt} : {}),
       }
     } finally {

@@ -6,7 +6,7 @@
 
 import {Flags, type Interfaces} from '@oclif/core'
 
-import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers, warnLine} from '../cli/index.js'
+import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers, swaFullFlag, warnLine} from '../cli/index.js'
 import {MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {BUILTIN_TEMPLATE_NAMES, chatTemplateOverride} from '../chat/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
@@ -51,6 +51,7 @@ export const serveFlags = {
     max: 256,
   }),
   'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: SERVE_DEFAULTS.kvType}),
+  ...swaFullFlag(),
   'api-key': Flags.string({
     description: 'require "Authorization: Bearer KEY" on every route but /health',
     env: 'RUNNER_API_KEY',
@@ -143,6 +144,7 @@ type ServeFlagValues = {
   readonly 'ctx-size'?: number
   readonly threads?: number
   readonly 'kv-type': string
+  readonly 'swa-full'?: boolean
   readonly 'n-gpu-layers'?: number
   readonly 'api-key'?: string
   readonly 'chat-template'?: string
@@ -175,6 +177,7 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     onWarning: warnLine,
     threadsPerSlot: flags.threads,
     kvType: flags['kv-type'] as 'f16' | 'f32',
+    swaFull: flags['swa-full'] === true,
     queueLimit: flags.queue,
     timeoutSeconds: parseTimeoutFlag(flags.timeout),
     bodyLimitBytes: flags['body-limit'],

@@ -58,6 +58,8 @@ export interface ServeOptions {
   /** Threads per slot (default: physical cores divided among the slots, at least 1). */
   readonly threadsPerSlot?: number
   readonly kvType?: 'f16' | 'f32'
+  /** Sliding-window layers keep every position (llama.cpp's --swa-full) instead of a ring; a ring reuses less of a slot's cache. */
+  readonly swaFull?: boolean
   readonly queueLimit?: number
   /** Seconds a request may take from arrival (queue and prefill included). */
   readonly timeoutSeconds?: number
@@ -176,7 +178,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     const template = ChatTemplate.forModel(model.gguf, model.tokenizer, o.chatTemplate)
     const nCtx = contextSize(o.nCtx, model.config.nCtxTrain, {name: '--ctx', onWarning: options.onWarning})
     const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
-    for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
+    for (let i = 0; i < o.parallel; i++)
+      contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType, swaFull: o.swaFull ?? false}))
     // Prompts still run on their slot's own threads; the decode steps of every slot run together here.
     // Its threads: the slots' own budget when --threads gave one (threads x slots), else the physical cores.
     const groupThreads = Math.min(256, o.threadsPerSlot !== undefined ? o.threadsPerSlot * o.parallel : defaultThreads())
@@ -244,6 +247,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         concurrent_generations: concurrent,
         kv_type: o.kvType,
         kv_bytes_per_slot: contexts[0]!.kvBytes,
+        kv_flat_bytes_per_slot: contexts[0]!.kvInfo.flatBytes,
+        swa_ring_positions: contexts[0]!.kvInfo.ringPositions,
         batched_decode: group !== undefined,
         ...(group ? {batched_decode_threads: group.options.threads} : {}),
         scheduling:
