@@ -498,6 +498,25 @@ Napi::Value KvBytes(const Napi::CallbackInfo &info) {
   return Napi::Number::New(info.Env(), static_cast<double>(runner_context_kv_bytes(c->ctx)));
 }
 
+// kvShift(context, nKeep, nDiscard): drop [nKeep, nKeep + nDiscard), move the rest down, re-rope their keys.
+Napi::Value KvShift(const Napi::CallbackInfo &info) {
+  const int32_t keep = Int32Arg(info[1], "nKeep"), discard = Int32Arg(info[2], "nDiscard");
+  ContextRef c = Acquire(info[0]);
+  char err[kErrLen] = {0};
+  const runner_status st = runner_kv_shift(c->ctx, keep, discard, err, kErrLen);
+  c->busy = false;
+  if (st != RUNNER_OK) throw StatusError(info.Env(), st, err);
+  return info.Env().Undefined();
+}
+
+// kvCanShift(context) -> null, or why a context shift is refused on it
+Napi::Value KvCanShift(const Napi::CallbackInfo &info) {
+  ContextRef c = Unwrap<ContextHandle>(info[0], "context");
+  char err[kErrLen] = {0};
+  if (runner_kv_can_shift(c->ctx, err, kErrLen) == RUNNER_OK) return info.Env().Null();
+  return Napi::String::New(info.Env(), err);
+}
+
 // kvInfo(context) -> {bytes, flatBytes, ringLayers, ringPositions}
 Napi::Value KvInfo(const Napi::CallbackInfo &info) {
   ContextRef c = Unwrap<ContextHandle>(info[0], "context");
@@ -552,10 +571,11 @@ class GenerateWorker : public Napi::AsyncWorker {
  public:
   GenerateWorker(Napi::Env env, ContextRef ctx, std::shared_ptr<GenerateState> state, Napi::ThreadSafeFunction tsfn,
                  std::vector<int32_t> prompt, std::vector<int32_t> history, std::vector<int32_t> eog, int32_t pos,
-                 int32_t max_tokens, SamplerParams sp, Napi::Int32Array flags, std::shared_ptr<MatcherHandle> matcher, GroupRef group)
+                 int32_t max_tokens, SamplerParams sp, Napi::Int32Array flags, std::shared_ptr<MatcherHandle> matcher, GroupRef group,
+                 int32_t shift_keep)
       : Napi::AsyncWorker(env), ctx_(std::move(ctx)), state_(std::move(state)), tsfn_(tsfn), prompt_(std::move(prompt)),
         history_(std::move(history)), eog_(std::move(eog)), pos_(pos), max_tokens_(max_tokens), sp_(std::move(sp)),
-        matcher_(std::move(matcher)), group_(std::move(group)) {
+        matcher_(std::move(matcher)), group_(std::move(group)), shift_keep_(shift_keep) {
     if (!flags.IsEmpty()) {
       flags_ref_ = Napi::Persistent(flags);
       flags_ = flags.Data();
@@ -578,6 +598,8 @@ class GenerateWorker : public Napi::AsyncWorker {
       p.sampling = &sampling;
       p.matcher = matcher_ ? matcher_->matcher : nullptr;
       p.group = group_ ? group_->group : nullptr;
+      p.context_shift = shift_keep_ >= 0;
+      p.shift_keep = shift_keep_;
       char err[kErrLen] = {0};
       const runner_status st = runner_generate(ctx_->ctx, &p, &GenerateWorker::OnToken, this, flags_, &state_->stats, err, kErrLen);
       state_->message = err;
@@ -636,6 +658,7 @@ class GenerateWorker : public Napi::AsyncWorker {
   SamplerParams sp_;
   std::shared_ptr<MatcherHandle> matcher_;
   GroupRef group_;
+  int32_t shift_keep_;  // -1: no context shift
   Napi::Reference<Napi::Int32Array> flags_ref_;
   volatile int32_t *flags_ = nullptr;
 };
@@ -650,6 +673,8 @@ Napi::Object StatsToJs(Napi::Env env, const runner_generate_stats &s) {
   o.Set("decodeMs", s.decode_ms);
   o.Set("nForced", s.n_forced);
   o.Set("maskMs", s.mask_ms);
+  o.Set("nShifts", s.n_shifts);
+  o.Set("nDiscarded", s.n_discarded);
   return o;
 }
 
@@ -668,6 +693,11 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
   const bool constrained = o.Has("matcher") && !o.Get("matcher").IsUndefined() && !o.Get("matcher").IsNull();
   GroupRef group;
   if (o.Has("group") && !o.Get("group").IsUndefined() && !o.Get("group").IsNull()) group = Unwrap<GroupHandle>(o.Get("group"), "group");
+  int32_t shift_keep = -1;
+  if (o.Has("shiftKeep") && !o.Get("shiftKeep").IsUndefined()) {
+    shift_keep = IntProp(o, "shiftKeep", "params");
+    if (shift_keep < 0) ThrowInvalid(env, Kind::kRangeError, "params.shiftKeep must be >= 0");
+  }
   ContextRef c = Acquire(info[0]);
   std::shared_ptr<MatcherHandle> matcher;
   try {
@@ -679,7 +709,7 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
           else state->deferred.Resolve(StatsToJs(env, state->stats));
         });
     auto *w = new GenerateWorker(env, c, state, tsfn, std::move(prompt), std::move(history), std::move(eog), pos, max_tokens,
-                                 std::move(sp), flags, matcher, group);
+                                 std::move(sp), flags, matcher, group, shift_keep);
     w->Queue();
     return state->deferred.Promise();
   } catch (...) {
@@ -754,6 +784,8 @@ void RegisterEngineBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("nPast", Napi::Function::New(env, NPast, "nPast"));
   exports.Set("kvBytes", Napi::Function::New(env, KvBytes, "kvBytes"));
   exports.Set("kvInfo", Napi::Function::New(env, KvInfo, "kvInfo"));
+  exports.Set("kvShift", Napi::Function::New(env, KvShift, "kvShift"));
+  exports.Set("kvCanShift", Napi::Function::New(env, KvCanShift, "kvCanShift"));
   exports.Set("kvMinKeep", Napi::Function::New(env, KvMinKeep, "kvMinKeep"));
   exports.Set("contextLogits", Napi::Function::New(env, ContextLogits, "contextLogits"));
   exports.Set("generate", Napi::Function::New(env, Generate, "generate"));

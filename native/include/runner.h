@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 17
+#define RUNNER_ABI_VERSION 18
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -467,6 +467,17 @@ int32_t runner_context_n_past(const runner_context *ctx);
  * 0 < n_keep < runner_kv_min_keep is refused with RUNNER_ERR_KV_EVICTED. */
 runner_status runner_kv_truncate(runner_context *ctx, int32_t n_keep, char *err, int32_t err_len);
 
+/*
+ * Context shift (llama.cpp's --context-shift): forget positions [n_keep, n_keep + n_discard) and move
+ * the later ones down by n_discard, each cached key rotated by -n_discard as llama.cpp's K-shift does
+ * (in the cache's precision); n_past drops by n_discard and the last logits stay. Refused with
+ * RUNNER_ERR_UNSUPPORTED, naming why, where the result would not be what evaluating at the new
+ * positions means: sliding-window rings (swa_full keeps them flat), a rope attention factor (a second
+ * rotation scales twice), longrope factors (not built). runner_kv_can_shift answers without shifting.
+ */
+runner_status runner_kv_can_shift(const runner_context *ctx, char *err, int32_t err_len);
+runner_status runner_kv_shift(runner_context *ctx, int32_t n_keep, int32_t n_discard, char *err, int32_t err_len);
+
 /* What a decode writes out. EMBD is llama.cpp's "embeddings" (no pooling): the hidden state of
  * every token after the output norm, before the LM head, which is not run. */
 typedef enum runner_logits_mode {
@@ -646,6 +657,13 @@ typedef struct runner_generate_params {
     /* Decode group (may be NULL): the generated tokens are evaluated in its steps, beside the other
      * members'; a context of another model is refused. */
     runner_group *group;
+    /* Context shift (0: off): when a generated token finds the context full, the first shift_keep
+     * positions stay (at most n_ctx - 4, as llama.cpp's server caps n_keep), half of the rest after
+     * them is discarded (llama.cpp's n_discard = (n_past - n_keep) / 2) by runner_kv_shift, and the
+     * generation goes on; finish CONTEXT only where nothing can go. A context runner_kv_can_shift
+     * refuses is refused at the start. */
+    int32_t context_shift;
+    int32_t shift_keep;
 } runner_generate_params;
 
 typedef struct runner_generate_stats {
@@ -657,6 +675,8 @@ typedef struct runner_generate_stats {
     double decode_ms;    /* sampling + evaluating generated tokens */
     int32_t n_forced;    /* generated tokens the grammar forced (no draw) */
     double mask_ms;      /* computing grammar masks */
+    int32_t n_shifts;    /* context shifts made */
+    int32_t n_discarded; /* positions they discarded: [shift_keep, shift_keep + n_discarded) of the sequence */
 } runner_generate_stats;
 
 /* Called once per generated token, on the generating thread; return nonzero to stop. */

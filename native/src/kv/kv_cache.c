@@ -141,3 +141,41 @@ void runner_kv_cache_store(const runner_kv_cache *kv, int32_t layer, int32_t pos
         }
     }
 }
+
+void runner_kv_cache_move(const runner_kv_cache *kv, int32_t layer, int32_t dst, int32_t src, int32_t n) {
+    const size_t e = kv->elem_bytes, hd = (size_t)kv->head_dim;
+    /* Ascending: dst < src, so a position is read before anything is written over it. */
+    for (int32_t g = 0; g < kv->n_head_kv; g++)
+        for (int32_t i = 0; i < n; i++) {
+            const int32_t from = src + i, to = dst + i;
+            const uint8_t *kf = runner_kv_k_block(kv, layer, g, from / RUNNER_ATTN_BLOCK);
+            uint8_t *kt = (uint8_t *)(uintptr_t)runner_kv_k_block(kv, layer, g, to / RUNNER_ATTN_BLOCK);
+            for (size_t d = 0; d < hd; d++)
+                memcpy(kt + (d * RUNNER_ATTN_BLOCK + (size_t)(to % RUNNER_ATTN_BLOCK)) * e,
+                       kf + (d * RUNNER_ATTN_BLOCK + (size_t)(from % RUNNER_ATTN_BLOCK)) * e, e);
+            memcpy((void *)(uintptr_t)runner_kv_v_row(kv, layer, g, to), runner_kv_v_row(kv, layer, g, from), hd * e);
+        }
+}
+
+void runner_kv_cache_read_k(const runner_kv_cache *kv, int32_t layer, int32_t pos, float *k) {
+    const int32_t hd = kv->head_dim, in_block = pos % RUNNER_ATTN_BLOCK;
+    for (int32_t g = 0; g < kv->n_head_kv; g++) {
+        const void *kb = runner_kv_k_block(kv, layer, g, pos / RUNNER_ATTN_BLOCK);
+        for (int32_t d = 0; d < hd; d++) {
+            const size_t at = (size_t)d * RUNNER_ATTN_BLOCK + in_block;
+            k[(size_t)g * hd + d] = kv->type == RUNNER_KV_F16 ? runner_fp16_to_fp32(((const uint16_t *)kb)[at]) : ((const float *)kb)[at];
+        }
+    }
+}
+
+void runner_kv_cache_write_k(const runner_kv_cache *kv, int32_t layer, int32_t pos, const float *k) {
+    const int32_t hd = kv->head_dim, in_block = pos % RUNNER_ATTN_BLOCK;
+    for (int32_t g = 0; g < kv->n_head_kv; g++) {
+        void *kb = (void *)(uintptr_t)runner_kv_k_block(kv, layer, g, pos / RUNNER_ATTN_BLOCK);
+        for (int32_t d = 0; d < hd; d++) {
+            const size_t at = (size_t)d * RUNNER_ATTN_BLOCK + in_block;
+            if (kv->type == RUNNER_KV_F16) ((uint16_t *)kb)[at] = runner_fp32_to_fp16(k[(size_t)g * hd + d]);
+            else ((float *)kb)[at] = k[(size_t)g * hd + d];
+        }
+    }
+}

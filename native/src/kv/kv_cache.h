@@ -73,6 +73,14 @@ void runner_kv_cache_reserve(runner_kv_cache *kv, int32_t end);
  * F16 for an F16 cache. */
 void runner_kv_cache_store(const runner_kv_cache *kv, int32_t layer, int32_t pos, const float *k, const float *v);
 
+/* Move positions [src, src + n) of one flat layer to [dst, dst + n), dst < src (a context shift). */
+void runner_kv_cache_move(const runner_kv_cache *kv, int32_t layer, int32_t dst, int32_t src, int32_t n);
+
+/* One position's K row of a layer (row_values values, head after head) as floats, and back (rounded
+ * to F16 for an F16 cache). */
+void runner_kv_cache_read_k(const runner_kv_cache *kv, int32_t layer, int32_t pos, float *k);
+void runner_kv_cache_write_k(const runner_kv_cache *kv, int32_t layer, int32_t pos, const float *k);
+
 /* Block b of positions of KV head g's transposed K ([head_dim][RUNNER_ATTN_BLOCK] elements), and
  * position j's V row; on a ring layer, where they are in the ring (b mod its blocks). */
 static inline const void *runner_kv_k_block(const runner_kv_cache *kv, int32_t layer, int32_t g, int32_t b) {

@@ -64,6 +64,22 @@ static int forced_is_banned(const runner_sampler_params *s, const float *logits,
     return !isfinite(l);
 }
 
+/* Context shift (params.context_shift): a full context keeps its first shift_keep positions and drops
+ * half of the rest, as llama.cpp's --context-shift does. 0 when it is off or nothing can go: the
+ * generation then ends with "context". */
+static int shift_when_full(runner_context *ctx, const runner_generate_params *p, int32_t *pos, runner_generate_stats *out) {
+    const int32_t n_ctx = ctx->params.n_ctx;
+    if (!p->context_shift) return 0;
+    int32_t keep = p->shift_keep > 0 ? p->shift_keep : 0;
+    if (keep > n_ctx - 4) keep = n_ctx > 4 ? n_ctx - 4 : 0;
+    const int32_t discard = (*pos - keep) / 2;
+    if (discard < 1 || runner_kv_shift(ctx, keep, discard, NULL, 0) != RUNNER_OK) return 0;
+    *pos -= discard;
+    out->n_shifts++;
+    out->n_discarded += discard;
+    return 1;
+}
+
 runner_status runner_generate(runner_context *ctx, const runner_generate_params *p, runner_token_fn on_token,
                               void *user, const volatile int32_t *abort_flag, runner_generate_stats *stats, char *err,
                               int32_t err_len) {
@@ -75,6 +91,10 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: missing prompt, sampling or token lists");
     const int32_t n_vocab = ctx->model->cfg.n_vocab;
     runner_sampler *sampler = NULL;
+    if (p->context_shift) {
+        const runner_status can = runner_kv_can_shift(ctx, err, err_len);
+        if (can != RUNNER_OK) return can;
+    }
     if (p->matcher && runner_matcher_n_vocab(p->matcher) != n_vocab)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: the grammar's vocabulary has %d tokens, the model %d",
                            runner_matcher_n_vocab(p->matcher), n_vocab);
@@ -169,7 +189,7 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
             have_step = 1;
         }
         if (out->n_generated == p->max_tokens) break;
-        if (pos >= ctx->params.n_ctx) {
+        if (pos >= ctx->params.n_ctx && !shift_when_full(ctx, p, &pos, out)) {
             out->finish = RUNNER_FINISH_CONTEXT;
             break;
         }

@@ -18,17 +18,22 @@ void runner_rope_row(float *x, int32_t n_heads, int32_t head_dim, int32_t n_rot,
     }
 }
 
-void runner_rope_cache_fill(float *cos_out, float *sin_out, int32_t n_pos, int32_t n_rot, float base, float freq_scale,
-                            const float *factors, float mscale) {
+void runner_rope_angles(float *cs, float *sn, int32_t pos, int32_t n_rot, float base, float freq_scale, const float *factors,
+                        float mscale) {
     const int32_t half = n_rot / 2;
     const float theta_scale = powf(base, -2.0f / (float)n_rot);
-    for (int32_t p = 0; p < n_pos; p++) {
-        float theta = (float)p;
-        for (int32_t i = 0; i < half; i++) {
-            const float t = freq_scale * (factors ? theta / factors[i] : theta);
-            cos_out[(size_t)p * half + i] = cosf(t) * mscale;
-            sin_out[(size_t)p * half + i] = sinf(t) * mscale;
-            theta *= theta_scale;
-        }
+    float theta = (float)pos;
+    for (int32_t i = 0; i < half; i++) {
+        const float t = freq_scale * (factors ? theta / factors[i] : theta);
+        cs[i] = cosf(t) * mscale;
+        sn[i] = sinf(t) * mscale;
+        theta *= theta_scale;
     }
+}
+
+void runner_rope_cache_fill(float *cos_out, float *sin_out, int32_t n_pos, int32_t n_rot, float base, float freq_scale,
+                            const float *factors, float mscale) {
+    const size_t half = (size_t)(n_rot / 2);
+    for (int32_t p = 0; p < n_pos; p++)
+        runner_rope_angles(cos_out + (size_t)p * half, sin_out + (size_t)p * half, p, n_rot, base, freq_scale, factors, mscale);
 }

@@ -54,6 +54,10 @@ export async function runChat(options: ChatOptions): Promise<number> {
     kvType: options.kvType,
     swaFull: options.swaFull ?? false,
   })
+  // --context-shift also lets a reply shift a full context, where that is exact; where not, say why.
+  const shiftRefusal = options.contextShift ? ctx.contextShiftRefusal : undefined
+  if (shiftRefusal !== undefined)
+    options.onWarning?.(`--context-shift drops old turns, but a reply still ends at a full context: ${shiftRefusal}`)
   const modelName = basename(options.modelPath).replace(/(-\d{5}-of-\d{5})?\.gguf$/i, '')
   const conversation = new ChatConversation({
     tokenizer: model.tokenizer,
@@ -61,6 +65,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
     session: new Session(ctx),
     nCtx,
     contextShift: options.contextShift,
+    replyShift: options.contextShift && shiftRefusal === undefined,
     params: {sampling: options.sampling, maxTokens: options.nPredict},
     ...(options.constraint ? {constraint: options.constraint} : {}),
     ...(options.system === undefined ? {} : {system: options.system}),

@@ -111,6 +111,23 @@ export function swaFullFlag() {
   }
 }
 
+/**
+ * llama.cpp's --context-shift and --keep (run, serve): a full context drops half of what follows the
+ * kept tokens and generation goes on (docs/long-context.md).
+ */
+export const contextShiftFlags = {
+  'context-shift': Flags.boolean({
+    description:
+      "when the context is full, keep the first --keep prompt tokens, drop half of the rest and go on generating (llama.cpp's --context-shift); refused where it cannot be exact (a sliding-window ring: add --swa-full)",
+  }),
+  keep: Flags.integer({
+    description: "prompt tokens a context shift keeps, after the BOS token (llama.cpp's --keep; -1: the whole prompt) (default: 0)",
+    min: -1,
+    helpValue: 'N',
+    dependsOn: ['context-shift'],
+  }),
+}
+
 /** The context flags run and chat share, named as llama.cpp names them. */
 export const contextFlags = {
   'ctx-size': Flags.integer({

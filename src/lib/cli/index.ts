@@ -17,6 +17,7 @@ export {
   noGpuFlag,
   refuseGpuLayers,
   swaFullFlag,
+  contextShiftFlags,
 } from './engine-flags.js'
 export {type Interrupt, listenForInterrupt, withInterrupt} from './interrupt.js'
 export {ByteProgress, type ByteProgressOptions, formatEta, loadProgress, type ProgressStream} from './progress.js'

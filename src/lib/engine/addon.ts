@@ -19,7 +19,7 @@ import {amxMode, type AmxStatus, cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 17
+export const ADDON_ABI_VERSION = 18
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -101,6 +101,8 @@ export interface NativeGenerateParams {
   matcher?: NativeMatcherHandle
   /** Decode group: the generated tokens are evaluated in its steps, beside other members'. */
   group?: NativeGroupHandle
+  /** Context shift: a full context keeps this many positions and drops half of the rest (absent: off). */
+  shiftKeep?: number
 }
 
 /** runner_kv_info. */
@@ -123,6 +125,9 @@ export interface NativeGenerateStats {
   nForced: number
   /** Time spent computing grammar masks. */
   maskMs: number
+  /** Context shifts made, and the positions they discarded (after shiftKeep, in total). */
+  nShifts: number
+  nDiscarded: number
 }
 
 /** One entry of the engine's weight-type table (runner.h runner_type_info; native/addon/types_binding.cc). */
@@ -298,6 +303,10 @@ export interface NativeAddon {
   kvBytes(ctx: NativeContextHandle): number
   /** runner_kv_info: the cache as allocated, as a flat one would be, and its sliding-window rings. */
   kvInfo(ctx: NativeContextHandle): NativeKvInfo
+  /** Context shift: drop [nKeep, nKeep + nDiscard), move the rest down, their keys re-roped (runner_kv_shift). */
+  kvShift(ctx: NativeContextHandle, nKeep: number, nDiscard: number): void
+  /** Null, or why runner_kv_can_shift refuses a context shift on this context. */
+  kvCanShift(ctx: NativeContextHandle): string | null
   /** The smallest nKeep > 0 kvTruncate accepts now (0: any); below it a ring has lost the next token's window. */
   kvMinKeep(ctx: NativeContextHandle): number
   /** A copy of the logits row of the last token the last decode or generate evaluated (null: none yet, or truncated since). */
@@ -366,6 +375,8 @@ export const ADDON_FUNCTIONS = [
   'kvBytes',
   'kvInfo',
   'kvMinKeep',
+  'kvShift',
+  'kvCanShift',
   'contextLogits',
   'generate',
   'groupCreate',

@@ -55,6 +55,13 @@ export interface GenerateOptions {
    * bitwise those of generating alone.
    */
   readonly group?: DecodeGroup
+  /**
+   * Context shift (llama.cpp's --context-shift): when a generated token finds the context full, the
+   * first `keep` positions stay (at most nCtx - 4), half of the rest after them is dropped, the later
+   * keys re-roped, and the generation goes on. Refused (CONTEXT_SHIFT_UNSUPPORTED) on a context where
+   * it cannot be exact (Context.contextShiftRefusal).
+   */
+  readonly contextShift?: {readonly keep: number}
 }
 
 export interface GeneratedToken {
@@ -90,6 +97,12 @@ export interface GenerationResult {
   readonly forcedTokens: number
   /** Part of decodeMs spent computing grammar masks. */
   readonly maskMs: number
+  /**
+   * Context shifts: how many, and the positions they dropped in all, which were
+   * [keep, keep + discarded) of the sequence (prompt from position 0, then the generated tokens):
+   * the cache holds the sequence without them.
+   */
+  readonly shifts: {readonly count: number; readonly keep: number; readonly discarded: number}
 }
 
 /**
@@ -174,6 +187,29 @@ export class Context {
     return out
   }
 
+  /**
+   * Why a context shift cannot be exact on this context (a sliding-window ring, a rope that a second
+   * rotation would not leave a pure rotation), or undefined when it can.
+   */
+  get contextShiftRefusal(): string | undefined {
+    return loadAddon().kvCanShift(this.native) ?? undefined
+  }
+
+  /** Refuse, by name and reason, a context shift this context cannot make exactly. */
+  assertCanShift(what = 'context shift'): void {
+    const why = this.contextShiftRefusal
+    if (why !== undefined) throw new RunnerError('CONTEXT_SHIFT_UNSUPPORTED', `${what}: ${why}`, ExitCode.unsupported)
+  }
+
+  /** Drop positions [nKeep, nKeep + nDiscard) and move the later ones down, their keys re-roped (llama.cpp's K-shift). */
+  kvShift(nKeep: number, nDiscard: number): void {
+    try {
+      loadAddon().kvShift(this.native, nKeep, nDiscard)
+    } catch (error) {
+      throw engineError(error)
+    }
+  }
+
   /** Forget every position at or after nKeep. */
   kvTruncate(nKeep: number): void {
     try {
@@ -206,6 +242,7 @@ export class Context {
     }
     if (prompt.length === 0) throw new RunnerError('GENERATE_EMPTY_PROMPT', 'the prompt has no tokens', ExitCode.usage)
     const pos = options.pos ?? this.nPast
+    if (options.contextShift) this.assertCanShift()
     if (pos + prompt.length > this.options.nCtx) {
       throw new RunnerError(
         'CONTEXT_FULL',
@@ -237,11 +274,17 @@ export class Context {
         },
         ...(options.matcher ? {matcher: options.matcher.handle} : {}),
         ...(options.group ? {group: options.group.handleFor(this.model)} : {}),
+        ...(options.contextShift ? {shiftKeep: this.shiftKeep(options.contextShift.keep)} : {}),
       },
       onToken,
       flags,
     )
     return {pos, done}
+  }
+
+  /** The positions a context shift keeps: as asked, at most nCtx - 4 (llama.cpp's server cap, which the engine applies too). */
+  shiftKeep(keep: number): number {
+    return Math.max(0, Math.min(Math.trunc(keep), this.options.nCtx - 4))
   }
 
   dispose(): void {
@@ -297,7 +340,8 @@ export class TokenStream implements AsyncIterable<GeneratedToken> {
         }
         return {
           tokens,
-          pending: sequence.slice(nPast - started.pos),
+          // A shift dropped nDiscarded positions before nPast: the pending ones lie that much further on.
+          pending: sequence.slice(nPast + stats.nDiscarded - started.pos),
           nPast,
           text,
           finishReason,
@@ -306,6 +350,11 @@ export class TokenStream implements AsyncIterable<GeneratedToken> {
           decodeMs: stats.decodeMs,
           forcedTokens: stats.nForced,
           maskMs: stats.maskMs,
+          shifts: {
+            count: stats.nShifts,
+            keep: options.contextShift ? ctx.shiftKeep(options.contextShift.keep) : 0,
+            discarded: stats.nDiscarded,
+          },
         }
       },
       (error: unknown) => {

@@ -15,6 +15,12 @@ export function penaltyHistory(prompt: readonly number[], reuse: number, samplin
   return prompt.slice(Math.max(0, reuse - sampling.penaltyLastN), reuse)
 }
 
+/** A sequence as the cache holds it after context shifts: [keep, keep + discarded) dropped. */
+export function withoutShifted<T>(sequence: readonly T[], shifts: {readonly keep: number; readonly discarded: number}): T[] {
+  if (shifts.discarded === 0) return [...sequence]
+  return [...sequence.slice(0, shifts.keep), ...sequence.slice(shifts.keep + shifts.discarded)]
+}
+
 export interface SessionTurn {
   readonly stream: TokenStream
   /** Prompt tokens whose KV rows were reused instead of evaluated. */
@@ -99,8 +105,9 @@ export class Session {
     })
     const result = stream.result.then(
       (r) => {
-        // Every position the cache holds is a prompt or generated token; the pending ones are not in it.
-        this.held = [...prompt, ...r.tokens].slice(0, r.nPast)
+        // Every position the cache holds is a prompt or generated token, less what context shifts
+        // dropped; the pending ones are not in it.
+        this.held = withoutShifted([...prompt, ...r.tokens], r.shifts).slice(0, r.nPast)
         return r
       },
       (error: unknown) => {

@@ -34,6 +34,12 @@ export interface GenerationRequest extends GenerationHooks {
    * exactly when the document is complete (finish reason "eos"; "length" if maxTokens ran out first).
    */
   readonly constraint?: Constraint
+  /**
+   * Context shift (llama.cpp's --context-shift): a full context keeps its first `keep` tokens (the
+   * system prompt, the whole prompt) and drops half of the rest, and the generation goes on instead of
+   * ending with "context". Refused by name where it cannot be exact (a sliding-window ring).
+   */
+  readonly contextShift?: {readonly keep: number}
 }
 
 /**
@@ -75,6 +81,8 @@ export interface GenerationOutcome {
   readonly stopString: string | undefined
   readonly usage: GenerationUsage
   readonly timings: GenerationTimings
+  /** Context shifts made (request.contextShift), and the tokens they dropped in all. */
+  readonly shifts: {readonly count: number; readonly discarded: number}
 }
 
 /** The events of one generation; leaving the iteration early stops it (finish reason "stopped"). */
@@ -127,6 +135,7 @@ export function generate(session: Session, request: GenerationRequest): Generati
       stopTokens: request.stopTokens,
       maxReuse: request.maxReuse,
       ...(matcher ? {matcher} : {}),
+      ...(request.contextShift ? {contextShift: request.contextShift} : {}),
     })
   } catch (error) {
     matcher?.dispose()
@@ -163,6 +172,7 @@ export function generate(session: Session, request: GenerationRequest): Generati
         forcedTokens: release.tokens.slice(0, completionTokens).filter((t) => t.forced).length,
       },
       timings: {promptMs: r.promptMs, decodeMs: r.decodeMs, maskMs: r.maskMs},
+      shifts: {count: r.shifts.count, discarded: r.shifts.discarded},
     }
   }
   const result = drive()

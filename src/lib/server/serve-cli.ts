@@ -6,7 +6,17 @@
 
 import {Flags, type Interfaces} from '@oclif/core'
 
-import {listenForInterrupt, loraFlag, loraFromFlags, modelFlag, noGpuFlag, refuseGpuLayers, swaFullFlag, warnLine} from '../cli/index.js'
+import {
+  contextShiftFlags,
+  listenForInterrupt,
+  loraFlag,
+  loraFromFlags,
+  modelFlag,
+  noGpuFlag,
+  refuseGpuLayers,
+  swaFullFlag,
+  warnLine,
+} from '../cli/index.js'
 import {MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {BUILTIN_TEMPLATE_NAMES, chatTemplateOverride} from '../chat/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
@@ -52,6 +62,7 @@ export const serveFlags = {
   }),
   'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: SERVE_DEFAULTS.kvType}),
   ...swaFullFlag(),
+  ...contextShiftFlags,
   'api-key': Flags.string({
     description: 'require "Authorization: Bearer KEY" on every route but /health',
     env: 'RUNNER_API_KEY',
@@ -145,6 +156,8 @@ type ServeFlagValues = {
   readonly threads?: number
   readonly 'kv-type': string
   readonly 'swa-full'?: boolean
+  readonly 'context-shift'?: boolean
+  readonly keep?: number
   readonly 'n-gpu-layers'?: number
   readonly 'api-key'?: string
   readonly 'chat-template'?: string
@@ -178,6 +191,7 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     threadsPerSlot: flags.threads,
     kvType: flags['kv-type'] as 'f16' | 'f32',
     swaFull: flags['swa-full'] === true,
+    ...(flags['context-shift'] ? {contextShift: {keep: flags.keep ?? 0}} : {}),
     queueLimit: flags.queue,
     timeoutSeconds: parseTimeoutFlag(flags.timeout),
     bodyLimitBytes: flags['body-limit'],

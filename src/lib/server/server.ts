@@ -60,6 +60,12 @@ export interface ServeOptions {
   readonly kvType?: 'f16' | 'f32'
   /** Sliding-window layers keep every position (llama.cpp's --swa-full) instead of a ring; a ring reuses less of a slot's cache. */
   readonly swaFull?: boolean
+  /**
+   * llama-server's --context-shift with --keep N (prompt tokens after BOS; -1: the whole prompt): a slot
+   * whose context fills drops half of what follows them and goes on; refused at start where it cannot
+   * be exact (a sliding-window ring).
+   */
+  readonly contextShift?: {readonly keep: number}
   readonly queueLimit?: number
   /** Seconds a request may take from arrival (queue and prefill included). */
   readonly timeoutSeconds?: number
@@ -180,6 +186,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
     for (let i = 0; i < o.parallel; i++)
       contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType, swaFull: o.swaFull ?? false}))
+    // Refused by name before the server listens where a shift could not be exact (a sliding-window ring).
+    if (o.contextShift) contexts[0]!.assertCanShift('--context-shift')
     // Prompts still run on their slot's own threads; the decode steps of every slot run together here.
     // Its threads: the slots' own budget when --threads gave one (threads x slots), else the physical cores.
     const groupThreads = Math.min(256, o.threadsPerSlot !== undefined ? o.threadsPerSlot * o.parallel : defaultThreads())
@@ -197,6 +205,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       template,
       work,
       nCtx,
+      contextShift: o.contextShift !== undefined,
       limits: requestLimits,
     }
     // The template's capability probes, once, now: not inside the first request.
@@ -249,6 +258,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         kv_bytes_per_slot: contexts[0]!.kvBytes,
         kv_flat_bytes_per_slot: contexts[0]!.kvInfo.flatBytes,
         swa_ring_positions: contexts[0]!.kvInfo.ringPositions,
+        context_shift: o.contextShift ? {keep: o.contextShift.keep} : false,
         batched_decode: group !== undefined,
         ...(group ? {batched_decode_threads: group.options.threads} : {}),
         scheduling:
@@ -345,7 +355,15 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       },
       routes: ROUTES.map((r) => ({method: r.method, path: r.url, summary: r.summary})),
     }
-    const state = new ServerState(env, {scheduler, metrics}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000, model.gguf)
+    const state = new ServerState(
+      env,
+      {scheduler, metrics, ...(o.contextShift ? {contextShift: o.contextShift} : {})},
+      scheduler,
+      metrics,
+      capabilities,
+      o.timeoutSeconds * 1000,
+      model.gguf,
+    )
     const app = buildApp(state, o.bodyLimitBytes, o.apiKey, corsOrigins, limits, (a) => installRequestLog(a, o.requestLog, log))
     try {
       await app.listen({host: o.host, port: o.port})
