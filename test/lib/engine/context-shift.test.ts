@@ -12,6 +12,7 @@ import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
 
 import {makeTestModel} from '../../../scripts/make-test-model.js'
+import {DecodeGroup} from '../../../src/lib/engine/decode-group.js'
 import {Model} from '../../../src/lib/engine/model.js'
 import {Session, withoutShifted} from '../../../src/lib/engine/session.js'
 import {RunnerError} from '../../../src/lib/errors.js'
@@ -140,6 +141,32 @@ describe('context shift', {skip: hasShared() ? false : NO_SHARED_REASON}, () => 
       })
     })
   }
+
+  test('in a decode group (serve --parallel): each member shifts its own cache, with the tokens of generating alone', async () => {
+    const model = await Model.load(sharedPath('models/stories260K.gguf'))
+    const group = DecodeGroup.create(model, {threads: 2, maxMembers: 4})
+    const prompts = [TOKENS.slice(0, 5), TOKENS.slice(30, 33)]
+    const options = {maxTokens: 200, sampling: greedy(), contextShift: {keep: 2}, stopTokens: []}
+    try {
+      const alone = []
+      for (const p of prompts) {
+        const ctx = await model.createContext({nCtx: 64, threads: 1})
+        alone.push((await ctx.generate(p, options).result).tokens)
+        ctx.dispose()
+      }
+      const ctxs = await Promise.all(prompts.map(() => model.createContext({nCtx: 64, threads: 1})))
+      const together = await Promise.all(prompts.map((p, i) => ctxs[i]!.generate(p, {...options, group}).result))
+      for (const c of ctxs) c.dispose()
+      assert.ok(together.every((r) => r.shifts.count >= 3))
+      assert.deepEqual(
+        together.map((r) => r.tokens),
+        alone,
+      )
+    } finally {
+      group.dispose()
+      model.dispose()
+    }
+  })
 
   test('without a context shift a full context still ends the generation ("context")', async () => {
     const model = await Model.load(sharedPath('models/stories260K.gguf'))
