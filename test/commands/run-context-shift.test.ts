@@ -96,6 +96,14 @@ describe('--context-shift', {skip: hasShared() ? false : NO_SHARED_REASON, timeo
       assert.equal(r.usage?.completion_tokens, 150)
       assert.equal(r.choices[0]!.finish_reason, 'length')
       assert.ok(((r.usage as unknown as {context_shifts: number}).context_shifts ?? 0) >= 2, JSON.stringify(r.usage))
+      // Anthropic's route too: max_tokens past the slot is no longer refused.
+      const a = await fetch(`${s.url}/v1/messages`, {
+        method: 'POST',
+        headers: {'content-type': 'application/json', 'anthropic-version': '2023-06-01'},
+        body: JSON.stringify({model: 'stories260K', max_tokens: 100, temperature: 0, messages: [{role: 'user', content: 'Hi'}]}),
+      })
+      assert.equal(a.status, 200, await a.clone().text())
+      assert.equal(((await a.json()) as {usage: {output_tokens: number}}).usage.output_tokens, 100)
       const caps = (await (await fetch(`${s.url}/v1/capabilities`)).json()) as {slots: {context_shift: unknown}}
       assert.deepEqual(caps.slots.context_shift, {keep: 0})
     } finally {
