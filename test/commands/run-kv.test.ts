@@ -55,4 +55,10 @@ describe('run and inspect report the KV cache with and without the ring', {skip:
     })
     assert.equal(doc.memory.kvCache.ringLayers, 0)
   })
+
+  test('bench: a test with a depth rewinds to it every run, so it keeps the flat cache (a ring could not serve the rewind)', async () => {
+    const r = await runCliAsync(['bench', '-m', GEMMA3, '-p', '64', '-n', '8', '-d', '150', '-b', '16', '-r', '2', '-t', '1', '-o', 'json'])
+    assert.equal(r.status, 0, r.stderr)
+    assert.equal((JSON.parse(r.stdout) as unknown[]).length, 2)
+  })
 })
