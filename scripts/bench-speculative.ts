@@ -20,7 +20,7 @@
  * CPU kind say nothing of another.
  */
 import {spawn} from 'node:child_process'
-import {existsSync, mkdirSync, renameSync, rmSync} from 'node:fs'
+import {existsSync, mkdirSync, renameSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {dirname, join, resolve} from 'node:path'
 import {fileURLToPath} from 'node:url'
@@ -35,7 +35,8 @@ import {resolveSamplingOptions} from '../src/lib/sampling/index.js'
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const STORIES = resolve(ROOT, '../shared/models/stories260K.gguf')
 const FIXTURE = resolve(ROOT, '../shared/fixtures/llama.gguf')
-const PASSAGE = 'Once upon a time, there was a little girl named Lily. She liked to play with her ball in the park. One day, she saw a big dog.'
+const PASSAGE =
+  'Once upon a time, there was a little girl named Lily. She liked to play with her ball in the park. One day, she saw a big dog.'
 const PROMPTS = {repeat: `${PASSAGE} ${PASSAGE.slice(0, 60)}`, fresh: 'Once upon a time'}
 type PromptName = keyof typeof PROMPTS
 const MODES = ['plain', 'lookup', 'draft'] as const
@@ -96,7 +97,12 @@ async function runLlamaCpp(j: Job): Promise<Sample> {
   const {getLlama, LlamaLogLevel, InputLookupTokenPredictor, DraftSequenceTokenPredictor} = await import('node-llama-cpp')
   const llama = await getLlama({gpu: false, build: 'never', logLevel: LlamaLogLevel.error})
   const model = await llama.loadModel({modelPath: j.model})
-  const ctx = await model.createContext({contextSize: 1024, batchSize: 512, threads: {ideal: j.threads, min: j.threads}, flashAttention: false})
+  const ctx = await model.createContext({
+    contextSize: 1024,
+    batchSize: 512,
+    threads: {ideal: j.threads, min: j.threads},
+    flashAttention: false,
+  })
   const draftModel = j.mode === 'draft' ? await llama.loadModel({modelPath: STORIES}) : undefined
   const draftCtx = draftModel ? await draftModel.createContext({contextSize: 1024, threads: {ideal: j.threads, min: j.threads}}) : undefined
   // The same settings as ours: lookup n-grams 2..4 and up to 10 drafted tokens; a draft model's 16 (llama.cpp's default).
@@ -148,7 +154,12 @@ async function paddedStories(cacheDir: string, extra: number): Promise<string> {
   const src = readGgufModel(STORIES)
   const nLayer = 5
   const last = src.tensors.filter((t) => t.name.startsWith(`blk.${nLayer - 1}.`))
-  const tensors: GgufWriteTensor[] = src.tensors.map((t) => ({name: t.name, type: t.type, shape: t.shape, data: {file: t.file, offset: t.offset}}))
+  const tensors: GgufWriteTensor[] = src.tensors.map((t) => ({
+    name: t.name,
+    type: t.type,
+    shape: t.shape,
+    data: {file: t.file, offset: t.offset},
+  }))
   for (let b = nLayer; b < nLayer + extra; b++)
     for (const t of last) {
       const name = t.name.replace(`blk.${nLayer - 1}.`, `blk.${b}.`)
@@ -254,7 +265,11 @@ async function main(): Promise<void> {
     return
   }
   const cols = Object.keys(rows[0]!)
-  process.stdout.write(`${Object.entries(header).map(([k, v]) => `${k}: ${v}`).join(' · ')}\n\n`)
+  process.stdout.write(
+    `${Object.entries(header)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(' · ')}\n\n`,
+  )
   process.stdout.write(`| ${cols.join(' | ')} |\n|${cols.map(() => '---').join('|')}|\n`)
   for (const r of rows) process.stdout.write(`| ${cols.map((c) => r[c]).join(' | ')} |\n`)
 }

@@ -373,6 +373,7 @@ Napi::Value ContextCreate(const Napi::CallbackInfo &info) {
   p.kv_type = IntProp(o, "kvType", "params");
   // Optional: an MTP draft's context runs only the NextN block (runner_context_blocks).
   p.blocks = o.Has("blocks") && !o.Get("blocks").IsUndefined() ? IntProp(o, "blocks", "params") : RUNNER_CONTEXT_MODEL;
+  p.swa_full = o.Get("swaFull").IsUndefined() ? 0 : IntProp(o, "swaFull", "params");
   auto *w = new ContextWorker(env, m, p);
   Napi::Promise pr = w->Promise();
   w->Queue();
@@ -514,6 +515,44 @@ Napi::Value KvBytes(const Napi::CallbackInfo &info) {
   return Napi::Number::New(info.Env(), static_cast<double>(runner_context_kv_bytes(c->ctx)));
 }
 
+// kvShift(context, nKeep, nDiscard): drop [nKeep, nKeep + nDiscard), move the rest down, re-rope their keys.
+Napi::Value KvShift(const Napi::CallbackInfo &info) {
+  const int32_t keep = Int32Arg(info[1], "nKeep"), discard = Int32Arg(info[2], "nDiscard");
+  ContextRef c = Acquire(info[0]);
+  char err[kErrLen] = {0};
+  const runner_status st = runner_kv_shift(c->ctx, keep, discard, err, kErrLen);
+  c->busy = false;
+  if (st != RUNNER_OK) throw StatusError(info.Env(), st, err);
+  return info.Env().Undefined();
+}
+
+// kvCanShift(context) -> null, or why a context shift is refused on it
+Napi::Value KvCanShift(const Napi::CallbackInfo &info) {
+  ContextRef c = Unwrap<ContextHandle>(info[0], "context");
+  char err[kErrLen] = {0};
+  if (runner_kv_can_shift(c->ctx, err, kErrLen) == RUNNER_OK) return info.Env().Null();
+  return Napi::String::New(info.Env(), err);
+}
+
+// kvInfo(context) -> {bytes, flatBytes, ringLayers, ringPositions}
+Napi::Value KvInfo(const Napi::CallbackInfo &info) {
+  ContextRef c = Unwrap<ContextHandle>(info[0], "context");
+  runner_kv_info k{};
+  runner_context_kv_info(c->ctx, &k);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("bytes", static_cast<double>(k.bytes));
+  o.Set("flatBytes", static_cast<double>(k.flat_bytes));
+  o.Set("ringLayers", k.ring_layers);
+  o.Set("ringPositions", k.ring_positions);
+  return o;
+}
+
+Napi::Value KvMinKeep(const Napi::CallbackInfo &info) {
+  // As n_past: a running worker moves it.
+  ContextRef c = Idle(info[0]);
+  return Napi::Number::New(info.Env(), runner_kv_min_keep(c->ctx));
+}
+
 Napi::Value NPast(const Napi::CallbackInfo &info) {
   // A running worker writes n_past: reading it then would race, and the answer would be stale.
   ContextRef c = Idle(info[0]);
@@ -550,10 +589,11 @@ class GenerateWorker : public Napi::AsyncWorker {
   GenerateWorker(Napi::Env env, ContextRef ctx, std::shared_ptr<GenerateState> state, Napi::ThreadSafeFunction tsfn,
                  std::vector<int32_t> prompt, std::vector<int32_t> history, std::vector<int32_t> eog, int32_t pos,
                  int32_t max_tokens, SamplerParams sp, Napi::Int32Array flags, std::shared_ptr<MatcherHandle> matcher, GroupRef group,
-                 DraftRef draft, std::vector<int32_t> prefix)
+                 DraftRef draft, std::vector<int32_t> prefix, int32_t shift_keep)
       : Napi::AsyncWorker(env), ctx_(std::move(ctx)), state_(std::move(state)), tsfn_(tsfn), prompt_(std::move(prompt)),
         history_(std::move(history)), eog_(std::move(eog)), pos_(pos), max_tokens_(max_tokens), sp_(std::move(sp)),
-        matcher_(std::move(matcher)), group_(std::move(group)), draft_(std::move(draft)), prefix_(std::move(prefix)) {
+        matcher_(std::move(matcher)), group_(std::move(group)), draft_(std::move(draft)), prefix_(std::move(prefix)),
+        shift_keep_(shift_keep) {
     if (!flags.IsEmpty()) {
       flags_ref_ = Napi::Persistent(flags);
       flags_ = flags.Data();
@@ -579,6 +619,8 @@ class GenerateWorker : public Napi::AsyncWorker {
       p.draft = draft_ ? draft_->draft : nullptr;
       p.prefix = prefix_.data();
       p.n_prefix = static_cast<int32_t>(prefix_.size());
+      p.context_shift = shift_keep_ >= 0;
+      p.shift_keep = shift_keep_;
       char err[kErrLen] = {0};
       const runner_status st = runner_generate(ctx_->ctx, &p, &GenerateWorker::OnToken, this, flags_, &state_->stats, err, kErrLen);
       state_->message = err;
@@ -641,6 +683,7 @@ class GenerateWorker : public Napi::AsyncWorker {
   GroupRef group_;
   DraftRef draft_;
   std::vector<int32_t> prefix_;
+  int32_t shift_keep_;  // -1: no context shift
   Napi::Reference<Napi::Int32Array> flags_ref_;
   volatile int32_t *flags_ = nullptr;
 };
@@ -659,6 +702,8 @@ Napi::Object StatsToJs(Napi::Env env, const runner_generate_stats &s) {
   o.Set("nDrafted", s.n_drafted);
   o.Set("nAccepted", s.n_accepted);
   o.Set("draftMs", s.draft_ms);
+  o.Set("nShifts", s.n_shifts);
+  o.Set("nDiscarded", s.n_discarded);
   return o;
 }
 
@@ -683,6 +728,11 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
     draft = Unwrap<DraftHandle>(o.Get("draft"), "draft");
     prefix = TokensFrom(o.Get("prefix"), "prefix");
   }
+  int32_t shift_keep = -1;
+  if (o.Has("shiftKeep") && !o.Get("shiftKeep").IsUndefined()) {
+    shift_keep = IntProp(o, "shiftKeep", "params");
+    if (shift_keep < 0) ThrowInvalid(env, Kind::kRangeError, "params.shiftKeep must be >= 0");
+  }
   ContextRef c = Acquire(info[0]);
   std::shared_ptr<MatcherHandle> matcher;
   bool draft_taken = false;
@@ -701,7 +751,7 @@ Napi::Value Generate(const Napi::CallbackInfo &info) {
           else state->deferred.Resolve(StatsToJs(env, state->stats));
         });
     auto *w = new GenerateWorker(env, c, state, tsfn, std::move(prompt), std::move(history), std::move(eog), pos, max_tokens,
-                                 std::move(sp), flags, matcher, group, draft, std::move(prefix));
+                                 std::move(sp), flags, matcher, group, draft, std::move(prefix), shift_keep);
     w->Queue();
     return state->deferred.Promise();
   } catch (...) {
@@ -813,6 +863,10 @@ void RegisterEngineBindings(Napi::Env env, Napi::Object exports) {
   exports.Set("kvTruncate", Napi::Function::New(env, KvTruncate, "kvTruncate"));
   exports.Set("nPast", Napi::Function::New(env, NPast, "nPast"));
   exports.Set("kvBytes", Napi::Function::New(env, KvBytes, "kvBytes"));
+  exports.Set("kvInfo", Napi::Function::New(env, KvInfo, "kvInfo"));
+  exports.Set("kvShift", Napi::Function::New(env, KvShift, "kvShift"));
+  exports.Set("kvCanShift", Napi::Function::New(env, KvCanShift, "kvCanShift"));
+  exports.Set("kvMinKeep", Napi::Function::New(env, KvMinKeep, "kvMinKeep"));
   exports.Set("contextLogits", Napi::Function::New(env, ContextLogits, "contextLogits"));
   exports.Set("generate", Napi::Function::New(env, Generate, "generate"));
   exports.Set("draftCreate", Napi::Function::New(env, DraftCreate, "draftCreate"));

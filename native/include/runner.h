@@ -21,7 +21,7 @@ extern "C" {
 /* ---- version ------------------------------------------------------------ */
 
 /* Version of this C API; the TypeScript loader refuses an addon built against another. */
-#define RUNNER_ABI_VERSION 19
+#define RUNNER_ABI_VERSION 20
 
 /* The package version (package.json "version", injected by CMake), e.g. "0.1.0". Static storage. */
 const char *runner_version(void);
@@ -118,7 +118,8 @@ uint64_t runner_amx_tiles(void);
     X(RUNNER_ERR_ABORTED, 7, "ENGINE_ABORTED", "the abort flag was raised") \
     X(RUNNER_ERR_INTERNAL, 8, "ENGINE_INTERNAL", "an unexpected failure (a bug); the message says where") \
     X(RUNNER_ERR_BUSY, 9, "ENGINE_BUSY", "a context is in use by another call") \
-    X(RUNNER_ERR_DISPOSED, 10, "ENGINE_DISPOSED", "a model or context was used after it was disposed")
+    X(RUNNER_ERR_DISPOSED, 10, "ENGINE_DISPOSED", "a model or context was used after it was disposed") \
+    X(RUNNER_ERR_KV_EVICTED, 11, "ENGINE_KV_EVICTED", "a truncate or rewind needs positions a sliding-window ring has overwritten")
 
 typedef enum runner_status {
 #define RUNNER_STATUS_ENUM_(constant, value, code, doc) constant = value,
@@ -427,6 +428,11 @@ typedef struct runner_context_params {
     int32_t n_threads; /* workers, including the calling thread */
     int32_t kv_type;   /* runner_kv_type */
     int32_t blocks;    /* runner_context_blocks (0: the model's) */
+    /* Nonzero: sliding-window layers keep every position (llama.cpp's --swa-full). Zero: each keeps a
+     * ring of the positions its window can still reach (n_swa - 1 + n_batch, in whole 32-position
+     * blocks), with bitwise the same results; truncating below what the ring holds is refused
+     * (RUNNER_ERR_KV_EVICTED; runner_kv_min_keep). */
+    int32_t swa_full;
 } runner_context_params;
 
 typedef struct runner_context runner_context;
@@ -460,11 +466,36 @@ void runner_group_stats_get(runner_group *group, runner_group_stats *out);
 /* Bytes of the KV cache (K and V, every layer that has attention). */
 uint64_t runner_context_kv_bytes(const runner_context *ctx);
 
+/* The KV cache's layout and what the sliding-window rings save. */
+typedef struct runner_kv_info {
+    uint64_t bytes;         /* as allocated (runner_context_kv_bytes) */
+    uint64_t flat_bytes;    /* the same layers with every position (swa_full) */
+    int32_t ring_layers;    /* layers holding a ring */
+    int32_t ring_positions; /* positions each ring holds (0: none) */
+} runner_kv_info;
+void runner_context_kv_info(const runner_context *ctx, runner_kv_info *out);
+
+/* The smallest n_keep > 0 runner_kv_truncate accepts now (0: any): below it the next token's window
+ * would reach positions a ring has overwritten. */
+int32_t runner_kv_min_keep(const runner_context *ctx);
+
 /* Positions [0, n) of the KV cache hold valid entries. */
 int32_t runner_context_n_past(const runner_context *ctx);
 
-/* Forget every position >= n_keep; n_keep outside [0, n_past] is refused, the message naming both. */
+/* Forget every position >= n_keep; n_keep outside [0, n_past] is refused, the message naming both;
+ * 0 < n_keep < runner_kv_min_keep is refused with RUNNER_ERR_KV_EVICTED. */
 runner_status runner_kv_truncate(runner_context *ctx, int32_t n_keep, char *err, int32_t err_len);
+
+/*
+ * Context shift (llama.cpp's --context-shift): forget positions [n_keep, n_keep + n_discard) and move
+ * the later ones down by n_discard, each cached key rotated by -n_discard as llama.cpp's K-shift does
+ * (in the cache's precision); n_past drops by n_discard and the last logits stay. Refused with
+ * RUNNER_ERR_UNSUPPORTED, naming why, where the result would not be what evaluating at the new
+ * positions means: sliding-window rings (swa_full keeps them flat), a rope attention factor (a second
+ * rotation scales twice), longrope factors (not built). runner_kv_can_shift answers without shifting.
+ */
+runner_status runner_kv_can_shift(const runner_context *ctx, char *err, int32_t err_len);
+runner_status runner_kv_shift(runner_context *ctx, int32_t n_keep, int32_t n_discard, char *err, int32_t err_len);
 
 /* What a decode writes out. EMBD is llama.cpp's "embeddings" (no pooling): the hidden state of
  * every token after the output norm, before the LM head, which is not run. */
@@ -477,7 +508,7 @@ typedef enum runner_logits_mode {
 
 /*
  * Evaluate tokens[0..n) at positions [pos, pos + n), pos <= n_past (positions >= pos are
- * overwritten). logits receives n_vocab floats (LAST), n * n_vocab (ALL) or n * n_embd (EMBD: row i
+ * overwritten; a pos < n_past is a truncate to pos first, refused as runner_kv_truncate refuses it). logits receives n_vocab floats (LAST), n * n_vocab (ALL) or n * n_embd (EMBD: row i
  * is token i's output-normed hidden state; the KV cache is written as by any other mode). The result
  * for a position does not depend on n, on n_batch, on the thread count or on how a prompt was split
  * over calls: the determinism contract. `abort_flag` (may be NULL) is checked between layers.
@@ -694,6 +725,13 @@ typedef struct runner_generate_params {
     runner_draft *draft;
     const int32_t *prefix;
     int32_t n_prefix;
+    /* Context shift (0: off): when a generated token finds the context full, the first shift_keep
+     * positions stay (at most n_ctx - 4, as llama.cpp's server caps n_keep), half of the rest after
+     * them is discarded (llama.cpp's n_discard = (n_past - n_keep) / 2) by runner_kv_shift, and the
+     * generation goes on; finish CONTEXT only where nothing can go. A context runner_kv_can_shift
+     * refuses is refused at the start. */
+    int32_t context_shift;
+    int32_t shift_keep;
 } runner_generate_params;
 
 typedef struct runner_generate_stats {
@@ -709,6 +747,8 @@ typedef struct runner_generate_stats {
     int32_t n_drafted;      /* drafted tokens evaluated */
     int32_t n_accepted;     /* drafted tokens the target sampled (acceptance: n_accepted / n_drafted) */
     double draft_ms;        /* proposing drafts (part of decode_ms) */
+    int32_t n_shifts;    /* context shifts made */
+    int32_t n_discarded; /* positions they discarded: [shift_keep, shift_keep + n_discarded) of the sequence */
 } runner_generate_stats;
 
 /* Called once per generated token, on the generating thread; return nonzero to stop. */

@@ -13,6 +13,7 @@ import {
   valueToJson,
   valueTypeName,
 } from '../lib/gguf/index.js'
+import {defaultKvFigures, describeKv} from '../lib/engine/index.js'
 import {loadVerdict, renderVerdict, verdictJson} from '../lib/model-check/index.js'
 import {printableJson, quoted} from '../lib/util/index.js'
 
@@ -50,6 +51,8 @@ export default class Inspect extends RunnerCommand {
     const model = readGgufModel(args.file)
     // --key prints one value and nothing else: the check runs only when its exit status is asked for.
     const verdict = flags.key === undefined || flags.check ? loadVerdict(model) : {loads: true as const}
+    // The memory a default context's KV cache takes (with and without the sliding-window ring).
+    const kv = verdict.loads && verdict.config ? defaultKvFigures(verdict.config) : undefined
 
     if (flags.key !== undefined) {
       const kv = model.metadata.get(flags.key)
@@ -58,7 +61,7 @@ export default class Inspect extends RunnerCommand {
     } else if (flags.json) {
       this.log(
         printableJson(
-          {...(modelToJson(model) as object), loads: verdictJson(verdict)},
+          {...(modelToJson(model) as object), ...(kv ? {memory: {kvCache: kv}} : {}), loads: verdictJson(verdict)},
           (_k, v: unknown) => (v === undefined ? null : v),
           2,
         ),
@@ -67,6 +70,7 @@ export default class Inspect extends RunnerCommand {
       this.log(renderSummary(summarizeModel(model)))
       const more = flags.tensors ? renderTensors(model) : renderMetadata(model)
       if (more !== undefined) this.log(`\n${more}`)
+      if (kv) this.log(`\nmemory: ${describeKv(kv)} at ${kv.nCtx} positions, batch ${kv.nBatch}, ${kv.kvType.toUpperCase()}`)
       this.log(`\n${renderVerdict(verdict)}`)
     }
     if (flags.check && !verdict.loads) this.exit(ExitCode.invalidModel)

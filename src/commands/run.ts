@@ -9,9 +9,9 @@ import {
   speculationFromFlags,
   withInterrupt,
 } from '../lib/cli/index.js'
-import {amxStatus, cpuFeatures, describeKernels, kernelSet} from '../lib/engine/index.js'
+import {amxStatus, cpuFeatures, describeKernels, describeKv, kernelSet} from '../lib/engine/index.js'
 import {ExitCode} from '../lib/errors.js'
-import {RUN_EXAMPLES, runFlags, runPrompt} from '../lib/run/index.js'
+import {RUN_EXAMPLES, runFlags, runPrompt, type RunReport} from '../lib/run/index.js'
 import {describeSpeculation} from '../lib/speculative/index.js'
 import {formatBytes, readPrompt, stdoutIsStderr} from '../lib/util/index.js'
 
@@ -45,6 +45,7 @@ export default class Run extends RunnerCommand {
         prompt,
         nPredict: flags['n-predict'],
         ...contextFromFlags(flags),
+        ...(flags['context-shift'] ? {contextShift: {keep: flags.keep ?? 0}} : {}),
         addBos: !flags['no-bos'],
         parseSpecial: flags.special === true,
         sampling,
@@ -58,7 +59,19 @@ export default class Run extends RunnerCommand {
       }),
     )
     if (flags.json) {
-      const {text, tokens, promptTokens, finishReason, timings, constraint: c, peakRssBytes, adapters, speculation: spec} = r
+      const {
+        text,
+        tokens,
+        promptTokens,
+        finishReason,
+        timings,
+        constraint: c,
+        peakRssBytes,
+        kv,
+        contextShift,
+        adapters,
+        speculation: spec,
+      } = r
       const kernels = kernelSet(cpuFeatures(), amxStatus().state)
       this.log(
         JSON.stringify({
@@ -70,6 +83,8 @@ export default class Run extends RunnerCommand {
           timings,
           constraint: c,
           peakRssBytes,
+          kv,
+          contextShift,
           kernels,
           adapters,
           ...(spec ? {speculation: spec} : {}),
@@ -82,10 +97,15 @@ export default class Run extends RunnerCommand {
       const t = r.timings
       process.stderr.write(
         `load ${t.loadMs} ms · prompt ${r.evaluatedTokens} tokens, ${t.promptTokensPerSecond} tok/s · decode ${r.tokens.length} tokens` +
-          `${t.decodeTokensPerSecond === null ? '' : `, ${t.decodeTokensPerSecond} tok/s`} · peak RSS ${formatBytes(r.peakRssBytes)} · ${r.finishReason} · seed ${r.seed} · ` +
-          `kernels ${describeKernels(kernelSet(cpuFeatures(), amxStatus().state))}${describeSpeculation(r.speculation)}\n`,
+          `${t.decodeTokensPerSecond === null ? '' : `, ${t.decodeTokensPerSecond} tok/s`}${shifts(r.contextShift)} · peak RSS ${formatBytes(r.peakRssBytes)} · ${r.finishReason} · seed ${r.seed} · ` +
+          `kernels ${describeKernels(kernelSet(cpuFeatures(), amxStatus().state))} · ${describeKv(r.kv)}${describeSpeculation(r.speculation)}\n`,
       )
     }
     if (r.finishReason === 'aborted') this.exit(ExitCode.interrupted)
   }
+}
+
+/** " (2 context shifts, 244 tokens dropped)" with --context-shift, else nothing. */
+function shifts(s: RunReport['contextShift']): string {
+  return s ? ` (${s.shifts} context shift${s.shifts === 1 ? '' : 's'}, ${s.discarded} tokens dropped)` : ''
 }

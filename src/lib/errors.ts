@@ -37,6 +37,7 @@ export const NATIVE_EXIT_CODES: Readonly<Record<NativeStatusCode | NativeArgumen
   ENGINE_INTERNAL: ExitCode.failure,
   ENGINE_BUSY: ExitCode.failure,
   ENGINE_DISPOSED: ExitCode.failure,
+  ENGINE_KV_EVICTED: ExitCode.unsupported, // a rewind the sliding-window ring cannot serve (--swa-full can)
   SAMPLER_BAD_PARAM: ExitCode.usage,
   SAMPLER_BAD_ARGUMENT: ExitCode.failure,
   SAMPLER_FREED: ExitCode.failure,

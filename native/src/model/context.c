@@ -138,14 +138,19 @@ runner_status runner_context_create(runner_model *model, const runner_context_pa
     ctx->model = model;
     atomic_fetch_add(&model->n_contexts, 1); /* runner_context_free gives it back, on every path below */
     ctx->params = *p;
-    uint8_t attn_removed[RUNNER_MAX_LAYERS];
+    uint8_t attn_removed[RUNNER_MAX_LAYERS], swa[RUNNER_MAX_LAYERS];
     /* A KV cache only for the blocks the context runs: the model's pass never runs a NextN block, an
      * MTP draft's context runs nothing else. */
     const int32_t first_nextn = c->n_layer - c->n_nextn;
-    for (int32_t l = 0; l < c->n_layer; l++)
+    for (int32_t l = 0; l < c->n_layer; l++) {
         attn_removed[l] = model->layers[l].attn_removed || (p->blocks == RUNNER_CONTEXT_MTP) != (l >= first_nextn);
+        swa[l] = model->layers[l].swa;
+    }
+    const runner_kv_shape shape = {.n_layer = c->n_layer, .n_head_kv = c->n_head_kv, .head_dim = c->head_dim, .n_ctx = p->n_ctx,
+                                   .type = p->kv_type, .attn_removed = attn_removed, .swa = p->swa_full ? NULL : swa,
+                                   .n_swa = c->n_swa, .n_batch = p->n_batch};
     /* The KV cache first: it refuses, before anything is allocated, a size this machine could never hold. */
-    runner_status st = runner_kv_cache_create(&ctx->kv, c->n_layer, attn_removed, c->n_head_kv, c->head_dim, p->n_ctx, p->kv_type, err, err_len);
+    runner_status st = runner_kv_cache_create(&ctx->kv, &shape, err, err_len);
     if (st != RUNNER_OK) {
         atomic_fetch_sub(&model->n_contexts, 1);
         free(ctx);
@@ -171,6 +176,15 @@ runner_status runner_context_create(runner_model *model, const runner_context_pa
 
 uint64_t runner_context_kv_bytes(const runner_context *ctx) {
     return ctx->kv.bytes;
+}
+
+void runner_context_kv_info(const runner_context *ctx, runner_kv_info *out) {
+    *out = (runner_kv_info){.bytes = ctx->kv.bytes, .flat_bytes = ctx->kv.flat_bytes, .ring_layers = ctx->kv.n_ring,
+                            .ring_positions = ctx->kv.ring_blocks * RUNNER_ATTN_BLOCK};
+}
+
+int32_t runner_kv_min_keep(const runner_context *ctx) {
+    return runner_kv_cache_min_keep(&ctx->kv);
 }
 
 int32_t runner_context_n_past(const runner_context *ctx) {
@@ -205,10 +219,16 @@ runner_status runner_decode(runner_context *ctx, const int32_t *tokens, int32_t 
         if (tokens[i] < 0 || tokens[i] >= c->n_vocab)
             return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "token %d at index %d is outside the vocabulary of %d",
                                tokens[i], i, c->n_vocab);
+    /* Rewriting cached positions is a truncate: refused where a ring lost what the window needs. */
+    if (pos < ctx->kv.n_past) {
+        const runner_status st = runner_kv_cache_truncate(&ctx->kv, pos, err, err_len);
+        if (st != RUNNER_OK) return st;
+    }
     ctx->kv.n_past = pos;
     ctx->last_logits = NULL;
     for (int32_t done = 0; done < n;) {
         const int32_t chunk = n - done < ctx->params.n_batch ? n - done : ctx->params.n_batch;
+        runner_kv_cache_reserve(&ctx->kv, pos + done + chunk);
         const int last_chunk = done + chunk == n;
         int32_t mode = logits_mode == RUNNER_LOGITS_ALL || logits_mode == RUNNER_LOGITS_EMBD ? logits_mode
                        : (logits_mode == RUNNER_LOGITS_LAST && last_chunk)                 ? RUNNER_LOGITS_LAST

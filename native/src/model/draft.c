@@ -286,3 +286,28 @@ runner_status runner_draft_propose(runner_draft *d, const int32_t *seq, int32_t 
     }
     return st;
 }
+
+void runner_draft_shift(runner_draft *d, int32_t keep, int32_t discard) {
+    if (d->p.kind == RUNNER_DRAFT_LOOKUP) return;
+    runner_context *dc = d->ctx;
+    const int32_t end = keep + discard;
+    if (dc->kv.n_past >= end && runner_kv_shift(dc, keep, discard, NULL, 0) == RUNNER_OK) {
+        if (d->n_held > end) {
+            memmove(d->held + keep, d->held + end, (size_t)(d->n_held - end) * sizeof *d->held);
+            d->n_held -= discard;
+        } else if (d->n_held > keep) {
+            d->n_held = keep;
+        }
+        if (d->p.kind == RUNNER_DRAFT_MTP) {
+            d->n_fed = d->n_fed >= end ? d->n_fed - discard : d->n_fed > keep ? keep : d->n_fed;
+            d->h_pos = d->h_pos >= end ? d->h_pos - discard : -1;
+        }
+        return;
+    }
+    if (d->n_held > keep) d->n_held = keep;
+    if (dc->kv.n_past > keep) runner_kv_truncate(dc, keep, NULL, 0);
+    if (d->p.kind == RUNNER_DRAFT_MTP) {
+        if (d->n_fed > keep) d->n_fed = keep;
+        d->h_pos = -1;
+    }
+}

@@ -30,4 +30,12 @@ runner_status runner_draft_check_target(const runner_draft *d, const runner_cont
 runner_status runner_draft_observe(runner_draft *d, const runner_context *target, const int32_t *seq, int32_t n_seq, int32_t pos, int32_t n,
                                    const volatile int32_t *abort_flag, char *err, int32_t err_len);
 
+/*
+ * The target's cache dropped positions [keep, keep + discard) and re-roped the rest (a context shift):
+ * the draft's own cache does the same, so it keeps mirroring the target's state (a fresh evaluation of
+ * the shortened sequence would not: the target's kept keys were computed beside the dropped span).
+ * Where its cache cannot shift, it forgets everything after keep and catches up by evaluating.
+ */
+void runner_draft_shift(runner_draft *d, int32_t keep, int32_t discard);
+
 #endif

@@ -189,6 +189,30 @@ static runner_status aborted_is_finish(runner_status st, runner_generate_stats *
     return RUNNER_OK;
 }
 
+/* Context shift (params.context_shift): a full context keeps its first shift_keep positions and drops
+ * half of the rest, as llama.cpp's --context-shift does. 0 when it is off or nothing can go: the
+ * generation then ends with "context". With a draft, its sequence drops the same span, so position
+ * i is still seq[i], and its own cache shifts alike (runner_draft_shift). */
+static int shift_when_full(gen *g, int32_t *pos) {
+    runner_context *ctx = g->ctx;
+    const runner_generate_params *p = g->p;
+    const int32_t n_ctx = ctx->params.n_ctx;
+    if (!p->context_shift) return 0;
+    int32_t keep = p->shift_keep > 0 ? p->shift_keep : 0;
+    if (keep > n_ctx - 4) keep = n_ctx > 4 ? n_ctx - 4 : 0;
+    const int32_t discard = (*pos - keep) / 2;
+    if (discard < 1 || runner_kv_shift(ctx, keep, discard, NULL, 0) != RUNNER_OK) return 0;
+    if (g->seq) {
+        memmove(g->seq + keep, g->seq + keep + discard, (size_t)(g->n_seq - keep - discard) * sizeof *g->seq);
+        g->n_seq -= discard;
+        runner_draft_shift(p->draft, keep, discard);
+    }
+    *pos -= discard;
+    g->out->n_shifts++;
+    g->out->n_discarded += discard;
+    return 1;
+}
+
 /*
  * The decode phase with drafts. `t` was emitted and waits at `pos`; each step evaluates t and the
  * drafted tokens d1..dk at pos..pos+k in one forward pass (all logits rows), then walks the rows:
@@ -207,7 +231,7 @@ static runner_status speculate(gen *g, int32_t t, int32_t pos, float *rows) {
     if (!batch) return runner_fail(g->err, g->err_len, RUNNER_ERR_NO_MEMORY, "generate: the verify batch");
     runner_status st = RUNNER_OK;
     for (;;) {
-        if (pos >= ctx->params.n_ctx) {
+        if (pos >= ctx->params.n_ctx && !shift_when_full(g, &pos)) {
             out->finish = RUNNER_FINISH_CONTEXT;
             break;
         }
@@ -272,6 +296,10 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         if (dst != RUNNER_OK) return dst;
     }
     const int32_t n_vocab = ctx->model->cfg.n_vocab;
+    if (p->context_shift) {
+        const runner_status can = runner_kv_can_shift(ctx, err, err_len);
+        if (can != RUNNER_OK) return can;
+    }
     if (p->matcher && runner_matcher_n_vocab(p->matcher) != n_vocab)
         return runner_fail(err, err_len, RUNNER_ERR_INVALID_ARGUMENT, "generate: the grammar's vocabulary has %d tokens, the model %d",
                            runner_matcher_n_vocab(p->matcher), n_vocab);
@@ -324,7 +352,7 @@ runner_status runner_generate(runner_context *ctx, const runner_generate_params 
         } else {
             /* One token a step: evaluate the emitted token, sample the next from its logits. */
             for (;;) {
-                if (pos >= ctx->params.n_ctx) {
+                if (pos >= ctx->params.n_ctx && !shift_when_full(&g, &pos)) {
                     out->finish = RUNNER_FINISH_CONTEXT;
                     break;
                 }

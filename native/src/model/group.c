@@ -133,6 +133,7 @@ static int32_t run_step(runner_group *g, int32_t n) {
                                     e->ctx->params.n_ctx);
             continue;
         }
+        runner_kv_cache_reserve(&e->ctx->kv, e->pos + 1);
         g->tokens[m] = e->token;
         g->seg_of[m] = m;
         g->segs[m] = (runner_segment){.seq = e->ctx, .t0 = m, .n = 1, .pos = e->pos};

@@ -38,26 +38,31 @@ static float yarn_ramp(const runner_rope_yarn *y, int32_t i) {
     return 1.0f - (t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t);
 }
 
-void runner_rope_cache_fill(float *cos_out, float *sin_out, int32_t n_pos, int32_t n_rot, float base, float freq_scale,
-                            const float *factors, float mscale, const runner_rope_yarn *yarn) {
+void runner_rope_angles(float *cs, float *sn, int32_t pos, int32_t n_rot, float base, float freq_scale, const float *factors,
+                        float mscale, const runner_rope_yarn *yarn) {
     const int32_t half = n_rot / 2;
     const float theta_scale = powf(base, -2.0f / (float)n_rot);
     const int mix = yarn && yarn->ext_factor != 0.0f;
     /* YaRN's magnitude correction for the interpolated angles, as ggml applies it inside the op. */
     const float ms = mix ? mscale * (1.0f + 0.1f * logf(1.0f / freq_scale)) : mscale;
-    for (int32_t p = 0; p < n_pos; p++) {
-        float theta = (float)p;
-        for (int32_t i = 0; i < half; i++) {
-            const float extrap = factors ? theta / factors[i] : theta;
-            const float interp = freq_scale * extrap;
-            float t = interp;
-            if (mix) {
-                const float r = yarn_ramp(yarn, i) * yarn->ext_factor;
-                t = interp * (1.0f - r) + extrap * r;
-            }
-            cos_out[(size_t)p * half + i] = cosf(t) * ms;
-            sin_out[(size_t)p * half + i] = sinf(t) * ms;
-            theta *= theta_scale;
+    float theta = (float)pos;
+    for (int32_t i = 0; i < half; i++) {
+        const float extrap = factors ? theta / factors[i] : theta;
+        const float interp = freq_scale * extrap;
+        float t = interp;
+        if (mix) {
+            const float r = yarn_ramp(yarn, i) * yarn->ext_factor;
+            t = interp * (1.0f - r) + extrap * r;
         }
+        cs[i] = cosf(t) * ms;
+        sn[i] = sinf(t) * ms;
+        theta *= theta_scale;
     }
+}
+
+void runner_rope_cache_fill(float *cos_out, float *sin_out, int32_t n_pos, int32_t n_rot, float base, float freq_scale,
+                            const float *factors, float mscale, const runner_rope_yarn *yarn) {
+    const size_t half = (size_t)(n_rot / 2);
+    for (int32_t p = 0; p < n_pos; p++)
+        runner_rope_angles(cos_out + (size_t)p * half, sin_out + (size_t)p * half, p, n_rot, base, freq_scale, factors, mscale, yarn);
 }

@@ -19,6 +19,12 @@ typedef struct runner_rope_yarn {
  * whose wavelength turns beta_fast (low end) and beta_slow (high end) times in it, clamped to [0, n_rot - 1]. */
 runner_rope_yarn runner_rope_yarn_params(int32_t n_rot, int32_t n_ctx_orig, float base, float ext_factor, float beta_fast, float beta_slow);
 
+/* The angles of one position (any, negative too: a K-shift ropes cached keys by -n_discard, as
+ * llama.cpp's does), as ggml_rope_cache_init forms them, with YaRN's ramp when `yarn` is given
+ * (NULL or ext_factor 0: none): cs, sn get n_rot / 2 each. */
+void runner_rope_angles(float *cs, float *sn, int32_t pos, int32_t n_rot, float base, float freq_scale, const float *factors,
+                        float mscale, const runner_rope_yarn *yarn);
+
 /* ggml's rope angles for positions [0, n_pos): theta_i = p * base^(-2i/n_rot), formed by repeated
  * multiplication in float (ggml_rope_cache_init), divided by factors[i] (longrope; NULL: none), times
  * freq_scale; with yarn (NULL: none; or ext_factor 0) mixed per dimension with the unscaled angle and

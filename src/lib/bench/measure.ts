@@ -106,7 +106,15 @@ export async function runBench(o: BenchOptions): Promise<BenchResult[]> {
       event('start')
       const testTime = new Date().toISOString().replace(/\.\d+Z$/, 'Z')
       const nCtx = contextFor(test)
-      const ctx = await model.createContext({nCtx, nBatch: test.nBatch, threads: test.threads, kvType: test.kvType})
+      // Each run rewinds to the depth, which a sliding-window ring may no longer serve (ENGINE_KV_EVICTED):
+      // a test with a depth keeps the flat cache.
+      const ctx = await model.createContext({
+        nCtx,
+        nBatch: test.nBatch,
+        threads: test.threads,
+        kvType: test.kvType,
+        swaFull: test.nDepth > 0,
+      })
       try {
         if (o.params.warmup) {
           if (test.nPrompt > 0) {

@@ -19,7 +19,7 @@ export const chatFlags = {
   ...draftFlags,
   ...loraFlag,
   'context-shift': Flags.boolean({
-    description: 'when a message does not fit the context, drop the oldest turns (default: refuse it and say so)',
+    description: 'drop the oldest turns when a message does not fit; shift a full context within a reply, keeping the system prompt',
   }),
   'chat-template': Flags.string({
     description: `a built-in template (${BUILTIN_TEMPLATE_NAMES.join(', ')}, as llama.cpp names them) or a Jinja template file; a name wins over a file of that name (give ./NAME) (default: the model's own, else chatml)`,

@@ -11,9 +11,9 @@
 import {readFile, writeFile} from 'node:fs/promises'
 
 import {type ChatMessage, type ChatTemplate, encodeChatPrompt, validateHistory} from '../chat/index.js'
-import type {Draft, Session} from '../engine/index.js'
+import {commonPrefixLength, type Draft, type Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
-import {fitPrompt, type FinishReason, generate, type GenerationEvents} from '../generate/index.js'
+import {fitPrompt, type FinishReason, generate, type GenerationEvents, keptTokens} from '../generate/index.js'
 import type {Tokenizer} from '../tokenizer/index.js'
 import type {Constraint} from '../grammar/index.js'
 import {type SpeculationReport, type SpeculationStatus, speculationReport} from '../speculative/index.js'
@@ -27,6 +27,11 @@ export interface ConversationOptions {
   readonly nCtx: number
   /** Drop the oldest turns when a new one does not fit (otherwise refuse it and say so). */
   readonly contextShift: boolean
+  /**
+   * A reply that fills the context shifts it (llama.cpp's --context-shift) instead of ending: the
+   * system prompt stays, half of what follows it goes. Off where the context cannot shift exactly.
+   */
+  readonly replyShift?: boolean
   readonly params: ChatParams
   readonly system?: string
   /** Written into saved files as "model". */
@@ -79,6 +84,8 @@ export interface TurnResult {
   /** KV positions in use after the turn. */
   readonly contextUsed: number
   readonly dropped: number
+  /** Context shifts the reply made (replyShift), and the tokens they dropped. */
+  readonly shifts: {readonly count: number; readonly discarded: number}
   /** The sampling seed of the reply (random unless --seed or /params set it). */
   readonly seed: bigint
   /** The -n this reply ran under (-1: none), so a reply cut by it can say which limit it was. */
@@ -125,10 +132,14 @@ export class ChatConversation {
     return this.options.session.cached.length
   }
 
-  /** Tokens kept free for a reply: -n when it is set, else a quarter of the context (at most 256). */
+  /**
+   * Tokens kept free for a reply: -n when it is set, else a quarter of the context (at most 256). A
+   * reply that may shift the context (replyShift) needs no more room than that quarter.
+   */
   get reserve(): number {
     const n = this.params.maxTokens
-    return n >= 0 ? n : Math.min(256, Math.floor(this.options.nCtx / 4))
+    const room = Math.min(256, Math.floor(this.options.nCtx / 4))
+    return n < 0 ? room : this.options.replyShift ? Math.min(n, room) : n
   }
 
   /**
@@ -168,6 +179,22 @@ export class ChatConversation {
     }
   }
 
+  /**
+   * The tokens a context shift keeps: those the system prompt renders to at the start of the prompt
+   * (its rendering alone, as far as it agrees with the prompt), else the BOS token.
+   */
+  private systemTokens(prompt: readonly number[]): number {
+    const {tokenizer, template} = this.options
+    const bos = keptTokens(prompt, 0, tokenizer.bos)
+    if (this.system === undefined) return bos
+    try {
+      const alone = encodeChatPrompt(tokenizer, template.render([{role: 'system', content: this.system}], {addGenerationPrompt: false}))
+      return Math.max(bos, commonPrefixLength(alone, prompt))
+    } catch {
+      return bos // a template that will not render a system message alone
+    }
+  }
+
   /** Start a turn: the reply streams from `stream`; `result` resolves when it ends (or was stopped). */
   send(text: string, signal?: AbortSignal): ChatTurn {
     // One context, one generation at a time.
@@ -175,7 +202,8 @@ export class ChatConversation {
     const plan = this.plan(text)
     const {session, nCtx} = this.options
     const limit = this.params.maxTokens
-    const maxTokens = limit >= 0 ? limit : nCtx
+    // -1: until the reply ends, or the context is full (shifting, until the reply ends).
+    const maxTokens = limit >= 0 ? limit : this.options.replyShift ? 2 ** 31 - 1 : nCtx
     const seed = this.params.sampling.seed
     const abort = new AbortController()
     if (signal?.aborted) abort.abort()
@@ -189,6 +217,7 @@ export class ChatConversation {
       signal: abort.signal,
       ...(constraint ? {constraint} : {}),
       ...(this.options.draft?.draft ? {draft: this.options.draft.draft} : {}),
+      ...(this.options.replyShift ? {contextShift: {keep: this.systemTokens(plan.prompt)}} : {}),
     })
     const active: {abort: AbortController; done: Promise<unknown>} = {abort, done: Promise.resolve()}
     // Cleared before anyone awaiting the result resumes, so the next turn can start at once.
@@ -214,6 +243,7 @@ export class ChatConversation {
           decodeMs: r.timings.decodeMs,
           contextUsed: this.contextUsed,
           dropped: plan.dropped,
+          shifts: r.shifts,
           seed,
           maxTokens: limit,
           ...(this.options.draft ? {speculation: speculationReport(this.options.draft.status, r.draft)} : {}),

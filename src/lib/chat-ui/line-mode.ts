@@ -53,6 +53,10 @@ export async function runLineMode(options: LineModeOptions): Promise<number> {
       // On stderr, after the answer's line: stdout keeps exactly one line per message.
       const cut = cutMarker(result)
       if (cut) diagnostic(`runner: ${cut}\n`)
+      if (result.shifts.count > 0)
+        diagnostic(
+          `runner: the context was full: shifted ${result.shifts.count} time(s), dropping ${result.shifts.discarded} tokens after the system prompt (--context-shift)\n`,
+        )
       if (result.finishReason === 'context')
         diagnostic('runner: the reply stopped because the context is full; /reset starts over, --context-shift drops old turns\n')
       if (result.finishReason === 'aborted') return ExitCode.interrupted
@@ -79,6 +83,7 @@ export function answerJson(r: TurnResult) {
     evaluatedTokens: r.evaluatedTokens,
     contextUsed: r.contextUsed,
     dropped: r.dropped,
+    contextShifts: r.shifts.count,
     seed: r.seed.toString(),
     timings: {
       promptMs: round(r.promptMs),

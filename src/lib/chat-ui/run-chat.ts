@@ -29,6 +29,8 @@ export interface ChatOptions {
   readonly nBatch: number
   readonly threads?: number
   readonly kvType: 'f16' | 'f32'
+  /** Sliding-window layers keep every position (--swa-full) instead of a ring. */
+  readonly swaFull?: boolean
   readonly contextShift: boolean
   /** "chatml", or a file holding a Jinja chat template (default: the model's own). */
   readonly chatTemplate?: string
@@ -51,7 +53,17 @@ export async function runChat(options: ChatOptions): Promise<number> {
   const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive), lora: options.lora, rope: options.rope})
   const template = ChatTemplate.forModel(model.gguf, model.tokenizer, override)
   const nCtx = contextSize(options.nCtx, model.config, {name: '-c/--ctx-size', onWarning: options.onWarning})
-  const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
+  const ctx = await model.createContext({
+    nCtx,
+    nBatch: options.nBatch,
+    threads: options.threads,
+    kvType: options.kvType,
+    swaFull: options.swaFull ?? false,
+  })
+  // --context-shift also lets a reply shift a full context, where that is exact; where not, say why.
+  const shiftRefusal = options.contextShift ? ctx.contextShiftRefusal : undefined
+  if (shiftRefusal !== undefined)
+    options.onWarning?.(`--context-shift drops old turns, but a reply still ends at a full context: ${shiftRefusal}`)
   const opened = options.speculation
     ? await openDrafts(model, options.speculation, {
         nCtx,
@@ -71,6 +83,7 @@ export async function runChat(options: ChatOptions): Promise<number> {
     session: new Session(ctx),
     nCtx,
     contextShift: options.contextShift,
+    replyShift: options.contextShift && shiftRefusal === undefined,
     params: {sampling: options.sampling, maxTokens: options.nPredict},
     ...(options.constraint ? {constraint: options.constraint} : {}),
     ...(opened ? {draft: {draft: opened.drafts[0], status: opened.status}} : {}),

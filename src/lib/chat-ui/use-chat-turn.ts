@@ -161,6 +161,13 @@ export function useChatTurn(options: ChatTurnOptions): ChatTurnState {
           ),
         )
       }
+      if (result && result.shifts.count > 0)
+        notes.push(
+          item(
+            'notice',
+            `the context was full: shifted ${result.shifts.count} time(s), ${result.shifts.discarded} tokens after the system prompt dropped`,
+          ),
+        )
       if (notes.length > 0) append(...notes)
     },
     [append, conversation, frameMs, item, replyColumns, stats],

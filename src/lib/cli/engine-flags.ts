@@ -100,6 +100,36 @@ export function refuseGpuLayers(n: number | undefined): void {
     )
 }
 
+/**
+ * llama.cpp's --swa-full: sliding-window layers keep every position instead of a ring of what their
+ * window still reaches (the same logits either way; the ring saves memory but cannot rewind far).
+ */
+export function swaFullFlag() {
+  return {
+    'swa-full': Flags.boolean({
+      description:
+        'sliding-window layers (gemma2/3) keep the whole context instead of a ring of their window: more memory, but any rewind of the cache works (docs/long-context.md)',
+    }),
+  }
+}
+
+/**
+ * llama.cpp's --context-shift and --keep (run, serve): a full context drops half of what follows the
+ * kept tokens and generation goes on (docs/long-context.md).
+ */
+export const contextShiftFlags = {
+  'context-shift': Flags.boolean({
+    description:
+      "when the context is full, keep the first --keep prompt tokens, drop half of the rest and go on generating (llama.cpp's --context-shift); refused where it cannot be exact (a sliding-window ring: add --swa-full)",
+  }),
+  keep: Flags.integer({
+    description: "prompt tokens a context shift keeps, after the BOS token (llama.cpp's --keep; -1: the whole prompt) (default: 0)",
+    min: -1,
+    helpValue: 'N',
+    dependsOn: ['context-shift'],
+  }),
+}
+
 /** The context flags run and chat share, named as llama.cpp names them. */
 export const contextFlags = {
   'ctx-size': Flags.integer({
@@ -121,6 +151,7 @@ export const contextFlags = {
   'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: 'f16'}),
   ...noGpuFlag,
   ...ropeFlags,
+  ...swaFullFlag(),
 }
 
 export interface ContextFlagValues extends RopeFlagValues {
@@ -129,6 +160,7 @@ export interface ContextFlagValues extends RopeFlagValues {
   readonly threads?: number
   readonly 'kv-type': string
   readonly 'n-gpu-layers'?: number
+  readonly 'swa-full'?: boolean
 }
 
 /** The context options those flags give (the kv type is one of the flag's options; rope overrides, if any); a -c beyond what the model covers warns. */
@@ -138,6 +170,7 @@ export function contextFromFlags(flags: ContextFlagValues): {
   threads?: number
   kvType: 'f16' | 'f32'
   rope?: RopeOverrides
+  swaFull: boolean
   onWarning: (message: string) => void
 } {
   refuseGpuLayers(flags['n-gpu-layers'])
@@ -147,6 +180,7 @@ export function contextFromFlags(flags: ContextFlagValues): {
     nBatch: flags['batch-size'],
     threads: flags.threads,
     kvType: flags['kv-type'] as 'f16' | 'f32',
+    swaFull: flags['swa-full'] === true,
     onWarning: warnLine,
   }
 }

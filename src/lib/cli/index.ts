@@ -17,6 +17,8 @@ export {
   modelFromFlagOrArg,
   noGpuFlag,
   refuseGpuLayers,
+  swaFullFlag,
+  contextShiftFlags,
 } from './engine-flags.js'
 export {type RopeFlagValues, ropeFlags, ropeFromFlags} from './rope-flags.js'
 export {type Interrupt, listenForInterrupt, withInterrupt} from './interrupt.js'

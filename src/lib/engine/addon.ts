@@ -19,7 +19,7 @@ import {amxMode, type AmxStatus, cpuCap} from './cpu-level.js'
  * Must equal RUNNER_ABI_VERSION in native/include/runner.h; bump both together when the
  * C API changes, so an addon left over from an older checkout is refused by name.
  */
-export const ADDON_ABI_VERSION = 19
+export const ADDON_ABI_VERSION = 20
 
 /** Names the engine's feature table (native/src/core/cpu_features.c) exports, in its order. */
 export const CPU_FEATURE_NAMES = [
@@ -106,15 +106,25 @@ export interface NativeGenerateParams {
   draft?: NativeDraftHandle
   /** With a draft: the tokens at positions [0, pos). */
   prefix?: Int32Array
+  /** Context shift: a full context keeps this many positions and drops half of the rest (absent: off). */
+  shiftKeep?: number
 }
 
-/** runner_draft_params: kind 1 lookup (n-gram sizes), 2 a draft model (pMin). */
+/** runner_draft_params: kind 1 lookup (n-gram sizes), 2 a draft model (pMin), 3 the model's MTP head. */
 export interface NativeDraftParams {
   kind: number
   nMax: number
   ngramMin: number
   ngramMax: number
   pMin: number
+}
+
+/** runner_kv_info. */
+export interface NativeKvInfo {
+  readonly bytes: number
+  readonly flatBytes: number
+  readonly ringLayers: number
+  readonly ringPositions: number
 }
 
 /** runner_generate_stats; finish is runner_finish_reason. */
@@ -135,6 +145,9 @@ export interface NativeGenerateStats {
   nAccepted: number
   /** Time spent proposing drafts (part of decodeMs). */
   draftMs: number
+  /** Context shifts made, and the positions they discarded (after shiftKeep, in total). */
+  nShifts: number
+  nDiscarded: number
 }
 
 /** One entry of the engine's weight-type table (runner.h runner_type_info; native/addon/types_binding.cc). */
@@ -288,8 +301,8 @@ export interface NativeAddon {
   ): number
   contextCreate(
     model: NativeModelHandle,
-    /** blocks (runner_context_blocks): 0 the model's own (default), 1 only the NextN block (an MTP draft's). */
-    params: {nCtx: number; nBatch: number; threads: number; kvType: number; blocks?: number},
+    /** blocks (runner_context_blocks): 0 the model's own (default), 1 only the NextN block (an MTP draft's); swaFull: no ring. */
+    params: {nCtx: number; nBatch: number; threads: number; kvType: number; blocks?: number; swaFull?: number},
   ): Promise<NativeContextHandle>
   contextFree(ctx: NativeContextHandle): void
   /**
@@ -309,6 +322,14 @@ export interface NativeAddon {
   nPast(ctx: NativeContextHandle): number
   /** Bytes of K and V cache over the layers that have attention. */
   kvBytes(ctx: NativeContextHandle): number
+  /** runner_kv_info: the cache as allocated, as a flat one would be, and its sliding-window rings. */
+  kvInfo(ctx: NativeContextHandle): NativeKvInfo
+  /** Context shift: drop [nKeep, nKeep + nDiscard), move the rest down, their keys re-roped (runner_kv_shift). */
+  kvShift(ctx: NativeContextHandle, nKeep: number, nDiscard: number): void
+  /** Null, or why runner_kv_can_shift refuses a context shift on this context. */
+  kvCanShift(ctx: NativeContextHandle): string | null
+  /** The smallest nKeep > 0 kvTruncate accepts now (0: any); below it a ring has lost the next token's window. */
+  kvMinKeep(ctx: NativeContextHandle): number
   /** A copy of the logits row of the last token the last decode or generate evaluated (null: none yet, or truncated since). */
   contextLogits(ctx: NativeContextHandle): Float32Array | null
   generate(
@@ -376,6 +397,10 @@ export const ADDON_FUNCTIONS = [
   'kvTruncate',
   'nPast',
   'kvBytes',
+  'kvInfo',
+  'kvMinKeep',
+  'kvShift',
+  'kvCanShift',
   'contextLogits',
   'generate',
   'groupCreate',

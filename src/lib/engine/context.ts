@@ -1,6 +1,6 @@
 import {ExitCode, RunnerError} from '../errors.js'
 import type {SamplingOptions} from '../sampling/index.js'
-import {loadAddon, type NativeContextHandle, type NativeGenerateStats} from './addon.js'
+import {loadAddon, type NativeContextHandle, type NativeGenerateStats, type NativeKvInfo} from './addon.js'
 import {abortFlags} from './abort-flags.js'
 import {engineError} from './errors.js'
 import type {DecodeGroup} from './decode-group.js'
@@ -21,6 +21,12 @@ export interface ContextOptions {
    * for an MTP draft (Draft.mtp makes that context; it cannot decode).
    */
   readonly blocks?: 'model' | 'mtp'
+  /**
+   * Sliding-window layers keep every position (llama.cpp's --swa-full). By default each keeps a ring
+   * of what its window can still reach (bitwise the same logits, less memory); a rewind below what a
+   * ring holds is then refused (ENGINE_KV_EVICTED) and Session reuses less.
+   */
+  readonly swaFull?: boolean
 }
 
 export type LogitsMode = 'none' | 'last' | 'all'
@@ -55,6 +61,13 @@ export interface GenerateOptions {
    * bitwise those of generating alone.
    */
   readonly group?: DecodeGroup
+  /**
+   * Context shift (llama.cpp's --context-shift): when a generated token finds the context full, the
+   * first `keep` positions stay (at most nCtx - 4), half of the rest after them is dropped, the later
+   * keys re-roped, and the generation goes on. Refused (CONTEXT_SHIFT_UNSUPPORTED) on a context where
+   * it cannot be exact (Context.contextShiftRefusal).
+   */
+  readonly contextShift?: {readonly keep: number}
   /**
    * Speculative decoding: the draft proposes, this context verifies every token with the same
    * sampler, so the tokens and log-probabilities are those of decoding without it. Needs `prefix`
@@ -112,6 +125,12 @@ export interface GenerationResult {
   readonly maskMs: number
   /** With a draft: what it proposed and what was accepted. */
   readonly draft?: DraftStats
+  /**
+   * Context shifts: how many, and the positions they dropped in all, which were
+   * [keep, keep + discarded) of the sequence (prompt from position 0, then the generated tokens):
+   * the cache holds the sequence without them.
+   */
+  readonly shifts: {readonly count: number; readonly keep: number; readonly discarded: number}
 }
 
 /**
@@ -142,6 +161,16 @@ export class Context {
   /** Bytes of the KV cache (layers whose attention was removed have none). */
   get kvBytes(): number {
     return loadAddon().kvBytes(this.native)
+  }
+
+  /** The KV cache as allocated, as a flat cache would be (bytes, flatBytes), and its sliding-window rings. */
+  get kvInfo(): NativeKvInfo {
+    return loadAddon().kvInfo(this.native)
+  }
+
+  /** The smallest nKeep > 0 kvTruncate accepts now (0: any): below it a ring lost the next token's window. */
+  get kvMinKeep(): number {
+    return loadAddon().kvMinKeep(this.native)
   }
 
   /** Positions of the KV cache that hold valid entries. */
@@ -191,6 +220,29 @@ export class Context {
     return out
   }
 
+  /**
+   * Why a context shift cannot be exact on this context (a sliding-window ring, a rope that a second
+   * rotation would not leave a pure rotation), or undefined when it can.
+   */
+  get contextShiftRefusal(): string | undefined {
+    return loadAddon().kvCanShift(this.native) ?? undefined
+  }
+
+  /** Refuse, by name and reason, a context shift this context cannot make exactly. */
+  assertCanShift(what = 'context shift'): void {
+    const why = this.contextShiftRefusal
+    if (why !== undefined) throw new RunnerError('CONTEXT_SHIFT_UNSUPPORTED', `${what}: ${why}`, ExitCode.unsupported)
+  }
+
+  /** Drop positions [nKeep, nKeep + nDiscard) and move the later ones down, their keys re-roped (llama.cpp's K-shift). */
+  kvShift(nKeep: number, nDiscard: number): void {
+    try {
+      loadAddon().kvShift(this.native, nKeep, nDiscard)
+    } catch (error) {
+      throw engineError(error)
+    }
+  }
+
   /** Forget every position at or after nKeep. */
   kvTruncate(nKeep: number): void {
     try {
@@ -225,6 +277,7 @@ export class Context {
     const pos = options.pos ?? this.nPast
     if (options.draft && (options.prefix?.length ?? 0) !== pos)
       throw new RunnerError('GENERATE_BAD_OPTION', `a draft needs the ${pos} tokens before position ${pos} as prefix`, ExitCode.usage)
+    if (options.contextShift) this.assertCanShift()
     if (pos + prompt.length > this.options.nCtx) {
       throw new RunnerError(
         'CONTEXT_FULL',
@@ -257,11 +310,17 @@ export class Context {
         ...(options.matcher ? {matcher: options.matcher.handle} : {}),
         ...(options.group && !options.draft ? {group: options.group.handleFor(this.model)} : {}),
         ...(options.draft ? {draft: options.draft.native, prefix: Int32Array.from(options.prefix ?? [])} : {}),
+        ...(options.contextShift ? {shiftKeep: this.shiftKeep(options.contextShift.keep)} : {}),
       },
       onToken,
       flags,
     )
     return {pos, done}
+  }
+
+  /** The positions a context shift keeps: as asked, at most nCtx - 4 (llama.cpp's server cap, which the engine applies too). */
+  shiftKeep(keep: number): number {
+    return Math.max(0, Math.min(Math.trunc(keep), this.options.nCtx - 4))
   }
 
   dispose(): void {
@@ -317,7 +376,8 @@ export class TokenStream implements AsyncIterable<GeneratedToken> {
         }
         return {
           tokens,
-          pending: sequence.slice(nPast - started.pos),
+          // A shift dropped nDiscarded positions before nPast: the pending ones lie that much further on.
+          pending: sequence.slice(nPast + stats.nDiscarded - started.pos),
           nPast,
           text,
           finishReason,
@@ -329,6 +389,11 @@ export class TokenStream implements AsyncIterable<GeneratedToken> {
           ...(options.draft
             ? {draft: {steps: stats.nDraftSteps, drafted: stats.nDrafted, accepted: stats.nAccepted, draftMs: stats.draftMs}}
             : {}),
+          shifts: {
+            count: stats.nShifts,
+            keep: options.contextShift ? ctx.shiftKeep(options.contextShift.keep) : 0,
+            discarded: stats.nDiscarded,
+          },
         }
       },
       (error: unknown) => {

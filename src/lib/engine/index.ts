@@ -64,6 +64,7 @@ export {
 export * from './context.js'
 export * from './decode-group.js'
 export * from './draft.js'
+export {defaultKvFigures, describeKv, type KvCacheShape, type KvCacheSize, kvCacheSize} from './kv-size.js'
 export * from './session.js'
 export {type OptimizerStep, TRAIN_VECTORS, type TrainTarget, Trainer, type TrainerOptions, type TrainVector} from './trainer.js'
 export {GrammarMatcher, type MaskResult, maskAllows, NativeGrammar, tokenBytes} from './grammar.js'

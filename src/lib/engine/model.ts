@@ -139,14 +139,16 @@ export class Model {
     if (kvType !== 'f16' && kvType !== 'f32')
       throw new RunnerError('CONTEXT_BAD_OPTION', `kv type ${String(kvType)} must be f16 or f32`, ExitCode.usage)
     try {
+      const swaFull = options.swaFull ?? false
       const handle = await loadAddon().contextCreate(this.native, {
         nCtx,
         nBatch,
         threads,
         kvType: kvType === 'f16' ? 1 : 0,
         blocks: blocks === 'mtp' ? 1 : 0,
+        swaFull: swaFull ? 1 : 0,
       })
-      return new Context(this, handle, {nCtx, nBatch, threads, kvType, blocks})
+      return new Context(this, handle, {nCtx, nBatch, threads, kvType, blocks, swaFull})
     } catch (error) {
       throw engineError(error)
     }

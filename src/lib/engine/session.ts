@@ -16,6 +16,12 @@ export function penaltyHistory(prompt: readonly number[], reuse: number, samplin
   return prompt.slice(Math.max(0, reuse - sampling.penaltyLastN), reuse)
 }
 
+/** A sequence as the cache holds it after context shifts: [keep, keep + discarded) dropped. */
+export function withoutShifted<T>(sequence: readonly T[], shifts: {readonly keep: number; readonly discarded: number}): T[] {
+  if (shifts.discarded === 0) return [...sequence]
+  return [...sequence.slice(0, shifts.keep), ...sequence.slice(shifts.keep + shifts.discarded)]
+}
+
 export interface SessionTurn {
   readonly stream: TokenStream
   /** Prompt tokens whose KV rows were reused instead of evaluated. */
@@ -48,9 +54,14 @@ export class Session {
     return this.held
   }
 
-  /** Prompt tokens a prompt would reuse from the cache (at least one token is always evaluated). */
+  /**
+   * Prompt tokens a prompt would reuse from the cache (at least one token is always evaluated). With a
+   * sliding-window ring, a prefix whose next token's window the ring has overwritten cannot be kept:
+   * then nothing is reused (the ring holds only the latest positions, so no shorter prefix can be).
+   */
   reusable(prompt: readonly number[]): number {
-    return Math.min(commonPrefixLength(this.held, prompt), prompt.length - 1)
+    const reuse = Math.max(0, Math.min(commonPrefixLength(this.held, prompt), prompt.length - 1))
+    return reuse > 0 && reuse < this.context.kvMinKeep ? 0 : reuse
   }
 
   /** Forget the cache (the next prompt is evaluated from position 0). */
@@ -89,7 +100,9 @@ export class Session {
   ): SessionTurn {
     const {maxReuse, ...given} = options
     const rest = this.draft && !given.draft ? {...given, draft: this.draft} : given
-    const reuse = Math.max(0, Math.min(this.reusable(prompt), maxReuse ?? Infinity))
+    const capped = Math.max(0, Math.min(this.reusable(prompt), maxReuse ?? Infinity))
+    // A cap can land below what a sliding-window ring still serves (kvMinKeep): then nothing is reused.
+    const reuse = capped > 0 && capped < this.context.kvMinKeep ? 0 : capped
     this.context.kvTruncate(reuse)
     this.held = this.held.slice(0, reuse)
     const history = penaltyHistory(prompt, reuse, rest.sampling)
@@ -102,8 +115,9 @@ export class Session {
     })
     const result = stream.result.then(
       (r) => {
-        // Every position the cache holds is a prompt or generated token; the pending ones are not in it.
-        this.held = [...prompt, ...r.tokens].slice(0, r.nPast)
+        // Every position the cache holds is a prompt or generated token, less what context shifts
+        // dropped; the pending ones are not in it.
+        this.held = withoutShifted([...prompt, ...r.tokens], r.shifts).slice(0, r.nPast)
         return r
       },
       (error: unknown) => {

@@ -38,6 +38,12 @@ export interface GenerationRequest {
    * with its own sampler, so the outcome is the one without it; only the speed differs.
    */
   readonly draft?: Draft
+  /**
+   * Context shift (llama.cpp's --context-shift): a full context keeps its first `keep` tokens (the
+   * system prompt, the whole prompt) and drops half of the rest, and the generation goes on instead of
+   * ending with "context". Refused by name where it cannot be exact (a sliding-window ring).
+   */
+  readonly contextShift?: {readonly keep: number}
 }
 
 /**
@@ -86,6 +92,8 @@ export interface GenerationOutcome {
   readonly timings: GenerationTimings
   /** With a draft: its source, the tokens it proposed and how many the target took. */
   readonly draft?: DraftReport
+  /** Context shifts made (request.contextShift), and the tokens they dropped in all. */
+  readonly shifts: {readonly count: number; readonly discarded: number}
 }
 
 /** The events of one generation; leaving the iteration early stops it (finish reason "stopped"). */
@@ -140,6 +148,7 @@ export function generate(session: Session, request: GenerationRequest): Generati
       maxReuse: request.maxReuse,
       ...(matcher ? {matcher} : {}),
       ...(request.draft ? {draft: request.draft} : {}),
+      ...(request.contextShift ? {contextShift: request.contextShift} : {}),
     })
   } catch (error) {
     matcher?.dispose()
@@ -177,6 +186,7 @@ export function generate(session: Session, request: GenerationRequest): Generati
       },
       timings: {promptMs: r.promptMs, decodeMs: r.decodeMs, maskMs: r.maskMs},
       ...(r.draft && draft ? {draft: {source: draft.settings.source, ...r.draft}} : {}),
+      shifts: {count: r.shifts.count, discarded: r.shifts.discarded},
     }
   }
   const result = drive()

@@ -1,4 +1,5 @@
 /** Public face of the generation loop: one function, its request and outcome, and the helpers with one owner. */
+export {keptTokens} from './context-shift.js'
 export {fitPrompt, type PromptFit} from './fit.js'
 export {
   type FinishReason,

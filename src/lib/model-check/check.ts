@@ -1,4 +1,4 @@
-import {type ModelPlan, planModel} from '../arch/index.js'
+import {type ModelConfig, type ModelPlan, planModel} from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {GgufModelFiles} from '../gguf/index.js'
 import {createTokenizer, type Tokenizer} from '../tokenizer/index.js'
@@ -32,12 +32,11 @@ export function checkModel(model: GgufModelFiles): CheckedModel {
 }
 
 /** Whether the model would load, and if not the refusal (what `inspect` prints as "loads: no — reason"). */
-export type LoadVerdict = {readonly loads: true} | {readonly loads: false; readonly error: RunnerError}
+export type LoadVerdict = {readonly loads: true; readonly config?: ModelConfig} | {readonly loads: false; readonly error: RunnerError}
 
 export function loadVerdict(model: GgufModelFiles): LoadVerdict {
   try {
-    checkModel(model)
-    return {loads: true}
+    return {loads: true, config: checkModel(model).plan.config}
   } catch (error) {
     if (error instanceof RunnerError) return {loads: false, error}
     throw error

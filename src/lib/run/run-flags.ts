@@ -1,7 +1,7 @@
 /** The flags of `runner run` (src/commands/run.ts renders; this says what it accepts). */
 import {Flags} from '@oclif/core'
 
-import {constraintFlags, contextFlags, draftFlags, loraFlag, modelFlagOrArg, samplingFlags} from '../cli/index.js'
+import {constraintFlags, contextFlags, contextShiftFlags, draftFlags, loraFlag, modelFlagOrArg, samplingFlags} from '../cli/index.js'
 
 export const runFlags = {
   ...modelFlagOrArg,
@@ -9,11 +9,12 @@ export const runFlags = {
   file: Flags.string({char: 'f', description: 'read the prompt from a file', exclusive: ['prompt'], helpValue: 'FILE'}),
   'n-predict': Flags.integer({
     char: 'n',
-    description: 'tokens to generate; -1 = until end of text or a full context',
+    description: 'tokens to generate; -1 = until end of text or a full context (with --context-shift: until end of text)',
     default: -1,
     min: -1,
   }),
   ...contextFlags,
+  ...contextShiftFlags,
   ...loraFlag,
   ...samplingFlags,
   ...constraintFlags,

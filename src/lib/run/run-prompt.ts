@@ -6,9 +6,9 @@
 import {basename} from 'node:path'
 
 import type {RopeOverrides} from '../arch/index.js'
-import {type AdapterSummary, adapterSummary, contextSize, type Draft, Model, Session} from '../engine/index.js'
+import {type AdapterSummary, adapterSummary, contextSize, type Draft, type KvCacheSize, Model, Session} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
-import {fitPrompt, type FinishReason, generate} from '../generate/index.js'
+import {fitPrompt, type FinishReason, generate, keptTokens} from '../generate/index.js'
 import {readGgufModel} from '../gguf/index.js'
 import {prepareReceipt, type ReceiptBody, type ReceiptOptions, writeReceipt} from '../receipt/index.js'
 import type {Constraint} from '../grammar/index.js'
@@ -30,6 +30,13 @@ export interface RunOptions {
   readonly nBatch: number
   readonly threads?: number
   readonly kvType: 'f16' | 'f32'
+  /** Sliding-window layers keep every position (llama.cpp's --swa-full) instead of a ring. */
+  readonly swaFull?: boolean
+  /**
+   * llama.cpp's --context-shift with its --keep N (prompt tokens after BOS; -1: the whole prompt): a full
+   * context drops half of what follows them and generation goes on.
+   */
+  readonly contextShift?: {readonly keep: number}
   readonly addBos: boolean
   readonly parseSpecial: boolean
   readonly sampling: SamplingOptions
@@ -77,6 +84,10 @@ export interface RunReport {
     readonly forcedTokens: number
   }
   readonly peakRssBytes: number
+  /** The KV cache: bytes as allocated, as a flat cache (--swa-full) would take, and its sliding-window rings. */
+  readonly kv: KvCacheSize
+  /** With --context-shift: the tokens kept, the shifts made and the tokens they dropped in all. */
+  readonly contextShift?: {readonly keep: number; readonly shifts: number; readonly discarded: number}
   /** The LoRA adapters applied, in order. */
   readonly adapters: readonly AdapterSummary[]
   readonly receipt?: {readonly path: string; readonly chain: string; readonly signed: boolean}
@@ -87,6 +98,13 @@ export interface RunReport {
 export async function runPrompt(options: RunOptions): Promise<RunReport> {
   // A receipt records each token's log-probability; reporting them does not change sampling.
   const sampling = options.receipt ? {...options.sampling, logprobs: true} : options.sampling
+  // A receipt records the settings replay needs; a context shift is not one of them yet.
+  if (options.contextShift && options.receipt)
+    throw new RunnerError(
+      'RECEIPT_UNSUPPORTED',
+      '--context-shift with --transcript: receipts do not record context shifts yet, so the run could not be replayed',
+      ExitCode.usage,
+    )
   const t0 = performance.now()
   const lora = options.lora ?? []
   const setup = options.receipt
@@ -110,7 +128,13 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
         ExitCode.usage,
       )
     }
-    const ctx = await model.createContext({nCtx, nBatch: options.nBatch, threads: options.threads, kvType: options.kvType})
+    const ctx = await model.createContext({
+      nCtx,
+      nBatch: options.nBatch,
+      threads: options.threads,
+      kvType: options.kvType,
+      swaFull: options.swaFull ?? false,
+    })
     const opened = options.speculation
       ? await openDrafts(model, options.speculation, {
           nCtx,
@@ -125,10 +149,14 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
       : undefined
     const draft = opened?.drafts[0]
     try {
+      // Refused by name before anything runs where a shift could not be exact (a sliding-window ring).
+      if (options.contextShift) ctx.assertCanShift('--context-shift')
+      const shift = options.contextShift ? {keep: keptTokens(ids, options.contextShift.keep, tokenizer.bos)} : undefined
       // Interrupted before the first token: nothing ran, so there is no run to report or receipt to write.
       if (options.signal?.aborted) throw new RunnerError('INTERRUPTED', 'interrupted before the generation started', ExitCode.interrupted)
-      // -1: no cap of our own; the engine stops when the context is full and says so (finish reason "context").
-      const maxTokens = options.nPredict < 0 ? nCtx : options.nPredict
+      // -1: no cap of our own; the engine stops when the context is full and says so (finish reason "context"),
+      // or, shifting, at the end of text (llama.cpp's infinite generation).
+      const maxTokens = options.nPredict >= 0 ? options.nPredict : shift ? UNBOUNDED : nCtx
       const stopTokens = [...tokenizer.eogTokens]
       const started = new Date()
       const constraint = options.constraint
@@ -140,6 +168,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
         stopTokens,
         ...(constraint ? {constraint} : {}),
         ...(draft ? {draft} : {}),
+        ...(shift ? {contextShift: shift} : {}),
       })
       for await (const e of generation.events) if (e.text) options.onText?.(e.text)
       const o = await generation.result
@@ -203,6 +232,8 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
             }
           : {}),
         peakRssBytes: process.resourceUsage().maxRSS * 1024,
+        kv: ctx.kvInfo,
+        ...(shift ? {contextShift: {keep: ctx.shiftKeep(shift.keep), shifts: o.shifts.count, discarded: o.shifts.discarded}} : {}),
         ...(receipt ? {receipt} : {}),
         ...(opened ? {speculation: speculationReport(opened.status, o.draft)} : {}),
       }
@@ -221,6 +252,8 @@ function receiptDraft(settings: Draft['settings']): NonNullable<ReceiptBody['con
   if (settings.source === 'mtp') return {source: 'mtp', nMax: settings.nMax, pMin: settings.pMin}
   return {source: 'model', nMax: settings.nMax, pMin: settings.pMin, model: basename(settings.model)}
 }
+/** The most tokens one generation may make (the engine counts them in an int32). */
+const UNBOUNDED = 2 ** 31 - 1
 
 function round(x: number): number {
   return Math.round(x * 10) / 10

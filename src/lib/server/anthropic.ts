@@ -149,7 +149,8 @@ async function prepare(env: RequestEnv, raw: unknown) {
   const {chat, format, thinking} = await anthropicChat(env, body, maxTokens)
   const prompt = chat.prompt
   const fit = fitPrompt(prompt.length, env.nCtx, maxTokens)
-  if (!fit.fits) {
+  // With --context-shift an answer may outgrow the slot: only the prompt must fit.
+  if (fit.promptAlone || (!fit.fits && !env.contextShift)) {
     throw new ApiError(
       400,
       `prompt is too long: ${prompt.length} tokens + max_tokens ${maxTokens} > ${env.nCtx}, the context of a slot (--ctx)`,

@@ -9,6 +9,7 @@ import {
   generate,
   type GenerationOutcome as LoopOutcome,
   type GenerationTimings,
+  keptTokens,
   type TokenReport,
 } from '../generate/index.js'
 import type {Constraint} from '../grammar/index.js'
@@ -52,6 +53,8 @@ export interface GenerationOutcome {
   readonly tokenIds: readonly number[]
   /** Time in the prompt and in decoding (Ollama reports both). */
   readonly timings: GenerationTimings
+  /** Context shifts the generation made (--context-shift). */
+  readonly contextShifts: number
 }
 
 /** OpenAI's two reasons; the server never stops a generation itself, so "stopped" cannot occur but maps like an end. */
@@ -66,6 +69,11 @@ const OPENAI_FINISH: Readonly<Record<Exclude<FinishReason, 'aborted'>, OpenAiFin
 export interface GenerationContext {
   readonly scheduler: Scheduler
   readonly metrics: Metrics
+  /**
+   * llama-server's --context-shift with its --keep N (prompt tokens after BOS; -1: the whole prompt): a
+   * full slot drops half of what follows them and the generation goes on.
+   */
+  readonly contextShift?: {readonly keep: number}
 }
 
 /**
@@ -85,6 +93,8 @@ export async function runGeneration(
   const t0 = performance.now()
   let settled: Promise<unknown> = Promise.resolve()
   try {
+    const shift = env.contextShift
+    const bos = lease.slot.session.context.model.tokenizer.bos
     const generation = generate(lease.slot.session, {
       prompt: request.prompt,
       maxTokens: request.maxTokens,
@@ -92,6 +102,7 @@ export async function runGeneration(
       stop: request.stop,
       signal,
       ...(request.constraint ? {constraint: request.constraint} : {}),
+      ...(shift ? {contextShift: {keep: keptTokens(request.prompt, shift.keep, bos)}} : {}),
     })
     settled = generation.result.catch(() => {})
     for await (const e of generation.events) if (e.text.length > 0 || e.tokens.length > 0) onDelta({text: e.text, tokens: e.tokens})
@@ -123,5 +134,6 @@ function answer(o: LoopOutcome, ended: Exclude<FinishReason, 'aborted'>): Genera
     tokens: o.tokens,
     tokenIds: o.tokenIds,
     timings: o.timings,
+    contextShifts: o.shifts.count,
   }
 }

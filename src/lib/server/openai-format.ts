@@ -42,14 +42,19 @@ export interface Usage {
   readonly completion_tokens: number
   readonly total_tokens: number
   readonly prompt_tokens_details: {readonly cached_tokens: number}
+  /** Context shifts made (serve --context-shift), only when there were any. */
+  readonly context_shifts?: number
 }
 
-export function usageOf(o: Pick<GenerationOutcome, 'promptTokens' | 'completionTokens' | 'cachedTokens'>): Usage {
+export function usageOf(
+  o: Pick<GenerationOutcome, 'promptTokens' | 'completionTokens' | 'cachedTokens'> & {readonly contextShifts?: number},
+): Usage {
   return {
     prompt_tokens: o.promptTokens,
     completion_tokens: o.completionTokens,
     total_tokens: o.promptTokens + o.completionTokens,
     prompt_tokens_details: {cached_tokens: o.cachedTokens},
+    ...(o.contextShifts ? {context_shifts: o.contextShifts} : {}),
   }
 }
 
@@ -105,7 +110,8 @@ export interface ChoiceResult {
 export function usageOfChoices(results: readonly ChoiceResult[]): Usage {
   const first = results[0]!.outcome
   const completionTokens = results.reduce((sum, r) => sum + r.outcome.completionTokens, 0)
-  return usageOf({promptTokens: first.promptTokens, completionTokens, cachedTokens: first.cachedTokens})
+  const contextShifts = results.reduce((sum, r) => sum + r.outcome.contextShifts, 0)
+  return usageOf({promptTokens: first.promptTokens, completionTokens, cachedTokens: first.cachedTokens, contextShifts})
 }
 
 export function chatCompletion(meta: ResponseMeta, results: readonly ChoiceResult[], logprobs: boolean): unknown {

@@ -42,6 +42,8 @@ export interface RequestEnv {
   readonly work: PromptWork
   /** Positions of one slot's KV cache. */
   readonly nCtx: number
+  /** --context-shift: a completion may outgrow the slot (a full context shifts), so max_tokens is not held to it. */
+  readonly contextShift?: boolean
   /** What one request may hold (./request-limits.ts). */
   readonly limits: RequestLimits
 }
@@ -170,7 +172,7 @@ function finish(
       'context_length_exceeded',
     )
   }
-  if (maxTokens !== undefined && !fit.fits) {
+  if (maxTokens !== undefined && !fit.fits && !env.contextShift) {
     throw new ApiError(
       400,
       `This model's maximum context length is ${env.nCtx} tokens per slot (--ctx). However, you requested ${prompt.length + maxTokens} tokens (${prompt.length} in the ${promptParam}, ${maxTokens} in the completion)`,

@@ -87,7 +87,8 @@ async function prepare(env: RequestEnv, raw: unknown): Promise<PreparedResponse>
   })
   const maxTokens = (body.max_output_tokens as number | null | undefined) ?? undefined
   const fit = fitPrompt(chat.prompt.length, env.nCtx, Math.max(1, maxTokens ?? 0))
-  if (fit.promptAlone || (maxTokens !== undefined && !fit.fits)) {
+  // With --context-shift an answer may outgrow the slot: only the input must fit.
+  if (fit.promptAlone || (maxTokens !== undefined && !fit.fits && !env.contextShift)) {
     throw new ApiError(
       400,
       `the input is ${chat.prompt.length} tokens${maxTokens === undefined ? '' : ` and max_output_tokens ${maxTokens}`}, more than a slot's context of ${env.nCtx} (--ctx)`,

@@ -8,7 +8,7 @@
  * prefix with its prompt (least recently used among ties, and when nothing matches), so the cache
  * is bounded by the slots' own KV and "eviction" is the LRU slot's cache being overwritten.
  */
-import {commonPrefixLength, type Session} from '../engine/index.js'
+import type {Session} from '../engine/index.js'
 import {ApiError} from './api-error.js'
 
 export interface Slot {
@@ -117,7 +117,7 @@ export class Scheduler {
   /** Tokens a free slot would reuse for this prompt. */
   reusable(slot: Slot, prompt: readonly number[]): number {
     if (!this.options.prefixCache) return 0
-    return Math.max(0, Math.min(commonPrefixLength(slot.session.cached, prompt), prompt.length - 1))
+    return slot.session.reusable(prompt)
   }
 
   /**

@@ -7,6 +7,7 @@
 import {Flags, type Interfaces} from '@oclif/core'
 
 import {
+  contextShiftFlags,
   type DraftFlagValues,
   draftFlags,
   listenForInterrupt,
@@ -19,6 +20,7 @@ import {
   ropeFlags,
   ropeFromFlags,
   speculationFromFlags,
+  swaFullFlag,
   warnLine,
 } from '../cli/index.js'
 import {MAX_CONTEXT_SIZE} from '../engine/index.js'
@@ -65,6 +67,8 @@ export const serveFlags = {
     max: 256,
   }),
   'kv-type': Flags.string({description: 'KV cache type', options: ['f16', 'f32'], default: SERVE_DEFAULTS.kvType}),
+  ...swaFullFlag(),
+  ...contextShiftFlags,
   'api-key': Flags.string({
     description: 'require "Authorization: Bearer KEY" on every route but /health',
     env: 'RUNNER_API_KEY',
@@ -159,6 +163,9 @@ type ServeFlagValues = {
   readonly 'ctx-size'?: number
   readonly threads?: number
   readonly 'kv-type': string
+  readonly 'swa-full'?: boolean
+  readonly 'context-shift'?: boolean
+  readonly keep?: number
   readonly 'n-gpu-layers'?: number
   readonly 'api-key'?: string
   readonly 'chat-template'?: string
@@ -196,6 +203,8 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     onWarning: warnLine,
     threadsPerSlot: flags.threads,
     kvType: flags['kv-type'] as 'f16' | 'f32',
+    swaFull: flags['swa-full'] === true,
+    ...(flags['context-shift'] ? {contextShift: {keep: flags.keep ?? 0}} : {}),
     queueLimit: flags.queue,
     timeoutSeconds: parseTimeoutFlag(flags.timeout),
     bodyLimitBytes: flags['body-limit'],

@@ -62,6 +62,14 @@ export interface ServeOptions {
   /** Threads per slot (default: physical cores divided among the slots, at least 1). */
   readonly threadsPerSlot?: number
   readonly kvType?: 'f16' | 'f32'
+  /** Sliding-window layers keep every position (llama.cpp's --swa-full) instead of a ring; a ring reuses less of a slot's cache. */
+  readonly swaFull?: boolean
+  /**
+   * llama-server's --context-shift with --keep N (prompt tokens after BOS; -1: the whole prompt): a slot
+   * whose context fills drops half of what follows them and goes on; refused at start where it cannot
+   * be exact (a sliding-window ring).
+   */
+  readonly contextShift?: {readonly keep: number}
   readonly queueLimit?: number
   /** Seconds a request may take from arrival (queue and prefill included). */
   readonly timeoutSeconds?: number
@@ -186,7 +194,10 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     const template = ChatTemplate.forModel(model.gguf, model.tokenizer, o.chatTemplate)
     const nCtx = contextSize(o.nCtx, model.config, {name: '--ctx', onWarning: options.onWarning})
     const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
-    for (let i = 0; i < o.parallel; i++) contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType}))
+    for (let i = 0; i < o.parallel; i++)
+      contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType, swaFull: o.swaFull ?? false}))
+    // Refused by name before the server listens where a shift could not be exact (a sliding-window ring).
+    if (o.contextShift) contexts[0]!.assertCanShift('--context-shift')
     // Prompts still run on their slot's own threads; the decode steps of every slot run together here.
     // Its threads: the slots' own budget when --threads gave one (threads x slots), else the physical cores.
     const groupThreads = Math.min(256, o.threadsPerSlot !== undefined ? o.threadsPerSlot * o.parallel : defaultThreads())
@@ -213,6 +224,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       template,
       work,
       nCtx,
+      contextShift: o.contextShift !== undefined,
       limits: requestLimits,
     }
     // The template's capability probes, once, now: not inside the first request.
@@ -264,6 +276,9 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         concurrent_generations: concurrent,
         kv_type: o.kvType,
         kv_bytes_per_slot: contexts[0]!.kvBytes,
+        kv_flat_bytes_per_slot: contexts[0]!.kvInfo.flatBytes,
+        swa_ring_positions: contexts[0]!.kvInfo.ringPositions,
+        context_shift: o.contextShift ? {keep: o.contextShift.keep} : false,
         batched_decode: group !== undefined,
         ...(group ? {batched_decode_threads: group.options.threads} : {}),
         scheduling:
@@ -361,7 +376,15 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       },
       routes: ROUTES.map((r) => ({method: r.method, path: r.url, summary: r.summary})),
     }
-    const state = new ServerState(env, {scheduler, metrics}, scheduler, metrics, capabilities, o.timeoutSeconds * 1000, model.gguf)
+    const state = new ServerState(
+      env,
+      {scheduler, metrics, ...(o.contextShift ? {contextShift: o.contextShift} : {})},
+      scheduler,
+      metrics,
+      capabilities,
+      o.timeoutSeconds * 1000,
+      model.gguf,
+    )
     const app = buildApp(state, o.bodyLimitBytes, o.apiKey, corsOrigins, limits, (a) => installRequestLog(a, o.requestLog, log))
     try {
       await app.listen({host: o.host, port: o.port})

@@ -184,7 +184,7 @@ describe('the MTP head as a draft source gives the tokens of plain decoding', {s
     assert.ok(bad.o.draft!.accepted < accepted, `a random head is accepted less: ${bad.o.draft!.accepted} vs ${accepted}`)
   })
 
-  test('a full context, a stop token inside accepted drafts, and a constraint: as plain decoding', async () => {
+  test('a full context, a stop token inside accepted drafts, a constraint and context shifts: as plain decoding', async () => {
     const path = join(dir, 'llama-nextn-edges.gguf')
     await writeNextnModel(sharedPath('fixtures', 'llama.gguf'), path)
     const target = await load(path)
@@ -203,6 +203,13 @@ describe('the MTP head as a draft source gives the tokens of plain decoding', {s
     })
     const constrained = {prompt, maxTokens: 40, sampling: SEEDED, constraint}
     assert.deepEqual((await run(target, constrained, {nMax: 4})).seen, (await run(target, constrained)).seen)
+    // Context shifts: the head's own cache shifts with the target's; the outcome is plain decoding's.
+    const shifted = {prompt, maxTokens: 200, sampling: SEEDED, stopTokens: [], contextShift: {keep: 8}}
+    const plainShifted = await run(target, shifted, undefined, 512, 64)
+    assert.ok(plainShifted.o.shifts.count >= 3, `shifted ${plainShifted.o.shifts.count} times`)
+    const mtpShifted = await run(target, shifted, {nMax: 4}, 512, 64)
+    assert.deepEqual(mtpShifted.seen, plainShifted.seen)
+    assert.deepEqual(mtpShifted.o.shifts, plainShifted.o.shifts)
   })
 
   test('a model without a head: refused by name, warned and dropped, or fatal when required', async () => {
