@@ -662,10 +662,10 @@ typedef enum runner_draft_kind {
     RUNNER_DRAFT_LOOKUP = 1, /* n-gram match in the sequence so far (prompt lookup): no weights */
     RUNNER_DRAFT_MODEL = 2,  /* a smaller model's greedy continuation, in its own context */
     /* The target's own multi-token-prediction (NextN) head (model config n_nextn > 0), greedy: for a
-     * position p whose hidden state h_p (the last main block's output, before the output norm) the
-     * target computed, and the token t at p + 1, the head's block runs on
+     * position p whose hidden state h_p (after the output norm, as llama.cpp's h_nextn) the target
+     * computed, and the token t at p + 1, the head's block runs on
      * eh_proj (enorm(embed(t)) ++ hnorm(h_p)) at KV slot p, rope at p + 1, and its head gives the
-     * draft for p + 2; further drafts feed the block's own output back as h. draft_ctx is a context
+     * draft for p + 2; further drafts feed the block's own output (after the head's norm) back as h. draft_ctx is a context
      * of the target's model (blocks RUNNER_CONTEXT_MTP) with n_ctx at least the target's + 1, whose
      * KV cache holds the block's keys for every position the target evaluated while generating with this draft. */
     RUNNER_DRAFT_MTP = 3

@@ -182,7 +182,7 @@ static void hold(runner_draft *d, const int32_t *seq, int32_t n_seq) {
 }
 
 /* The head on n pairs (h rows, tokens) at slots [slot, slot + n), in the draft context's batches. */
-static runner_status mtp_run(runner_draft *d, const float *h, const int32_t *tokens, int32_t n, int32_t slot, int32_t logits_mode,
+static runner_status mtp_run(runner_draft *d, const float *h, int chained, const int32_t *tokens, int32_t n, int32_t slot, int32_t logits_mode,
                              const volatile int32_t *abort_flag, char *err, int32_t err_len) {
     runner_context *dc = d->ctx;
     const int32_t E = dc->model->cfg.n_embd;
@@ -192,7 +192,7 @@ static runner_status mtp_run(runner_draft *d, const float *h, const int32_t *tok
         const int last = done + chunk == n;
         dc->kv.n_past = slot + done;
         const int32_t mode = last ? logits_mode : RUNNER_LOGITS_NONE;
-        runner_status st = runner_forward_mtp(dc, h + (size_t)done * E, tokens + done, chunk, slot + done, mode, abort_flag, err, err_len);
+        runner_status st = runner_forward_mtp(dc, h + (size_t)done * E, chained, tokens + done, chunk, slot + done, mode, abort_flag, err, err_len);
         if (st != RUNNER_OK) return st;
         dc->kv.n_past = slot + done + chunk;
         if (last && mode == RUNNER_LOGITS_LAST) dc->last_logits = dc->s.logits;
@@ -224,12 +224,12 @@ runner_status runner_draft_observe(runner_draft *d, const runner_context *target
         return RUNNER_OK;
     }
     /* The row held from the previous evaluation pairs with the first token evaluated now. */
-    if (d->n_fed == pos - 1 && d->h_pos == pos - 1 && (st = mtp_run(d, d->h, seq + pos, 1, pos - 1, RUNNER_LOGITS_NONE, abort_flag, err, err_len)) == RUNNER_OK)
+    if (d->n_fed == pos - 1 && d->h_pos == pos - 1 && (st = mtp_run(d, d->h, 0, seq + pos, 1, pos - 1, RUNNER_LOGITS_NONE, abort_flag, err, err_len)) == RUNNER_OK)
         d->n_fed = pos;
     /* Each row but the last pairs with the token after it; the last waits for its token (held). A gap
      * (positions the target evaluated without showing them) leaves the slots unfed: no proposals. */
     if (st == RUNNER_OK && d->n_fed == pos && n > 1 &&
-        (st = mtp_run(d, target->s.x, seq + pos + 1, n - 1, pos, RUNNER_LOGITS_NONE, abort_flag, err, err_len)) == RUNNER_OK)
+        (st = mtp_run(d, target->s.x, 0, seq + pos + 1, n - 1, pos, RUNNER_LOGITS_NONE, abort_flag, err, err_len)) == RUNNER_OK)
         d->n_fed = pos + n - 1;
     memcpy(d->h, target->s.x + (size_t)(n - 1) * E, (size_t)E * sizeof *d->h);
     d->h_pos = pos + n - 1;
@@ -251,7 +251,7 @@ static runner_status propose_mtp(runner_draft *d, const int32_t *seq, int32_t n_
     if (d->h_pos != q || d->n_fed < q) return RUNNER_OK; /* the history is not all there */
     if (q + max + 1 > dc->params.n_ctx) max = dc->params.n_ctx - 1 - q; /* slots q.., rotated up to q + max */
     if (max < 1) return RUNNER_OK;
-    runner_status st = mtp_run(d, d->h, seq + n_seq - 1, 1, q, RUNNER_LOGITS_LAST, abort_flag, err, err_len);
+    runner_status st = mtp_run(d, d->h, 0, seq + n_seq - 1, 1, q, RUNNER_LOGITS_LAST, abort_flag, err, err_len);
     if (st != RUNNER_OK) return st;
     d->n_fed = q + 1; /* the pending token is emitted: this pair is the target's own */
     hold(d, seq, n_seq);
@@ -263,7 +263,7 @@ static runner_status propose_mtp(runner_draft *d, const int32_t *seq, int32_t n_
         out[(*n_out)++] = t;
         if (k + 1 == max) break;
         memcpy(d->chain, dc->s.x, (size_t)E * sizeof *d->chain); /* the block's output, before the norm */
-        if ((st = mtp_run(d, d->chain, &t, 1, q + 1 + k, RUNNER_LOGITS_LAST, abort_flag, err, err_len)) != RUNNER_OK) return st;
+        if ((st = mtp_run(d, d->chain, 1, &t, 1, q + 1 + k, RUNNER_LOGITS_LAST, abort_flag, err, err_len)) != RUNNER_OK) return st;
     }
     return RUNNER_OK;
 }

@@ -332,10 +332,11 @@ runner_status runner_forward_segments(runner_context *ctx, const int32_t *tokens
 
 typedef struct mtp_input_args {
     runner_step *st;
-    const float *h; /* [n][n_embd] hidden states */
+    const float *h;      /* [n][n_embd] hidden states, before the norm that made them the head's input */
+    const float *h_norm; /* that norm's weight (llama.cpp's h_nextn is the normed state) */
 } mtp_input_args;
 
-/* Row t of xn (2 n_embd wide) = enorm(embed(token t)) ++ hnorm(h t): the eh projection's input. */
+/* Row t of xn (2 n_embd wide) = enorm(embed(token t)) ++ hnorm(norm(h t)): the eh projection's input. */
 static void mtp_input_task(void *arg, int64_t t0, int64_t t1, int ith) {
     (void)ith;
     mtp_input_args *a = arg;
@@ -347,11 +348,12 @@ static void mtp_input_task(void *arg, int64_t t0, int64_t t1, int ith) {
         float *row = ctx->s.xn + (size_t)t * 2 * E;
         e->traits->to_float(e->data + (size_t)a->st->tokens[t] * e->row_bytes, row, E);
         runner_rmsnorm_row(row, (const float *)m->nextn.enorm.data, row, E, m->cfg.norm_eps);
-        runner_rmsnorm_row(a->h + (size_t)t * E, (const float *)m->nextn.hnorm.data, row + E, E, m->cfg.norm_eps);
+        runner_rmsnorm_row(a->h + (size_t)t * E, a->h_norm, row + E, E, m->cfg.norm_eps);
+        runner_rmsnorm_row(row + E, (const float *)m->nextn.hnorm.data, row + E, E, m->cfg.norm_eps);
     }
 }
 
-runner_status runner_forward_mtp(runner_context *ctx, const float *h, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
+runner_status runner_forward_mtp(runner_context *ctx, const float *h, int chained, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
                                  const volatile int32_t *abort_flag, char *err, int32_t err_len) {
     const runner_model *m = ctx->model;
     const runner_model_config *c = &m->cfg;
@@ -361,7 +363,9 @@ runner_status runner_forward_mtp(runner_context *ctx, const float *h, const int3
     /* Slot p holds the pair (h_p, t_{p+1}), rotated as position p + 1 (llama.cpp's MTP position). */
     const runner_segment one = {.seq = ctx, .t0 = 0, .n = n, .pos = pos, .rope_off = 1};
     runner_step st = {.ctx = ctx, .tokens = tokens, .n_tok = n, .layer = 0, .segs = &one, .n_segs = 1, .seg_of = NULL};
-    mtp_input_args in = {.st = &st, .h = h};
+    /* As llama.cpp's h_nextn: the target's state after its output norm; a chained draft's, after the head's norm. */
+    const runner_weight *h_norm = chained && m->nextn.head_norm.data ? &m->nextn.head_norm : &m->output_norm;
+    mtp_input_args in = {.st = &st, .h = h, .h_norm = (const float *)h_norm->data};
     runner_pool_for(ctx->pool, n, runner_token_chunk(ctx, n), mtp_input_task, &in);
     runner_matmul_group g = {.ctx = ctx, .n_tok = n, .in = ctx->s.xn, .n_in = 2 * (int64_t)c->n_embd};
     runner_group_add(&g, &m->nextn.eh_proj, ctx->s.x, 0);

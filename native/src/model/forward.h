@@ -21,9 +21,11 @@ runner_status runner_forward_segments(runner_context *ctx, const int32_t *tokens
 /* The multi-token-prediction head (model config n_nextn > 0) over n <= n_batch pairs: token i with the
  * target's hidden state h[i] (row i at i * n_embd, the last main block's output before the output
  * norm) at KV slot pos + i (rope at pos + i + 1) of ctx, through eh_proj and the NextN block, then
- * its head (LAST or ALL rows into ctx->s.logits). ctx->s.x keeps the block's output rows (before the
- * norm): the h of the next pair when drafts are chained. ctx's rope tables need pos + n + 1 rows. */
-runner_status runner_forward_mtp(runner_context *ctx, const float *h, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
+ * its head (LAST or ALL rows into ctx->s.logits). The head reads each h after the output norm, as
+ * llama.cpp's h_nextn is (chained: after the head's own norm, its shared_head_norm). ctx->s.x keeps
+ * the block's output rows (before the norm): the h of the next pair when drafts are chained
+ * (chained = 1). ctx's rope tables need pos + n + 1 rows. */
+runner_status runner_forward_mtp(runner_context *ctx, const float *h, int chained, const int32_t *tokens, int32_t n, int32_t pos, int32_t logits_mode,
                                  const volatile int32_t *abort_flag, char *err, int32_t err_len);
 
 #endif
