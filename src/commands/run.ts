@@ -9,11 +9,9 @@ import {
   speculationFromFlags,
   withInterrupt,
 } from '../lib/cli/index.js'
-import {amxStatus, cpuFeatures, describeKernels, describeKv, kernelSet} from '../lib/engine/index.js'
 import {ExitCode} from '../lib/errors.js'
-import {RUN_EXAMPLES, runFlags, runPrompt, type RunReport} from '../lib/run/index.js'
-import {describeSpeculation} from '../lib/speculative/index.js'
-import {formatBytes, readPrompt, stdoutIsStderr} from '../lib/util/index.js'
+import {RUN_EXAMPLES, runFlags, runJson, runPrompt, runSummary} from '../lib/run/index.js'
+import {readPrompt, stdoutIsStderr} from '../lib/util/index.js'
 
 export default class Run extends RunnerCommand {
   static override summary = 'Generate text from a prompt with a GGUF model.'
@@ -59,53 +57,13 @@ export default class Run extends RunnerCommand {
       }),
     )
     if (flags.json) {
-      const {
-        text,
-        tokens,
-        promptTokens,
-        finishReason,
-        timings,
-        constraint: c,
-        peakRssBytes,
-        kv,
-        contextShift,
-        adapters,
-        speculation: spec,
-      } = r
-      const kernels = kernelSet(cpuFeatures(), amxStatus().state)
-      this.log(
-        JSON.stringify({
-          text,
-          tokens,
-          promptTokens,
-          finishReason,
-          seed: r.seed.toString(),
-          timings,
-          constraint: c,
-          peakRssBytes,
-          kv,
-          contextShift,
-          kernels,
-          adapters,
-          ...(spec ? {speculation: spec} : {}),
-        }),
-      )
+      this.log(JSON.stringify(runJson(r)))
     } else {
       if (r.receipt) process.stderr.write(`receipt ${r.receipt.path} (chain ${r.receipt.chain}${r.receipt.signed ? ', signed' : ''})\n`)
       // A newline between the text and the summary when they meet: on a terminal, or in one file (> log 2>&1).
       if ((process.stdout.isTTY || stdoutIsStderr()) && !r.text.endsWith('\n')) process.stdout.write('\n')
-      const t = r.timings
-      process.stderr.write(
-        `load ${t.loadMs} ms · prompt ${r.evaluatedTokens} tokens, ${t.promptTokensPerSecond} tok/s · decode ${r.tokens.length} tokens` +
-          `${t.decodeTokensPerSecond === null ? '' : `, ${t.decodeTokensPerSecond} tok/s`}${shifts(r.contextShift)} · peak RSS ${formatBytes(r.peakRssBytes)} · ${r.finishReason} · seed ${r.seed} · ` +
-          `kernels ${describeKernels(kernelSet(cpuFeatures(), amxStatus().state))} · ${describeKv(r.kv)}${describeSpeculation(r.speculation)}\n`,
-      )
+      process.stderr.write(runSummary(r))
     }
     if (r.finishReason === 'aborted') this.exit(ExitCode.interrupted)
   }
-}
-
-/** " (2 context shifts, 244 tokens dropped)" with --context-shift, else nothing. */
-function shifts(s: RunReport['contextShift']): string {
-  return s ? ` (${s.shifts} context shift${s.shifts === 1 ? '' : 's'}, ${s.discarded} tokens dropped)` : ''
 }

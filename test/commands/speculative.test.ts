@@ -13,13 +13,12 @@ import {after, before, describe, test} from 'node:test'
 
 import OpenAI from 'openai'
 
-import {type GgufArray, readGgufModel, writeGguf} from '../../src/lib/gguf/index.js'
 import {writeNextnModel} from '../helpers/nextn-model.js'
 import {serveProcess} from '../helpers/serve-process.js'
 import {hasShared, NO_SHARED_REASON, runCli, runCliWithInput, sharedPath} from '../helpers/shared.js'
+import {REPETITIVE, writeOtherVocab} from '../helpers/speculative.js'
 
-const REPEAT =
-  'Once upon a time, there was a little girl named Lily. She liked to play. Once upon a time, there was a little girl named Lily. She'
+const REPEAT = REPETITIVE
 
 describe('speculative decoding in run, chat and serve', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   let dir: string
@@ -29,17 +28,8 @@ describe('speculative decoding in run, chat and serve', {skip: hasShared() ? fal
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'runner-spec-cli-'))
     // stories260K with token 300 renamed: a draft whose vocabulary is not the target's.
-    const source = readGgufModel(stories())
     otherVocab = join(dir, 'other-vocab.gguf')
-    await writeGguf(otherVocab, {
-      kvs: source.kvs.map((kv) => {
-        if (kv.key !== 'tokenizer.ggml.tokens') return kv
-        const items = [...((kv.value as GgufArray).items as readonly string[])]
-        items[300] = 'renamed'
-        return {...kv, value: {itemType: (kv.value as GgufArray).itemType, items}}
-      }),
-      tensors: source.tensors.map((x) => ({name: x.name, type: x.type, shape: x.shape, data: {file: x.file, offset: x.offset}})),
-    })
+    await writeOtherVocab(stories(), otherVocab)
   })
   after(() => rmSync(dir, {recursive: true, force: true}))
 

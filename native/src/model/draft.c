@@ -134,6 +134,9 @@ static runner_status propose_model(runner_draft *d, const int32_t *seq, int32_t 
     int32_t keep = 0;
     while (keep < d->n_held && keep < n_seq && d->held[keep] == seq[keep]) keep++;
     if (keep == n_seq) keep--; /* the last token is evaluated again: its logits are the first draft's */
+    /* A sliding-window ring may no longer hold what a rewind that far back needs: start over. */
+    if (keep > 0 && keep < dc->kv.n_past && keep < runner_kv_min_keep(dc)) keep = 0;
+    if (keep == 0 && dc->kv.n_past > 0) runner_kv_truncate(dc, 0, NULL, 0);
     d->n_held = keep;
     runner_status st = runner_decode(dc, seq + keep, n_seq - keep, keep, RUNNER_LOGITS_LAST, NULL, abort_flag, err, err_len);
     if (st != RUNNER_OK) return st;

@@ -256,7 +256,7 @@ static runner_status speculate(gen *g, int32_t t, int32_t pos, float *rows) {
         int32_t j = 0, next = -1;
         int go = 1;
         for (;; j++) {
-            go = emit(g, k > 0 ? rows + (size_t)j * n_vocab : runner_context_logits(ctx), pos + j, &next, &st);
+            go = emit(g, k > 0 ? rows + (size_t)j * n_vocab : runner_context_logits(ctx), pos + j + 1, &next, &st);
             if (!go || j == k || next != batch[j + 1]) break;
             out->n_accepted++;
         }

@@ -19,7 +19,7 @@ export const draftFlags = {
   draft: Flags.string({
     aliases: ['model-draft'],
     description:
-      'speculative decoding with this draft model (a file or a model name): a smaller model of the same vocabulary proposes tokens, the model verifies each; the output is unchanged, only the speed',
+      'speculative decoding with this draft model (a file or a model name): a smaller model of the same vocabulary proposes tokens, the model verifies each; the output is unchanged, only the speed (default: none)',
     helpValue: 'FILE|NAME',
     exclusive: ['draft-lookup', 'draft-mtp'],
     parse: async (input: string) => resolveModelPath(input, '--draft'),

@@ -2,3 +2,4 @@
 export {type RunOptions, type RunReport, type RunTimings, runPrompt} from './run-prompt.js'
 export {runFlags} from './run-flags.js'
 export {RUN_EXAMPLES} from './examples.js'
+export {runJson, runSummary} from './render.js'

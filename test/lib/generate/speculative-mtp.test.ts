@@ -17,31 +17,14 @@ import {after, before, describe, test} from 'node:test'
 import {speculationFromFlags} from '../../../src/lib/cli/index.js'
 import {Draft, Model, Session} from '../../../src/lib/engine/index.js'
 import {RunnerError} from '../../../src/lib/errors.js'
-import {generate, type GenerationOutcome, type GenerationRequest} from '../../../src/lib/generate/index.js'
+import {generate, type GenerationRequest} from '../../../src/lib/generate/index.js'
 import {compileConstraint} from '../../../src/lib/grammar/index.js'
 import {readGgufModel} from '../../../src/lib/gguf/index.js'
-import {resolveSamplingOptions, type SamplingOptions} from '../../../src/lib/sampling/index.js'
 import {openDrafts} from '../../../src/lib/speculative/index.js'
 import {tensorBytes} from '../../helpers/gguf.js'
 import {writeNextnModel} from '../../helpers/nextn-model.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../../helpers/shared.js'
-
-const GREEDY: SamplingOptions = resolveSamplingOptions({temperature: 0, logprobs: true, topLogprobs: 3})
-const SEEDED: SamplingOptions = resolveSamplingOptions({
-  temperature: 0.9,
-  topK: 40,
-  topP: 0.95,
-  seed: 1234,
-  repeatPenalty: 1.1,
-  logprobs: true,
-  topLogprobs: 3,
-})
-const REPETITIVE =
-  'Once upon a time, there was a little girl named Lily. She liked to play. Once upon a time, there was a little girl named Lily. She'
-
-function observable(o: GenerationOutcome, cached: readonly number[]) {
-  return {text: o.text, ids: o.tokenIds, tokens: o.tokens, finish: o.finishReason, usage: o.usage, cached: [...cached]}
-}
+import {GREEDY, observable, REPETITIVE, SEEDED} from '../../helpers/speculative.js'
 
 /** One generation on a fresh context of `target`, with an MTP draft of the given settings or none. */
 async function run(target: Model, request: Omit<GenerationRequest, 'draft'>, mtp?: {nMax: number}, nBatch = 512, nCtx = 256) {

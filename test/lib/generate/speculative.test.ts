@@ -15,31 +15,10 @@ import {after, describe, test} from 'node:test'
 
 import {Draft, Model, Session} from '../../../src/lib/engine/index.js'
 import {RunnerError} from '../../../src/lib/errors.js'
-import {generate, type GenerationOutcome, type GenerationRequest} from '../../../src/lib/generate/index.js'
+import {generate, type GenerationRequest} from '../../../src/lib/generate/index.js'
 import {compileConstraint} from '../../../src/lib/grammar/index.js'
-import {type GgufArray, readGgufModel, writeGguf} from '../../../src/lib/gguf/index.js'
-import {resolveSamplingOptions, type SamplingOptions} from '../../../src/lib/sampling/index.js'
 import {hasShared, NO_SHARED_REASON, sharedPath} from '../../helpers/shared.js'
-
-const GREEDY: SamplingOptions = resolveSamplingOptions({temperature: 0, logprobs: true, topLogprobs: 3})
-const SEEDED: SamplingOptions = resolveSamplingOptions({
-  temperature: 0.9,
-  topK: 40,
-  topP: 0.95,
-  seed: 1234,
-  repeatPenalty: 1.1,
-  logprobs: true,
-  topLogprobs: 3,
-})
-
-/** A prompt that repeats itself, so prompt lookup finds continuations. */
-const REPETITIVE =
-  'Once upon a time, there was a little girl named Lily. She liked to play. Once upon a time, there was a little girl named Lily. She'
-
-/** What must not change: everything the outcome reports but timings and the draft's own counts. */
-function observable(o: GenerationOutcome, cached: readonly number[]) {
-  return {text: o.text, ids: o.tokenIds, tokens: o.tokens, finish: o.finishReason, usage: o.usage, cached: [...cached]}
-}
+import {GREEDY, observable, REPETITIVE, SEEDED, writeOtherVocab} from '../../helpers/speculative.js'
 
 describe('speculative decoding gives the tokens of plain decoding', {skip: hasShared() ? false : NO_SHARED_REASON}, () => {
   const models = new Map<string, Model>()
@@ -193,6 +172,31 @@ describe('speculative decoding gives the tokens of plain decoding', {skip: hasSh
       for (const make of [async () => Draft.lookup({ngramMin: 1}), modelDraft(file, target, {pMin: 0, nMax: 20})])
         assert.deepEqual((await run(target, request, make, 256, 1, 16)).seen, plain.seen, `${name}: ring`)
     }
+    // A draft model whose own ring cannot serve a rewind that far back starts its cache over: a second
+    // prompt that leaves the first after 5 tokens, with the draft's context wrapped (batch 16).
+    const gemma = sharedPath('fixtures', 'gemma3.gguf')
+    const g3 = await load(gemma)
+    const first = g3.tokenizer.encode(REPETITIVE, {addSpecial: true})
+    const second = [...first.slice(0, 5), ...g3.tokenizer.encode(' Lily and her dog ran to the park to play with a ball')]
+    const turns = async (withDraft: boolean) => {
+      const ctx = await g3.createContext({nCtx: 256, threads: 1, nBatch: 16})
+      const draft = withDraft
+        ? Draft.fromContext(await g3.createContext({nCtx: 256, threads: 1, nBatch: 16}), g3.tokenizer, gemma, {pMin: 0, nMax: 8})
+        : undefined
+      try {
+        const s = new Session(ctx)
+        const out = []
+        for (const prompt of [first, second]) {
+          const o = await generate(s, {prompt, maxTokens: 120, sampling: SEEDED, stopTokens: [], ...(draft ? {draft} : {})}).result
+          out.push(observable(o, s.cached))
+        }
+        return out
+      } finally {
+        draft?.dispose()
+        ctx.dispose()
+      }
+    }
+    assert.deepEqual(await turns(true), await turns(false), 'gemma3: a far rewind of the draft ring')
     // Context shift: a 64-position context shifted several times in 200 tokens, with the draft's
     // sequence dropping the same span each time.
     const target = await load(sharedPath('fixtures', 'llama.gguf'))
@@ -220,18 +224,8 @@ describe('speculative decoding gives the tokens of plain decoding', {skip: hasSh
   test('a draft model whose vocabulary differs is refused naming the token, before anything runs', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'runner-draft-vocab-'))
     try {
-      const source = readGgufModel(STORIES())
-      const kvs = source.kvs.map((kv) => {
-        if (kv.key !== 'tokenizer.ggml.tokens') return kv
-        const items = [...((kv.value as GgufArray).items as readonly string[])]
-        items[300] = 'renamed'
-        return {...kv, value: {itemType: (kv.value as GgufArray).itemType, items}}
-      })
       const path = join(dir, 'other-vocab.gguf')
-      await writeGguf(path, {
-        kvs,
-        tensors: source.tensors.map((x) => ({name: x.name, type: x.type, shape: x.shape, data: {file: x.file, offset: x.offset}})),
-      })
+      await writeOtherVocab(STORIES(), path)
       const target = await load(STORIES())
       const other = await Model.load(path)
       const ctx = await other.createContext({nCtx: 64, threads: 1})
