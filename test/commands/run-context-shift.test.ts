@@ -3,6 +3,9 @@
 // llama.cpp), the shifts are reported (run's summary and --json, serve's usage), --keep counts as
 // llama.cpp's (N tokens after BOS), and a context that cannot shift exactly is refused by name.
 import assert from 'node:assert/strict'
+import {mkdtempSync, readFileSync, rmSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
 import {describe, test} from 'node:test'
 
 import {Model} from '../../src/lib/engine/model.js'
@@ -62,13 +65,26 @@ describe('--context-shift', {skip: hasShared() ? false : NO_SHARED_REASON, timeo
     assert.ok(JSON.parse(full.stdout).contextShift.shifts > 0)
   })
 
-  test('run: --keep needs --context-shift; receipts do not record shifts yet (exit 2)', async () => {
+  test('run: --keep needs --context-shift; a receipt records the shift and verify replays it', async () => {
     const keep = await runCliAsync(['run', STORIES, '-p', PROMPT, '-n', '4', '--keep', '3'])
     assert.equal(keep.status, 2)
     assert.match(keep.stderr, /context-shift/)
-    const receipt = await runCliAsync(['run', STORIES, '-p', PROMPT, '-n', '4', '--context-shift', '--transcript', '/tmp/never.json'])
-    assert.equal(receipt.status, 2)
-    assert.match(receipt.stderr, /RECEIPT_UNSUPPORTED/)
+    const dir = mkdtempSync(join(tmpdir(), 'runner-shift-receipt-'))
+    try {
+      const file = join(dir, 'shift.receipt.json')
+      const args = ['run', STORIES, '-p', PROMPT, '-n', '150', '--temp', '0.8', '--seed', '3', '-c', '64', '-t', '1']
+      const r = await runCliAsync([...args, '--context-shift', '--keep', '2', '--transcript', file])
+      assert.equal(r.status, 0, r.stderr)
+      const body = JSON.parse(readFileSync(file, 'utf8')) as {config: {contextShift: {keep: number}}; output: {tokens: number[]}}
+      assert.deepEqual(body.config.contextShift, {keep: 3}, '--keep 2 after the BOS token: 3 positions')
+      // More tokens than a 64-position context holds: a replay without the shift would end at a full context, so VERIFIED means it shifted.
+      assert.equal(body.output.tokens.length, 150, 'it shifted')
+      const v = await runCliAsync(['verify', file, '--model', STORIES, '--json'])
+      assert.equal(v.status, 0, v.stdout + v.stderr)
+      assert.equal((JSON.parse(v.stdout) as {verdict: string}).verdict, 'VERIFIED')
+    } finally {
+      rmSync(dir, {recursive: true, force: true})
+    }
   })
 
   test('chat: a reply that fills the context shifts it, keeping the system prompt; a ring says why it cannot', async () => {

@@ -73,6 +73,8 @@ export interface ReceiptBody {
       | {readonly source: 'lookup'; readonly nMax: number; readonly ngramMin: number; readonly ngramMax: number}
       | {readonly source: 'model'; readonly nMax: number; readonly pMin: number; readonly model: string}
       | {readonly source: 'mtp'; readonly nMax: number; readonly pMin: number}
+    /** Context shift (run --context-shift): the positions kept, as the engine counts them; replayed by verify. */
+    readonly contextShift?: {readonly keep: number}
   }
   readonly prompt: {readonly text: string; readonly tokens: readonly number[]}
   readonly output: {

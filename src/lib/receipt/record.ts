@@ -150,6 +150,7 @@ export async function writeReceipt(path: string, setup: ReceiptSetup, run: RunRe
       ...(run.config.constraint ? {constraint: run.config.constraint} : {}),
       ...(run.config.rope ? {rope: canonicalRope(run.config.rope)} : {}),
       ...(run.config.draft ? {draft: run.config.draft} : {}),
+      ...(run.config.contextShift ? {contextShift: {keep: run.config.contextShift.keep}} : {}),
     },
     prompt: {text: run.prompt.text, tokens: run.prompt.tokens},
     output: {

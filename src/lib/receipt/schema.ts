@@ -121,6 +121,8 @@ const RECEIPT_SCHEMA = {
             },
           ],
         },
+        // Context shift (run --context-shift): the positions kept, as the engine counts them; replayed by verify.
+        contextShift: obj({keep: {type: 'integer', minimum: 0}}),
       },
     ),
     prompt: obj({text: {type: 'string'}, tokens: tokenList}),

@@ -220,8 +220,9 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
       rangeProblem('config.threads', c.threads, 1, 256),
       rangeProblem('config.maxTokens', c.maxTokens, 0, 2 ** 31 - 1),
       receipt.prompt.tokens.length === 0 ? 'prompt.tokens is empty' : undefined,
-      // The last output token is reported before it would be evaluated, so a run that filled the context has nCtx + 1.
-      !fitPrompt(receipt.prompt.tokens.length, c.nCtx, Math.max(0, receipt.output.tokens.length - 1)).fits
+      // The last output token is reported before it would be evaluated, so a run that filled the context has nCtx + 1
+      // (a run that shifted its context may have had any number).
+      !c.contextShift && !fitPrompt(receipt.prompt.tokens.length, c.nCtx, Math.max(0, receipt.output.tokens.length - 1)).fits
         ? `prompt and output (${receipt.prompt.tokens.length + receipt.output.tokens.length} tokens) exceed config.nCtx ${c.nCtx}`
         : undefined,
       kvProblem(gguf, c),
@@ -350,6 +351,7 @@ async function replay(
       stopTokens: c.stopTokens,
       ...(constraint ? {constraint} : {}),
       ...(draft ? {draft} : {}),
+      ...(c.contextShift ? {contextShift: {keep: c.contextShift.keep}} : {}),
     })
     // Token by token, so a divergence stops the replay at once.
     for await (const e of generation.events) {

@@ -98,13 +98,6 @@ export interface RunReport {
 export async function runPrompt(options: RunOptions): Promise<RunReport> {
   // A receipt records each token's log-probability; reporting them does not change sampling.
   const sampling = options.receipt ? {...options.sampling, logprobs: true} : options.sampling
-  // A receipt records the settings replay needs; a context shift is not one of them yet.
-  if (options.contextShift && options.receipt)
-    throw new RunnerError(
-      'RECEIPT_UNSUPPORTED',
-      '--context-shift with --transcript: receipts do not record context shifts yet, so the run could not be replayed',
-      ExitCode.usage,
-    )
   const t0 = performance.now()
   const lora = options.lora ?? []
   const setup = options.receipt
@@ -192,6 +185,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
             ...(constraint ? {constraint: {kind: constraint.kind, sha256: constraint.sha256, text: constraint.text}} : {}),
             ...(options.rope ? {rope: options.rope} : {}),
             ...(draft ? {draft: receiptDraft(draft.settings)} : {}),
+            ...(shift ? {contextShift: {keep: ctx.shiftKeep(shift.keep)}} : {}),
           },
           prompt: {text: options.prompt, tokens: ids},
           output: {
