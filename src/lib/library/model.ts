@@ -45,6 +45,8 @@ export interface LoadModelOptions {
    * A draft that cannot be used is refused (the load fails) unless `required: false`, which drops it.
    */
   readonly speculation?: SpeculationOptions
+  /** Sliding-window layers keep every position (llama.cpp's --swa-full) instead of a ring of their window (default false). */
+  readonly swaFull?: boolean
   /** Cancels the load (a RunnerError with code ENGINE_ABORTED). */
   readonly signal?: AbortSignal
   /** Bytes of weights mapped so far, of all. */
@@ -64,6 +66,12 @@ export interface GenerateOptions extends SamplingInput {
   readonly signal?: AbortSignal
   /** Called with each chunk of text as it becomes final. */
   readonly onText?: (text: string) => void
+  /**
+   * llama.cpp's --context-shift: when the context is full, the first `keep` tokens of the sequence stay
+   * (BOS included; at most the context size - 4), half of the rest goes and the generation continues
+   * (docs/long-context.md). Refused (CONTEXT_SHIFT_UNSUPPORTED) where it cannot be exact.
+   */
+  readonly contextShift?: {readonly keep: number}
 }
 
 /** Options of {@link RunnerModel.generate} and {@link RunnerModel.stream}: a raw prompt's tokenization too. */
@@ -117,6 +125,8 @@ export interface ModelInfo {
   readonly trainContextSize: number
   /** The context generate, chat and embed share. */
   readonly contextSize: number
+  /** Bytes of its KV cache (sliding-window layers hold a ring of their window unless swaFull). */
+  readonly kvCacheBytes: number
 }
 
 /** The default window of {@link RunnerModel.score} (`runner score`'s --ctx default). */
@@ -147,7 +157,13 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
   const model = await Model.load(await resolveModelPath(path, 'loadModel'), load)
   try {
     const nCtx = options.contextSize ?? defaultContextSize(model.config.nCtxTrain)
-    const context = await model.createContext({nCtx, nBatch: options.batchSize, threads: options.threads, kvType: options.kvType})
+    const context = await model.createContext({
+      nCtx,
+      nBatch: options.batchSize,
+      threads: options.threads,
+      kvType: options.kvType,
+      swaFull: options.swaFull ?? false,
+    })
     const s = options.speculation
     const drafts = s
       ? await openDrafts(
@@ -196,6 +212,7 @@ export class RunnerModel {
       embeddingSize: c.nEmbd,
       trainContextSize: c.nCtxTrain,
       contextSize: this.context.options.nCtx,
+      kvCacheBytes: this.context.kvBytes,
     }
   }
 
@@ -340,9 +357,15 @@ export class RunnerModel {
    */
   private start(encode: () => number[], options: GenerateOptions, field: string): TextStream {
     this.checkLive()
-    const {maxTokens, stop, signal, onText, ...samplingInput} = options
+    const {maxTokens, stop, signal, onText, contextShift, ...samplingInput} = options
     if (maxTokens !== undefined && (!Number.isInteger(maxTokens) || maxTokens < 0))
       throw new RunnerError('LIBRARY_BAD_OPTION', `maxTokens must be an integer >= 0, got ${String(maxTokens)}`, ExitCode.usage)
+    if (contextShift !== undefined && (!Number.isInteger(contextShift.keep) || contextShift.keep < 0))
+      throw new RunnerError(
+        'LIBRARY_BAD_OPTION',
+        `contextShift.keep must be an integer >= 0, got ${String(contextShift.keep)}`,
+        ExitCode.usage,
+      )
     const sampling = resolveSamplingOptions(samplingInput)
     const prompt = encode()
     const nCtx = this.context.options.nCtx
@@ -362,6 +385,7 @@ export class RunnerModel {
         sampling,
         ...(stop ? {stop} : {}),
         ...(signal ? {signal} : {}),
+        ...(contextShift ? {contextShift: {keep: contextShift.keep}} : {}),
       }),
     )
     const stream = new TextStream(generation, onText)

@@ -20,6 +20,8 @@ export interface GenerateResult {
   readonly timings: GenerationTimings
   /** With speculation: the source, tokens drafted and accepted, verify steps (the text is the same without it). */
   readonly draft?: DraftReport
+  /** With contextShift: the shifts made and the tokens they dropped in all (absent: none). */
+  readonly shifts?: {readonly count: number; readonly discarded: number}
 }
 
 /**
@@ -43,6 +45,7 @@ export class TextStream implements AsyncIterable<string> {
       usage: o.usage,
       timings: o.timings,
       ...(o.draft ? {draft: o.draft} : {}),
+      ...(o.shifts.count > 0 ? {shifts: o.shifts} : {}),
     }))
     // The caller may only await `result`; an engine error must still reach it, not go unhandled here.
     this.result.catch(() => {})
