@@ -26,6 +26,10 @@ export default class Chat extends RunnerCommand {
   static override examples = [
     {description: 'Chat (greedy, short replies)', command: '<%= config.bin %> chat -m ../shared/models/stories260K.gguf --temp 0 -n 48'},
     {
+      description: 'Replies drafted by a small model of the same vocabulary (the same replies, maybe faster)',
+      command: '<%= config.bin %> chat big.gguf --draft small.gguf',
+    },
+    {
       description: "A pulled model by name, with llama.cpp's built-in gemma template",
       command: '<%= config.bin %> chat gemma-3-1b-it-GGUF --chat-template gemma',
     },

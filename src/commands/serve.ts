@@ -38,6 +38,10 @@ export default class Serve extends RunnerCommand {
       command: '<%= config.bin %> serve -m model.gguf --ctx 32768 --max-messages 8192 --max-tools 256',
     },
     {
+      description: 'Speculative decoding on every slot, and context shift for long answers (docs/speculative.md, docs/long-context.md)',
+      command: '<%= config.bin %> serve -m model.gguf --draft-lookup --context-shift --keep -1',
+    },
+    {
       description: 'Accept the default ids clients send (gpt-4o, ...) and browser apps from one origin',
       command: '<%= config.bin %> serve -m model.gguf --accept-any-model --cors http://localhost:5173',
     },

@@ -25,6 +25,18 @@ export const RUN_EXAMPLES = [
     description: 'Four times the context of a model trained on 4096 tokens, with YaRN rope scaling (docs/long-context.md)',
     command: '<%= config.bin %> run model.gguf --rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 4096 -c 16384 -f long.txt',
   },
+  {
+    description: 'Speculative decoding by prompt lookup or with a small draft model: the same output, maybe faster (docs/speculative.md)',
+    command: '<%= config.bin %> run model.gguf -f edit-this-file.txt --draft-lookup',
+  },
+  {
+    description: 'A draft model of the same vocabulary, and fail if it cannot be used',
+    command: '<%= config.bin %> run big.gguf -p "Once upon a time" --draft small.gguf --draft-max 8 --draft-required',
+  },
+  {
+    description: 'Generate past a full context: keep the whole prompt, drop half of what follows it (docs/long-context.md)',
+    command: '<%= config.bin %> run model.gguf -f long.txt -n 8192 --context-shift --keep -1',
+  },
   {description: 'Prompt from standard input', command: 'echo "Once upon a time" | <%= config.bin %> run -m model.gguf -n 32'},
   {
     description: 'A signed receipt anyone with the model can replay (runner verify)',
