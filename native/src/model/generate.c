@@ -244,7 +244,9 @@ static runner_status speculate(gen *g, int32_t t, int32_t pos, float *rows) {
         batch[0] = t;
         if (room > 0) {
             const double d0 = now_ms();
-            runner_pool_idle(ctx->pool); /* the draft model's step runs now: no spinning workers beside it */
+            /* A draft with weights runs on its own context's pool now: no spinning workers beside it (a
+             * lookup runs on this thread in microseconds: waking the workers each step would cost more). */
+            if (runner_draft_context(p->draft)) runner_pool_idle(ctx->pool);
             st = runner_draft_propose(p->draft, g->seq, g->n_seq, room, n_vocab, batch + 1, &k, g->abort_flag, g->err, g->err_len);
             out->draft_ms += now_ms() - d0;
             if (st != RUNNER_OK) break;
