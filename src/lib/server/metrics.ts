@@ -14,6 +14,9 @@ export interface GaugeReadings {
   /** The slots' decode group (absent without batched decode): its steps, and the tokens in them. */
   readonly batchedSteps?: number
   readonly batchedTokens?: number
+  /** Models loaded now, and models the server can serve (./fleet.ts). */
+  readonly modelsLoaded: number
+  readonly modelsServable: number
 }
 
 export class Metrics {
@@ -29,6 +32,10 @@ export class Metrics {
   draftTokens = 0
   draftAccepted = 0
   draftSteps = 0
+  /** Model loads that finished, that failed, and unloads by reason (./fleet.ts). */
+  modelLoads = 0
+  modelLoadFailures = 0
+  private readonly unloads = new Map<string, number>()
 
   constructor(private readonly gauges: () => GaugeReadings) {}
 
@@ -50,6 +57,17 @@ export class Metrics {
     this.draftTokens += drafted
     this.draftAccepted += accepted
     this.draftSteps += steps
+  }
+
+  /** Batched-decode counters of decode groups that are gone (their models unloaded): the counters never go back. */
+  private retired = {steps: 0, tokens: 0}
+
+  retireBatched(stats: {readonly steps: number; readonly tokens: number}): void {
+    this.retired = {steps: this.retired.steps + stats.steps, tokens: this.retired.tokens + stats.tokens}
+  }
+
+  recordUnload(reason: string): void {
+    this.unloads.set(reason, (this.unloads.get(reason) ?? 0) + 1)
   }
 
   recordPrefix(reused: number): void {
@@ -93,10 +111,12 @@ export class Metrics {
     metric('runner_prefix_cache_misses_total', 'counter', 'Requests that reused no cached prompt token.', [['', this.prefixMisses]])
     metric('runner_prefix_cache_tokens', 'gauge', 'Tokens whose KV rows the slots hold for reuse.', [['', g.prefixCacheTokens]])
     metric('runner_prefix_cache_bytes', 'gauge', 'Bytes of KV cache holding those tokens.', [['', g.prefixCacheBytes]])
-    if (g.batchedSteps !== undefined) {
-      metric('runner_batched_decode_steps_total', 'counter', 'Forward steps the slots decoded together.', [['', g.batchedSteps]])
+    if (g.batchedSteps !== undefined || this.retired.steps > 0) {
+      metric('runner_batched_decode_steps_total', 'counter', 'Forward steps the slots decoded together.', [
+        ['', (g.batchedSteps ?? 0) + this.retired.steps],
+      ])
       metric('runner_batched_decode_tokens_total', 'counter', 'Tokens in those steps (divided by the steps: the mean batch).', [
-        ['', g.batchedTokens ?? 0],
+        ['', (g.batchedTokens ?? 0) + this.retired.tokens],
       ])
     }
     if (this.speculation !== undefined) {
@@ -111,6 +131,18 @@ export class Metrics {
       )
       metric('runner_draft_steps_total', 'counter', 'Verify steps that carried drafted tokens.', by(this.draftSteps))
     }
+    metric('runner_models_loaded', 'gauge', 'Models loaded now.', [['', g.modelsLoaded]])
+    metric('runner_models_servable', 'gauge', 'Models this server can load (-m, --models-dir).', [['', g.modelsServable]])
+    metric('runner_model_loads_total', 'counter', 'Model loads that finished.', [['', this.modelLoads]])
+    metric('runner_model_load_failures_total', 'counter', 'Model loads that failed (the requests got the reason).', [
+      ['', this.modelLoadFailures],
+    ])
+    metric(
+      'runner_model_unloads_total',
+      'counter',
+      'Model unloads, by reason (keep_alive 0, expired, evicted for room, request, shutdown).',
+      [...this.unloads.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([reason, n]) => [`{reason="${escapeLabel(reason)}"}`, n]),
+    )
     metric('process_resident_memory_bytes', 'gauge', 'Resident set size of the server process in bytes.', [['', process.memoryUsage.rss()]])
     return `${out.join('\n')}\n`
   }

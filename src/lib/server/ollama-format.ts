@@ -93,6 +93,6 @@ export function ollamaDone(
 }
 
 /** Ollama's answer to a request with nothing to generate: the model is loaded (here, always). */
-export function ollamaLoaded(meta: OllamaMeta): unknown {
-  return {model: meta.model, created_at: new Date().toISOString(), ...content(meta.kind, ''), done: true, done_reason: 'load'}
+export function ollamaLoaded(meta: OllamaMeta, reason: 'load' | 'unload' = 'load'): unknown {
+  return {model: meta.model, created_at: new Date().toISOString(), ...content(meta.kind, ''), done: true, done_reason: reason}
 }

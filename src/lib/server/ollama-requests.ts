@@ -14,6 +14,7 @@ import {type ChatToolCall, validateHistory} from '../chat/index.js'
 import type {AnswerOptions} from '../tools/index.js'
 import {fitPrompt} from '../generate/index.js'
 import {MAX_TOP_LOGPROBS, resolveSamplingOptions} from '../sampling/index.js'
+import {requestKeepAlive} from './keep-alive.js'
 import {ApiError, badParam, toApiError} from './api-error.js'
 import type {GenerationRequest} from './generation.js'
 import {buildChatPrompt} from './chat-prompt.js'
@@ -239,35 +240,11 @@ function validate(schema: object, raw: unknown, refused: Readonly<Record<string,
 }
 
 /**
- * `keep_alive`: how long the model stays loaded after the request. This server keeps its one model
- * loaded until it stops, which honours every duration but zero ("unload now"): that is refused.
- * Numbers are seconds; strings are Go durations ("5m", "1h30m", "-1"), as Ollama parses them.
+ * `keep_alive`: how long the model stays loaded after the request (./keep-alive.ts; the fleet
+ * honours it when the request ends). Here only its spelling is checked, naming the field.
  */
 export function checkKeepAlive(value: unknown): void {
-  if (value === undefined || value === null) return
-  let zero: boolean
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw badParam('keep_alive', `keep_alive = ${value} must be a finite number of seconds`)
-    zero = value === 0
-  } else {
-    const text = String(value)
-    const parts = /^[-+]?(?:0|(?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)$/.test(text) || /^[-+]?\d+$/.test(text)
-    if (!parts) {
-      throw badParam(
-        'keep_alive',
-        `keep_alive = ${JSON.stringify(text)} must be a number of seconds or a duration such as "5m", "1h30m" or "-1m"`,
-      )
-    }
-    zero = !/[1-9]/.test(text)
-  }
-  if (zero) {
-    throw new ApiError(
-      400,
-      'keep_alive 0 asks to unload the model; this server keeps its one model loaded until it stops (stop runner serve to free it)',
-      'keep_alive',
-      'unsupported_value',
-    )
-  }
+  requestKeepAlive(value)
 }
 
 /** `think`: the served models have no thinking mode here, so only "no thinking" is accepted. */

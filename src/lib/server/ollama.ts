@@ -12,20 +12,23 @@ import type {FastifyReply, FastifyRequest} from 'fastify'
 
 import {findPackageRoot} from '../engine/index.js'
 import {SAMPLING_DEFAULTS} from '../sampling/index.js'
-import {ApiError, toApiError} from './api-error.js'
+import {toApiError} from './api-error.js'
 import {type AnswerEvent, AnswerParser, parseAnswer} from '../tools/index.js'
 import {runGeneration, type TokenReport} from './generation.js'
+import {parseKeepAlive} from './keep-alive.js'
 import {NdjsonWriter} from './ndjson.js'
 import {type OllamaKind, type OllamaMeta, ollamaChunk, ollamaDone, ollamaLoaded} from './ollama-format.js'
 import {modelFacts, modelInfo, type OllamaModelFacts} from './ollama-model.js'
 import {type OllamaGeneration, ollamaName, prepareOllamaChat, prepareOllamaGenerate, prepareShow} from './ollama-requests.js'
 import type {Route} from './routes.js'
-import type {ServerState} from './state.js'
+import type {ServerCore, ServerState} from './state.js'
 
 export const OLLAMA_ROUTES: readonly Route[] = [
   {
     method: 'POST',
     url: '/api/chat',
+    model: 'required',
+    keepAlive: true,
     auth: true,
     summary: "Ollama's chat, streamed as NDJSON unless stream is false",
     handler: (s, q, r) => generationRoute(s, 'chat', q, r),
@@ -33,22 +36,40 @@ export const OLLAMA_ROUTES: readonly Route[] = [
   {
     method: 'POST',
     url: '/api/generate',
+    model: 'required',
+    keepAlive: true,
     auth: true,
     summary: "Ollama's generate (one prompt), streamed as NDJSON unless stream is false",
     handler: (s, q, r) => generationRoute(s, 'generate', q, r),
   },
-  {method: 'GET', url: '/api/tags', auth: true, summary: 'the served model, as Ollama lists local models', handler: async (s) => tags(s)},
+  {
+    method: 'GET',
+    url: '/api/tags',
+    model: 'none',
+    auth: true,
+    summary: 'the models this server serves, as Ollama lists local models',
+    handler: async (core) => tags(core),
+  },
   {
     method: 'POST',
     url: '/api/show',
+    model: 'required',
     auth: true,
     summary: "the served model's details, metadata and template (Ollama)",
     handler: (s, q) => show(s, q.body),
   },
-  {method: 'GET', url: '/api/ps', auth: true, summary: 'the loaded model (Ollama)', handler: async (s) => ps(s)},
+  {
+    method: 'GET',
+    url: '/api/ps',
+    model: 'none',
+    auth: true,
+    summary: 'the loaded models and when each unloads (Ollama)',
+    handler: async (core) => ps(core),
+  },
   {
     method: 'GET',
     url: '/api/version',
+    model: 'none',
     auth: false,
     summary: "this server's version (Ollama's route)",
     handler: async () => ({version: await version()}),
@@ -61,9 +82,11 @@ async function generationRoute(s: ServerState, kind: OllamaKind, req: FastifyReq
   // Ollama echoes the name the client used ("stories260K" or "stories260K:latest").
   const meta: OllamaMeta = {kind, model: (req.body as {model: string}).model}
   if (p.load) {
-    if (!p.stream) return ollamaLoaded(meta)
+    // An empty request loads the model; with keep_alive 0 it unloads it once this request ends (Ollama's "unload").
+    const reason = parseKeepAlive((req.body as {keep_alive?: unknown}).keep_alive) === 0 ? 'unload' : 'load'
+    if (!p.stream) return ollamaLoaded(meta, reason)
     reply.hijack()
-    new NdjsonWriter(reply.raw).end(ollamaLoaded(meta))
+    new NdjsonWriter(reply.raw).end(ollamaLoaded(meta, reason))
     return reply
   }
   const life = s.track(req, reply)
@@ -105,30 +128,42 @@ async function stream(s: ServerState, p: OllamaGeneration, meta: OllamaMeta, arr
   }
 }
 
-/** Ollama's name for the model and what every listing repeats about it. */
-function listed(s: ServerState, f: OllamaModelFacts) {
-  const name = ollamaName(s.env.modelId)
+/** Ollama's name for a model and what every listing repeats about it. */
+function listed(id: string, f: OllamaModelFacts) {
+  const name = ollamaName(id)
   return {name, model: name, size: f.size, digest: f.digest, details: f.details}
 }
 
 async function facts(s: ServerState): Promise<OllamaModelFacts> {
-  if (!s.gguf) throw new ApiError(500, 'the server was started without the model header', null, 'internal_error')
   return modelFacts(s.gguf)
 }
 
-async function tags(s: ServerState) {
-  const f = await facts(s)
-  return {models: [{...listed(s, f), modified_at: f.modifiedAt}]}
+/** Every model the server serves, loaded or not (headers only: readGgufModel maps no weights). */
+async function tags(core: ServerCore) {
+  const models = []
+  for (const entry of core.fleet.entries) {
+    const gguf = core.fleet.hostOf(entry)?.model.gguf ?? core.fleet.header(entry)
+    if (!gguf) continue
+    const f = await modelFacts(gguf)
+    models.push({...listed(entry.id, f), modified_at: f.modifiedAt})
+  }
+  return {models}
 }
 
-/** The loaded model never expires while the server runs: keep_alive cannot unload it. */
-const NEVER = '9999-12-31T23:59:59Z'
-
-async function ps(s: ServerState) {
-  const f = await facts(s)
-  // In memory: the mapped weights and every slot's KV cache; nothing is on a GPU.
-  const kv = s.scheduler.slots.reduce((n, slot) => n + slot.session.context.kvBytes, 0)
-  return {models: [{...listed(s, f), size: f.size + kv, expires_at: NEVER, size_vram: 0, context_length: s.env.nCtx}]}
+async function ps(core: ServerCore) {
+  const models = []
+  for (const host of core.fleet.loadedHosts()) {
+    const f = await modelFacts(host.model.gguf)
+    // In memory: the mapped weights and every slot's KV cache; nothing is on a GPU.
+    models.push({
+      ...listed(host.env.modelId, f),
+      size: host.bytes,
+      expires_at: core.fleet.expiry(host.entry),
+      size_vram: 0,
+      context_length: host.env.nCtx,
+    })
+  }
+  return {models}
 }
 
 /** The defaults a request gets here, as Ollama's `parameters` lists a model's (name, padding, value). */
@@ -153,12 +188,12 @@ async function show(s: ServerState, raw: unknown) {
   const modelfile = [
     '# Modelfile generated by runner serve: the served file and the defaults of this server.',
     `# The chat template is Jinja (the model's own, or --chat-template): see "template"; Ollama's TEMPLATE takes Go templates.`,
-    `FROM ${s.gguf!.path}`,
+    `FROM ${s.gguf.path}`,
     ...parameters(s)
       .split('\n')
       .map((line) => `PARAMETER ${line.replace(/ +/, ' ')}`),
   ].join('\n')
-  const license = s.gguf!.metadata.get('general.license')?.value
+  const license = s.gguf.metadata.get('general.license')?.value
   return {
     license: typeof license === 'string' ? license : '',
     modelfile,
@@ -166,7 +201,7 @@ async function show(s: ServerState, raw: unknown) {
     template: template.source,
     system: '',
     details: f.details,
-    model_info: modelInfo(s.gguf!, f.parameterCount, verbose),
+    model_info: modelInfo(s.gguf, f.parameterCount, verbose),
     capabilities: ['completion', 'tools'],
     modified_at: f.modifiedAt,
   }

@@ -13,7 +13,6 @@ import {
   listenForInterrupt,
   loraFlag,
   loraFromFlags,
-  modelFlag,
   noGpuFlag,
   refuseGpuLayers,
   type RopeFlagValues,
@@ -27,13 +26,45 @@ import {MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {BUILTIN_TEMPLATE_NAMES, chatTemplateOverride} from '../chat/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {CONNECTION_DEFAULTS} from './connections.js'
+import {describeKeepAlive, keepAliveFlag} from './keep-alive.js'
 import {LOG_FORMATS, type LogFormat} from './request-log.js'
 import {REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimitFlag, type RequestLimits} from './request-limits.js'
 import {type RunningServer, SERVE_DEFAULTS, type ServeOptions, SHUTDOWN_GRACE_MS} from './server.js'
 
 /** The flags of `runner serve`. */
 export const serveFlags = {
-  ...modelFlag,
+  model: Flags.string({
+    char: 'm',
+    description:
+      'GGUF model file, or the name of a model in the models folder; repeat for several models, each as ID=FILE to name it (they load when a request names them; docs/serving-many-models.md). Without -m: every model of --models-dir or the models folder',
+    helpValue: '[ID=]FILE|NAME',
+    multiple: true,
+  }),
+  'models-dir': Flags.string({
+    description: 'serve every GGUF file (and pulled model) of this folder, each loaded when a request names it',
+    helpValue: 'DIR',
+  }),
+  'keep-alive': Flags.string({
+    description:
+      'how long a model stays loaded after its last request when the request gives no keep_alive: seconds or a duration ("5m", "1h"), 0 to unload at once, -1 forever (default: 5m with several models, -1 with one -m)',
+    helpValue: 'DURATION',
+  }),
+  'max-models': Flags.integer({
+    description: 'most models loaded at once; loading one more first unloads the least recently used idle model',
+    default: SERVE_DEFAULTS.maxModels,
+    min: 1,
+    max: 1024,
+  }),
+  'models-memory': Flags.string({
+    description:
+      'memory the loaded models may hold together (files and KV caches), in bytes or with K, M, G, T (powers of 1024); least recently used idle models unload to make room',
+    helpValue: 'SIZE',
+  }),
+  'load-timeout': Flags.string({
+    description: 'seconds a request waits for its model to load (then 503 model_loading with Retry-After; the load goes on)',
+    default: String(SERVE_DEFAULTS.loadTimeoutSeconds),
+    helpValue: 'SECONDS',
+  }),
   host: Flags.string({
     description: 'address to bind (anything but loopback without --api-key prints a warning)',
     default: SERVE_DEFAULTS.host,
@@ -156,7 +187,12 @@ function limitFlags() {
 }
 
 type ServeFlagValues = {
-  readonly model: string
+  readonly model?: string[]
+  readonly 'models-dir'?: string
+  readonly 'keep-alive'?: string
+  readonly 'max-models': number
+  readonly 'models-memory'?: string
+  readonly 'load-timeout': string
   readonly host: string
   readonly port: number
   readonly parallel: number
@@ -192,7 +228,12 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
   refuseGpuLayers(flags['n-gpu-layers'])
   const speculation = speculationFromFlags(flags)
   return {
-    modelPath: flags.model,
+    models: flags.model ?? [],
+    ...(flags['models-dir'] !== undefined ? {modelsDir: flags['models-dir']} : {}),
+    ...(flags['keep-alive'] !== undefined ? {keepAlive: keepAliveFlag(flags['keep-alive'])} : {}),
+    maxModels: flags['max-models'],
+    ...(flags['models-memory'] !== undefined ? {modelsMemoryBytes: sizeFlag('--models-memory', flags['models-memory'])} : {}),
+    loadTimeoutSeconds: secondsFlag('--load-timeout', flags['load-timeout']),
     ...(speculation ? {speculation} : {}),
     lora: loraFromFlags(flags.lora),
     rope: ropeFromFlags(flags),
@@ -231,6 +272,21 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
   }
 }
 
+const SIZE_UNITS: Readonly<Record<string, number>> = {'': 1, b: 1, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30, t: 2 ** 40}
+
+/** A size as a flag gives it: bytes, or a number with K, M, G or T (powers of 1024; KiB, GB... read alike). */
+export function sizeFlag(name: string, text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?$/i.exec(text.trim())
+  const bytes = m ? Math.round(Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]!) : NaN
+  if (!Number.isSafeInteger(bytes) || bytes <= 0)
+    throw new RunnerError(
+      'SERVE_BAD_OPTION',
+      `${name} ${JSON.stringify(text)} must be a size such as 8G, 512M or a number of bytes`,
+      ExitCode.usage,
+    )
+  return bytes
+}
+
 /** A number of seconds as a flag gives it (startServer checks the range). */
 function secondsFlag(name: string, text: string): number {
   const v = Number(text)
@@ -263,7 +319,19 @@ export function exposureWarning(host: string, apiKey: string | undefined): strin
 
 /** The line a client (or a test) waits for: where it listens and with what. */
 export function startupLine(server: RunningServer): string {
-  const caps = server.state.capabilities as {
+  const fleet = server.core.fleet
+  if (fleet.entries.length > 1 || !fleet.hostOf(fleet.first)) {
+    const ids = fleet.entries.map((e) => e.id)
+    const shown = ids.length > 6 ? `${ids.slice(0, 6).join(', ')} and ${ids.length - 6} more` : ids.join(', ')
+    const p = fleet.policy
+    return (
+      `runner serve: listening on ${server.url} · ${ids.length} model(s), loaded on first request: ${shown} · ` +
+      `at most ${p.maxModels} loaded` +
+      (p.memoryBytes !== undefined ? ` within ${p.memoryBytes} bytes` : '') +
+      ` · keep_alive ${describeKeepAlive(p.keepAlive)}`
+    )
+  }
+  const caps = server.core.capabilities() as {
     model: {adapters: readonly unknown[]}
     slots: {parallel: number; n_ctx_per_slot: number; threads_per_slot: number}
     chat_template: {origin: string}
@@ -271,7 +339,7 @@ export function startupLine(server: RunningServer): string {
   }
   const adapters = caps.model.adapters.length
   return (
-    `runner serve: listening on ${server.url} · model ${server.state.env.modelId} · ${caps.slots.parallel} slot(s) × ${caps.slots.n_ctx_per_slot} tokens, ` +
+    `runner serve: listening on ${server.url} · model ${fleet.first.id} · ${caps.slots.parallel} slot(s) × ${caps.slots.n_ctx_per_slot} tokens, ` +
     `${caps.slots.threads_per_slot} thread(s) each · chat template ${caps.chat_template.origin}` +
     (adapters > 0 ? ` · ${adapters} LoRA adapter(s)` : '') +
     (caps.speculation.active ? ` · speculative decoding (${caps.speculation.source})` : '')

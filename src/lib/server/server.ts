@@ -1,49 +1,53 @@
 /**
  * The HTTP server: fastify with the route table, errors in each API family's shape for everything
- * (bad JSON, oversize bodies, unknown routes, refused fields; ./error-shape.ts), slots built from one
- * loaded model, and a graceful close. `runner serve` is a thin wrapper around startServer.
+ * (bad JSON, oversize bodies, unknown routes, refused fields; ./error-shape.ts), the fleet of models
+ * (./fleet.ts: loaded on first use, kept for keep_alive, unloaded least recently used first; one -m
+ * loads at start and stays), and a graceful close. `runner serve` is a thin wrapper around startServer.
  */
 import {timingSafeEqual} from 'node:crypto'
-import {availableParallelism} from 'node:os'
-import {basename} from 'node:path'
 
 import Fastify, {type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest} from 'fastify'
 
 import type {RopeOverrides} from '../arch/index.js'
-import {ChatTemplate} from '../chat/index.js'
-import {adapterSummary, type Context, DecodeGroup, Model, Session, contextSize} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {LoraSpec} from '../lora/index.js'
 import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
-import {type OpenedDrafts, openDrafts, type SpeculationOptions, type SpeculationStatus} from '../speculative/index.js'
+import type {SpeculationOptions, SpeculationStatus} from '../speculative/index.js'
 import {MAX_CHOICES} from './schemas.js'
-import {defaultThreads, sha256File} from '../util/index.js'
 import {ApiError, toApiError} from './api-error.js'
-import {embeddingCapabilities} from './embeddings.js'
+import {buildCatalog, type CatalogEntry} from './catalog.js'
 import {CONNECTION_DEFAULTS, type ConnectionLimits, limitedServerFactory} from './connections.js'
 import {errorBodyFor} from './error-shape.js'
+import {Fleet, type FleetPolicy, type Lease} from './fleet.js'
 import {checkedJsonParser} from './json-body.js'
 import {clientErrorHandler, methodNotAllowed} from './http-conformance.js'
 import {buildInfo} from './build-info.js'
 import {installCors, parseCorsOrigins} from './cors.js'
+import {type KeepAlive, requestKeepAlive} from './keep-alive.js'
 import {checkCanListen, listenError} from './listen.js'
 import {installRequestLog, type LogFormat} from './request-log.js'
-import {Metrics} from './metrics.js'
-import {modelIds as ids, otherIds} from './model-ids.js'
-import {COMPLETION_DEFAULT_MAX_TOKENS, type RequestEnv} from './requests.js'
-import {ROUTES} from './routes.js'
-import {Scheduler} from './scheduler.js'
-import {ServerState} from './state.js'
-import {thinkingSupport} from './thinking.js'
-import {PromptWorkers} from './prompt-work.js'
-import {longestPieceBytes, REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimits} from './request-limits.js'
-import {toolFormatOf} from '../tools/index.js'
-
-/** Heap of each prompt worker (MiB): a request that needs more to render or tokenize gets 413, alone. */
-const PROMPT_WORKER_HEAP_MB = 1024
+import {type GaugeReadings, Metrics} from './metrics.js'
+import type {HostSettings} from './model-host.js'
+import {COMPLETION_DEFAULT_MAX_TOKENS} from './requests.js'
+import {type ModelRoute, ROUTES} from './routes.js'
+import {ServerCore, ServerState} from './state.js'
+import {REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimits} from './request-limits.js'
 
 export interface ServeOptions {
-  readonly modelPath: string
+  /** The one model (a path, or -m's ID=PATH); with `models` too, it comes first. */
+  readonly modelPath?: string
+  /** Further -m values (./catalog.ts): several models, loaded when a request names them (docs/serving-many-models.md). */
+  readonly models?: readonly string[]
+  /** --models-dir: serve every GGUF file (and pulled model) of a folder. */
+  readonly modelsDir?: string
+  /** keep_alive when a request gives none (default: 5 minutes with several models, forever with one -m). */
+  readonly keepAlive?: KeepAlive
+  /** Most models loaded at once (default 3, as Ollama's OLLAMA_MAX_LOADED_MODELS on a CPU). */
+  readonly maxModels?: number
+  /** Bytes the loaded models may hold together (files and KV caches); default: no budget. */
+  readonly modelsMemoryBytes?: number
+  /** Seconds a request waits for its model to load (then 503 model_loading, Retry-After). */
+  readonly loadTimeoutSeconds?: number
   /**
    * LoRA adapters applied to the model, in order, for every request. One set per server, so the
    * prefix cache never reuses KV rows computed under other adapters.
@@ -111,6 +115,10 @@ export const SERVE_DEFAULTS = {
   prefixCache: true,
   batchDecode: true,
   requestLog: 'text',
+  maxModels: 3,
+  loadTimeoutSeconds: 600,
+  /** keep_alive with several models (Ollama's default); one -m stays loaded. */
+  keepAlive: 5 * 60_000,
 } as const
 
 /** How long a graceful close lets in-flight requests finish before cancelling them. */
@@ -119,8 +127,10 @@ export const SHUTDOWN_GRACE_MS = 5000
 export interface RunningServer {
   readonly url: string
   readonly app: FastifyInstance
+  readonly core: ServerCore
+  /** The first model's state while it is loaded (a one-model server's model always is). */
   readonly state: ServerState
-  /** Stop accepting, finish (up to graceMs) or cancel in-flight requests, free the model. */
+  /** Stop accepting, finish (up to graceMs) or cancel in-flight requests, unload every model. */
   close(graceMs?: number): Promise<void>
 }
 
@@ -130,22 +140,11 @@ function uvThreadpoolSize(): number {
   return Number.isInteger(n) && n > 0 ? Math.min(n, 1024) : 4
 }
 
-/** The LoRA adapters every request runs with, as /v1/capabilities lists them (sha256: what a receipt records). */
-async function servedAdapters(model: Model) {
-  return Promise.all(model.adapters.map(async (a) => ({...adapterSummary(a), sha256: await sha256File(a.spec.path)})))
-}
-
 /** The longest request timeout Node's timers can hold, in seconds. */
 export const MAX_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000)
 
 export async function startServer(options: ServeOptions, log: (line: string) => void = () => {}): Promise<RunningServer> {
-  const o = {...SERVE_DEFAULTS, ...definedOnly(options), modelPath: options.modelPath} as Required<
-    Omit<
-      ServeOptions,
-      'lora' | 'rope' | 'nCtx' | 'threadsPerSlot' | 'apiKey' | 'chatTemplate' | 'aliases' | 'acceptAnyModel' | 'corsOrigins'
-    >
-  > &
-    ServeOptions
+  const o = {...SERVE_DEFAULTS, ...definedOnly(options)} as typeof SERVE_DEFAULTS & ServeOptions
   const check = (name: string, v: number, min: number, max: number) => {
     if (!Number.isInteger(v) || v < min || v > max)
       throw new RunnerError('SERVE_BAD_OPTION', `${name} ${v} must be an integer in [${min}, ${max}]`, ExitCode.usage)
@@ -154,19 +153,11 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   check('--queue', o.queueLimit, 0, 1 << 20)
   check('--body-limit', o.bodyLimitBytes, 1024, 1 << 30)
   check('--port', o.port, 0, 65535)
-  // Node's timers hold at most 2^31 - 1 ms (about 24.8 days); a larger delay would fire at once.
-  if (!(o.timeoutSeconds > 0) || !(o.timeoutSeconds <= MAX_TIMEOUT_SECONDS)) {
-    throw new RunnerError(
-      'SERVE_BAD_OPTION',
-      `--timeout ${o.timeoutSeconds} must be a number of seconds above 0 and at most ${MAX_TIMEOUT_SECONDS}`,
-      ExitCode.usage,
-    )
-  }
-  for (const a of o.aliases ?? [])
-    if (a.length === 0) throw new RunnerError('SERVE_BAD_OPTION', '--alias must not be empty', ExitCode.usage)
-  const corsOrigins = parseCorsOrigins(o.corsOrigins ?? [])
-  const limits: ConnectionLimits = {...CONNECTION_DEFAULTS, ...definedOnly(options.connections ?? {})}
+  check('--max-models', o.maxModels, 1, 1024)
+  if (o.modelsMemoryBytes !== undefined && !(Number.isSafeInteger(o.modelsMemoryBytes) && o.modelsMemoryBytes > 0))
+    throw new RunnerError('SERVE_BAD_OPTION', `--models-memory ${o.modelsMemoryBytes} must be a positive number of bytes`, ExitCode.usage)
   const seconds = (name: string, v: number) => {
+    // Node's timers hold at most 2^31 - 1 ms (about 24.8 days); a larger delay would fire at once.
     if (!(v > 0) || !(v <= MAX_TIMEOUT_SECONDS))
       throw new RunnerError(
         'SERVE_BAD_OPTION',
@@ -174,6 +165,10 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
         ExitCode.usage,
       )
   }
+  seconds('--timeout', o.timeoutSeconds)
+  seconds('--load-timeout', o.loadTimeoutSeconds)
+  const corsOrigins = parseCorsOrigins(o.corsOrigins ?? [])
+  const limits: ConnectionLimits = {...CONNECTION_DEFAULTS, ...definedOnly(options.connections ?? {})}
   seconds('--headers-timeout', limits.headersTimeoutSeconds)
   seconds('--body-timeout', limits.bodyTimeoutSeconds)
   check('--max-connections', limits.maxConnections, 1, 1 << 20)
@@ -181,211 +176,69 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   const requestLimits: RequestLimits = {...REQUEST_LIMIT_DEFAULTS, ...definedOnly(options.requestLimits ?? {})}
   for (const key of Object.keys(REQUEST_LIMIT_FLAGS) as Array<keyof RequestLimits>)
     check(REQUEST_LIMIT_FLAGS[key].flag, requestLimits[key], 1, 1 << 24)
+  const catalog = await buildCatalog({
+    models: [...(options.modelPath !== undefined ? [options.modelPath] : []), ...(options.models ?? [])],
+    ...(options.aliases ? {aliases: options.aliases} : {}),
+    ...(options.modelsDir !== undefined ? {modelsDir: options.modelsDir} : {}),
+  })
+  // Adapters and a draft model are made for one base model and vocabulary: not for a fleet of them.
+  if (catalog.entries.length > 1) {
+    if ((options.lora ?? []).length > 0) throw serveOption('--lora adapts one model: serve several models without it (or one -m with it)')
+    if (options.speculation?.source === 'model')
+      throw serveOption(
+        '--draft pairs a draft model with one model: with several models use --draft-lookup or --draft-mtp, or serve one -m',
+      )
+  }
   const build = await buildInfo()
-  // Before the model loads: a port in use is said at once, not after a long load.
+  // Before any model loads: a port in use is said at once, not after a long load.
   await checkCanListen(o.host, o.port)
 
-  const model = await Model.load(o.modelPath, {lora: options.lora, rope: options.rope})
-  const contexts: Context[] = []
-  let group: DecodeGroup | undefined
-  let drafted: OpenedDrafts | undefined
-  let work: PromptWorkers | undefined
+  const concurrent = Math.min(o.parallel, uvThreadpoolSize())
+  if (concurrent < o.parallel) {
+    log(
+      `runner: warning: ${o.parallel} slots but only ${concurrent} engine calls run at once (UV_THREADPOOL_SIZE=${uvThreadpoolSize()}); start with UV_THREADPOOL_SIZE=${o.parallel} to run every slot at once`,
+    )
+  }
+  const settings: HostSettings = {
+    parallel: o.parallel,
+    ...(o.nCtx !== undefined ? {nCtx: o.nCtx} : {}),
+    ...(options.onWarning ? {onWarning: options.onWarning} : {}),
+    ...(o.threadsPerSlot !== undefined ? {threadsPerSlot: o.threadsPerSlot} : {}),
+    kvType: o.kvType,
+    swaFull: o.swaFull ?? false,
+    ...(o.contextShift ? {contextShift: o.contextShift} : {}),
+    queueLimit: o.queueLimit,
+    prefixCache: o.prefixCache,
+    batchDecode: o.batchDecode,
+    ...(options.speculation ? {speculation: options.speculation} : {}),
+    ...(options.lora ? {lora: options.lora} : {}),
+    ...(options.rope ? {rope: options.rope} : {}),
+    ...(o.chatTemplate !== undefined ? {chatTemplate: o.chatTemplate} : {}),
+    acceptAnyModel: o.acceptAnyModel ?? false,
+    requestLimits,
+    systemFingerprint: build.systemFingerprint,
+    concurrent,
+  }
+  const policy: FleetPolicy = {
+    keepAlive: options.keepAlive ?? (catalog.single ? 'forever' : SERVE_DEFAULTS.keepAlive),
+    maxModels: o.maxModels,
+    ...(o.modelsMemoryBytes !== undefined ? {memoryBytes: o.modelsMemoryBytes} : {}),
+    loadTimeoutMs: o.loadTimeoutSeconds * 1000,
+    acceptAnyModel: o.acceptAnyModel ?? false,
+  }
+  const metrics: Metrics = new Metrics(() => gaugeReadings(fleet, o.prefixCache))
+  const fleet = new Fleet(catalog, settings, metrics, policy, log)
   try {
-    const template = ChatTemplate.forModel(model.gguf, model.tokenizer, o.chatTemplate)
-    const nCtx = contextSize(o.nCtx, model.config, {name: '--ctx', onWarning: options.onWarning})
-    const threadsPerSlot = o.threadsPerSlot ?? Math.max(1, Math.floor(defaultThreads() / o.parallel))
-    for (let i = 0; i < o.parallel; i++)
-      contexts.push(await model.createContext({nCtx, threads: threadsPerSlot, kvType: o.kvType, swaFull: o.swaFull ?? false}))
-    // Refused by name before the server listens where a shift could not be exact (a sliding-window ring).
-    if (o.contextShift) contexts[0]!.assertCanShift('--context-shift')
-    // Prompts still run on their slot's own threads; the decode steps of every slot run together here.
-    // Its threads: the slots' own budget when --threads gave one (threads x slots), else the physical cores.
-    const groupThreads = Math.min(256, o.threadsPerSlot !== undefined ? o.threadsPerSlot * o.parallel : defaultThreads())
-    if (o.batchDecode && o.parallel > 1) group = DecodeGroup.create(model, {threads: groupThreads, maxMembers: o.parallel})
-    // A draft per slot (a generation holds its draft); a slot's generations with one decode outside the group.
-    if (options.speculation)
-      drafted = await openDrafts(model, options.speculation, {
-        nCtx,
-        kvType: o.kvType,
-        threads: threadsPerSlot,
-        count: o.parallel,
-        ...(options.onWarning ? {onWarning: options.onWarning} : {}),
-      })
-    const modelIds = ids(basename(o.modelPath).replace(/\.gguf$/i, ''), o.aliases, o.acceptAnyModel)
-    const modelId = modelIds.served
-    // Two workers, whatever the slots: a render that runs to its budget in one leaves the other for everyone else.
-    work = new PromptWorkers(model.gguf, template, {workers: 2, heapMb: PROMPT_WORKER_HEAP_MB})
-    await work.started()
-    const env: RequestEnv = {
-      modelId,
-      modelIds,
-      systemFingerprint: build.systemFingerprint,
-      tokenizer: model.tokenizer,
-      template,
-      work,
-      nCtx,
-      contextShift: o.contextShift !== undefined,
-      limits: requestLimits,
-    }
-    // The template's capability probes, once, now: not inside the first request.
-    toolFormatOf(template)
-    thinkingSupport(env)
-    const scheduler = new Scheduler(
-      contexts.map((c, i) => new Session(c, group, drafted?.drafts[i])),
-      {queueLimit: o.queueLimit, prefixCache: o.prefixCache},
-    )
-    const bytesPerPosition = contexts[0]!.kvBytes / nCtx
-    const metrics = new Metrics(() => {
-      // Without the prefix cache the slots' KV rows are never reused, so none count as cached.
-      const tokens = o.prefixCache ? scheduler.slots.reduce((n, s) => n + s.session.cached.length, 0) : 0
-      return {
-        queueDepth: scheduler.queued,
-        slotsBusy: scheduler.busy,
-        slotsTotal: scheduler.slots.length,
-        prefixCacheTokens: tokens,
-        prefixCacheBytes: Math.round(tokens * bytesPerPosition),
-        ...(group ? {batchedSteps: group.stats().steps, batchedTokens: group.stats().tokens} : {}),
-      }
-    })
-    if (drafted?.status.active) metrics.speculation = drafted.status.source
-    scheduler.onAssign = (_slot, reused) => metrics.recordPrefix(reused)
-    const concurrent = Math.min(o.parallel, uvThreadpoolSize())
-    if (concurrent < o.parallel) {
-      log(
-        `runner: warning: ${o.parallel} slots but only ${concurrent} engine calls run at once (UV_THREADPOOL_SIZE=${uvThreadpoolSize()}); start with UV_THREADPOOL_SIZE=${o.parallel} to run every slot at once`,
-      )
-    }
-    const capabilities = {
-      model: {
-        id: modelId,
-        aliases: otherIds(modelIds),
-        accept_any_model: modelIds.acceptAny,
-        file: o.modelPath,
-        architecture: model.config.architecture,
-        n_ctx_train: model.config.nCtxTrain,
-        n_vocab: model.config.nVocab,
-        adapters: await servedAdapters(model),
-      },
-      chat_template: {origin: template.origin, source: template.source},
-      embeddings: embeddingCapabilities(model),
-      slots: {
-        parallel: o.parallel,
-        n_ctx_per_slot: nCtx,
-        threads_per_slot: threadsPerSlot,
-        cpu_cores: availableParallelism(),
-        concurrent_generations: concurrent,
-        kv_type: o.kvType,
-        kv_bytes_per_slot: contexts[0]!.kvBytes,
-        kv_flat_bytes_per_slot: contexts[0]!.kvInfo.flatBytes,
-        swa_ring_positions: contexts[0]!.kvInfo.ringPositions,
-        context_shift: o.contextShift ? {keep: o.contextShift.keep} : false,
-        batched_decode: group !== undefined,
-        ...(group ? {batched_decode_threads: group.options.threads} : {}),
-        scheduling:
-          "each slot owns a context (its own KV cache) and runs its own native generation loop; prompts run on the slot's own threads " +
-          '(threads_per_slot each). ' +
-          (group
-            ? "The slots' decode steps run together: each step evaluates the next token of every slot that has one in one forward pass " +
-              '(one read of the weights), on batched_decode_threads threads. '
-            : 'Decode steps of different slots run side by side, not batched (--parallel 1, or --no-batch-decode). ') +
-          "A request's tokens do not depend on which slot runs it or what runs beside it.",
-      },
-      speculation: speculationCapability(drafted?.status, metrics),
-      queue: {limit: o.queueLimit, full_status: 503},
-      prefix_cache: {
-        enabled: o.prefixCache,
-        kind: 'slot-affinity',
-        capacity_tokens: o.prefixCache ? nCtx * o.parallel : 0,
-        capacity_bytes: o.prefixCache ? contexts[0]!.kvBytes * o.parallel : 0,
-        eviction: 'least recently used slot',
-        exact: true,
-      },
-      limits: {
-        timeout_seconds: o.timeoutSeconds,
-        headers_timeout_seconds: limits.headersTimeoutSeconds,
-        body_timeout_seconds: limits.bodyTimeoutSeconds,
-        max_connections: limits.maxConnections,
-        max_connections_per_client: limits.maxConnectionsPerClient,
-        body_limit_bytes: o.bodyLimitBytes,
-        max_stop_sequences: 4,
-        max_top_logprobs: MAX_TOP_LOGPROBS,
-        max_messages: requestLimits.messages,
-        max_content_parts: requestLimits.contentParts,
-        max_tools: requestLimits.tools,
-        max_stop_length: requestLimits.stopChars,
-        max_logit_bias: requestLimits.logitBias,
-        prompt_chars_per_slot: nCtx * longestPieceBytes(model.tokenizer),
-        chat_template_budget: template.budget,
-      },
-      auth: {api_key_required: o.apiKey !== undefined},
-      cors: {origins: corsOrigins},
-      build: {
-        runner: build.runner,
-        addon_sha256: build.addonSha256,
-        package_sha256: build.packageSha256,
-        system_fingerprint: build.systemFingerprint,
-      },
-      defaults: {
-        temperature: SAMPLING_DEFAULTS.temperature,
-        top_k: SAMPLING_DEFAULTS.topK,
-        top_p: SAMPLING_DEFAULTS.topP,
-        min_p: SAMPLING_DEFAULTS.minP,
-        presence_penalty: 0,
-        frequency_penalty: 0,
-        penalty_last_n: SAMPLING_DEFAULTS.penaltyLastN,
-        chat_max_tokens: 'until end of text or the slot context is full',
-        completion_max_tokens: COMPLETION_DEFAULT_MAX_TOKENS,
-        seed: 'random per request when not given',
-      },
-      fields: {
-        honoured: [
-          'model',
-          'messages',
-          'prompt',
-          'max_tokens',
-          'max_completion_tokens',
-          'temperature',
-          'top_p',
-          'top_k',
-          'min_p',
-          'seed',
-          'stop',
-          'presence_penalty',
-          'frequency_penalty',
-          'logit_bias',
-          'logprobs',
-          'top_logprobs',
-          `n (at most ${MAX_CHOICES}: choices run one after another)`,
-          'tools, tool_choice, parallel_tool_calls (docs/http-api.md#tool-calling)',
-          'chat_template_kwargs',
-          'stream',
-          'stream_options.include_usage',
-          'response_format (text, json_object, json_schema: every schema enforced exactly, strict or not)',
-          'user (accepted; the server keeps no per-user records)',
-          'echo (false)',
-          'suffix (empty)',
-          'best_of (1)',
-        ],
-        refused: {
-          [`n > ${MAX_CHOICES}`]: 'choices run one after another on one slot',
-          'response_format json_schema a schema cannot honour exactly': 'refused naming the keyword and JSON pointer',
-          'functions, function_call': 'the deprecated fields: use tools and tool_choice',
-          'non-text content parts, audio, modalities': 'the runner is text-only',
-          'other fields': 'refused by name as unrecognized',
-        },
-      },
-      routes: ROUTES.map((r) => ({method: r.method, path: r.url, summary: r.summary})),
-    }
-    const state = new ServerState(
-      env,
-      {scheduler, metrics, ...(o.contextShift ? {contextShift: o.contextShift} : {})},
-      scheduler,
+    // One -m: loaded before the server listens, so a model that cannot load stops the start (exit 3...).
+    if (catalog.single) await loadAtStart(fleet)
+    const serverPart = serverCapabilities(o, limits, requestLimits, corsOrigins, build, policy, catalog.single)
+    const core: ServerCore = new ServerCore(
+      fleet,
       metrics,
-      capabilities,
+      (): Record<string, unknown> => capabilitiesNow(core, serverPart, metrics),
       o.timeoutSeconds * 1000,
-      model.gguf,
     )
-    const app = buildApp(state, o.bodyLimitBytes, o.apiKey, corsOrigins, limits, (a) => installRequestLog(a, o.requestLog, log))
+    const app = buildApp(core, o.bodyLimitBytes, o.apiKey, corsOrigins, limits, (a) => installRequestLog(a, o.requestLog, log))
     try {
       await app.listen({host: o.host, port: o.port})
     } catch (error) {
@@ -398,32 +251,187 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     return {
       url,
       app,
-      state,
+      core,
+      get state() {
+        const host = fleet.hostOf(fleet.first)
+        if (!host) throw new RunnerError('SERVE_NOT_LOADED', `the model ${fleet.first.id} is not loaded`)
+        return new ServerState(core, host)
+      },
       close(graceMs = SHUTDOWN_GRACE_MS) {
         closing ??= (async () => {
-          state.closing = true
-          scheduler.close()
+          core.closing = true
+          for (const host of fleet.loadedHosts()) host.scheduler.close()
           const closed = app.close()
-          await state.drain(graceMs)
-          while (scheduler.busy > 0) await new Promise((resolve) => setTimeout(resolve, 5))
+          await core.drain(graceMs)
           app.server.closeAllConnections()
           await closed
-          await work?.close()
-          drafted?.dispose()
-          for (const c of contexts) c.dispose()
-          group?.dispose()
-          model.dispose()
+          await fleet.close()
         })()
         return closing
       },
     }
   } catch (error) {
-    await work?.close()
-    drafted?.dispose()
-    for (const c of contexts) c.dispose()
-    group?.dispose()
-    model.dispose()
+    await fleet.close()
     throw error
+  }
+}
+
+function serveOption(message: string): RunnerError {
+  return new RunnerError('SERVE_BAD_OPTION', message, ExitCode.usage)
+}
+
+/** The one model of a one-model server, loaded now: its load error is the start's error, as a RunnerError. */
+async function loadAtStart(fleet: Fleet): Promise<void> {
+  try {
+    await fleet.preload(fleet.first)
+  } catch (error) {
+    throw fleet.lastLoadError(fleet.first) ?? error
+  }
+}
+
+/** /metrics' gauges over the loaded models. */
+function gaugeReadings(fleet: Fleet, prefixCache: boolean): GaugeReadings {
+  const hosts = fleet.loadedHosts()
+  // Without the prefix cache the slots' KV rows are never reused, so none count as cached.
+  let tokens = 0
+  let bytes = 0
+  for (const h of hosts) {
+    const held = prefixCache ? h.scheduler.slots.reduce((n, s) => n + s.session.cached.length, 0) : 0
+    tokens += held
+    bytes += Math.round(
+      held * ((h.capabilities.slots as {kv_bytes_per_slot: number; n_ctx_per_slot: number}).kv_bytes_per_slot / h.env.nCtx),
+    )
+  }
+  const groups = hosts.flatMap((h) => (h.group ? [h.group.stats()] : []))
+  return {
+    queueDepth: hosts.reduce((n, h) => n + h.scheduler.queued, 0),
+    slotsBusy: hosts.reduce((n, h) => n + h.scheduler.busy, 0),
+    slotsTotal: hosts.reduce((n, h) => n + h.scheduler.slots.length, 0),
+    prefixCacheTokens: tokens,
+    prefixCacheBytes: bytes,
+    ...(groups.length > 0
+      ? {batchedSteps: groups.reduce((n, g) => n + g.steps, 0), batchedTokens: groups.reduce((n, g) => n + g.tokens, 0)}
+      : {}),
+    modelsLoaded: hosts.length,
+    modelsServable: fleet.entries.length,
+  }
+}
+
+/** The server-wide part of /v1/capabilities: what no model changes. */
+function serverCapabilities(
+  o: typeof SERVE_DEFAULTS & ServeOptions,
+  limits: ConnectionLimits,
+  requestLimits: RequestLimits,
+  corsOrigins: readonly string[],
+  build: Awaited<ReturnType<typeof buildInfo>>,
+  policy: FleetPolicy,
+  single: boolean,
+) {
+  return {
+    models_policy: {
+      load: single ? 'at start' : 'on first request',
+      default_keep_alive: policy.keepAlive === 'forever' ? -1 : policy.keepAlive / 1000,
+      max_models: policy.maxModels,
+      memory_budget_bytes: policy.memoryBytes ?? null,
+      load_timeout_seconds: policy.loadTimeoutMs / 1000,
+      eviction: 'least recently used idle model, when a load would pass max_models or the memory budget',
+    },
+    queue: {limit: o.queueLimit, full_status: 503},
+    limits: {
+      timeout_seconds: o.timeoutSeconds,
+      headers_timeout_seconds: limits.headersTimeoutSeconds,
+      body_timeout_seconds: limits.bodyTimeoutSeconds,
+      max_connections: limits.maxConnections,
+      max_connections_per_client: limits.maxConnectionsPerClient,
+      body_limit_bytes: o.bodyLimitBytes,
+      max_stop_sequences: 4,
+      max_top_logprobs: MAX_TOP_LOGPROBS,
+      max_messages: requestLimits.messages,
+      max_content_parts: requestLimits.contentParts,
+      max_tools: requestLimits.tools,
+      max_stop_length: requestLimits.stopChars,
+      max_logit_bias: requestLimits.logitBias,
+    },
+    auth: {api_key_required: o.apiKey !== undefined},
+    cors: {origins: corsOrigins},
+    build: {
+      runner: build.runner,
+      addon_sha256: build.addonSha256,
+      package_sha256: build.packageSha256,
+      system_fingerprint: build.systemFingerprint,
+    },
+    defaults: {
+      temperature: SAMPLING_DEFAULTS.temperature,
+      top_k: SAMPLING_DEFAULTS.topK,
+      top_p: SAMPLING_DEFAULTS.topP,
+      min_p: SAMPLING_DEFAULTS.minP,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      penalty_last_n: SAMPLING_DEFAULTS.penaltyLastN,
+      chat_max_tokens: 'until end of text or the slot context is full',
+      completion_max_tokens: COMPLETION_DEFAULT_MAX_TOKENS,
+      seed: 'random per request when not given',
+    },
+    fields: {
+      honoured: [
+        'model',
+        'messages',
+        'prompt',
+        'max_tokens',
+        'max_completion_tokens',
+        'temperature',
+        'top_p',
+        'top_k',
+        'min_p',
+        'seed',
+        'stop',
+        'presence_penalty',
+        'frequency_penalty',
+        'logit_bias',
+        'logprobs',
+        'top_logprobs',
+        `n (at most ${MAX_CHOICES}: choices run one after another)`,
+        'tools, tool_choice, parallel_tool_calls (docs/http-api.md#tool-calling)',
+        'chat_template_kwargs',
+        'stream',
+        'stream_options.include_usage',
+        'response_format (text, json_object, json_schema: every schema enforced exactly, strict or not)',
+        'user (accepted; the server keeps no per-user records)',
+        'echo (false)',
+        'suffix (empty)',
+        'best_of (1)',
+        'keep_alive (Ollama routes: how long the model stays loaded after the request)',
+      ],
+      refused: {
+        [`n > ${MAX_CHOICES}`]: 'choices run one after another on one slot',
+        'response_format json_schema a schema cannot honour exactly': 'refused naming the keyword and JSON pointer',
+        'functions, function_call': 'the deprecated fields: use tools and tool_choice',
+        'non-text content parts, audio, modalities': 'the runner is text-only',
+        'other fields': 'refused by name as unrecognized',
+      },
+    },
+    routes: ROUTES.map((r) => ({method: r.method, path: r.url, summary: r.summary})),
+  }
+}
+
+/**
+ * /v1/capabilities as it stands: the server's part, the first model's (its file, template, slots,
+ * speculation, prefix cache) while it is loaded, and every model with its state. Speculation's
+ * acceptance is read when the document is sent (getters), as /metrics counts it.
+ */
+function capabilitiesNow(core: ServerCore, server: ReturnType<typeof serverCapabilities>, metrics: Metrics): Record<string, unknown> {
+  const fleet = core.fleet
+  const first = fleet.hostOf(fleet.first)
+  const firstPart = first
+    ? first.capabilities
+    : {model: {id: fleet.first.id, file: fleet.first.path, state: fleet.describeEntry(fleet.first).state}}
+  const hostLimits = (first?.capabilities.limits ?? {}) as Record<string, unknown>
+  return {
+    ...firstPart,
+    speculation: speculationCapability(first?.speculation, metrics),
+    ...server,
+    limits: {...server.limits, ...hostLimits},
+    models: fleet.describe(),
   }
 }
 
@@ -457,7 +465,7 @@ function definedOnly<T extends object>(o: T): Partial<T> {
 }
 
 function buildApp(
-  state: ServerState,
+  core: ServerCore,
   bodyLimit: number,
   apiKey: string | undefined,
   corsOrigins: readonly string[],
@@ -494,7 +502,7 @@ function buildApp(
     ;(req as FastifyRequest & {startedAt?: number}).startedAt = performance.now()
     const route = req.routeOptions.url ?? 'unmatched'
     if (route !== '/metrics') {
-      reply.raw.once('close', () => state.metrics.countRequest(route, reply.raw.writableFinished ? reply.raw.statusCode : 499))
+      reply.raw.once('close', () => core.metrics.countRequest(route, reply.raw.writableFinished ? reply.raw.statusCode : 499))
     }
     // An unknown path is a 404 whatever the key: the not-found handler answers it.
     if (key && route !== 'unmatched' && !publicRoutes.has(route)) {
@@ -503,7 +511,13 @@ function buildApp(
       if (!ok) throw new ApiError(401, 'Incorrect API key provided (send it as "Authorization: Bearer KEY")', null, 'invalid_api_key')
     }
   })
-  for (const r of ROUTES) app.route({method: r.method, url: r.url, handler: (req, reply) => r.handler(state, req, reply)})
+  for (const r of ROUTES) {
+    const handler =
+      r.model === 'none'
+        ? (req: FastifyRequest, reply: FastifyReply) => r.handler(core, req, reply)
+        : (req: FastifyRequest, reply: FastifyReply) => withModel(core, r, req, reply)
+    app.route({method: r.method, url: r.url, handler})
+  }
 
   /** Each API family's errors in its own shape: Anthropic's, Ollama's or OpenAI's (./error-shape.ts). */
   const errorBody = (req: FastifyRequest, e: ApiError) => errorBodyFor(req.url, req.headers, e)
@@ -523,6 +537,40 @@ function buildApp(
     void reply.code(api.status).headers(api.headers).send(errorBody(req, api))
   })
   return app
+}
+
+/**
+ * A model's route: the model the body names (the first one where the route lets it be left out, or
+ * the server has one), loaded if it is not and held until the handler is done; the body's Ollama
+ * `keep_alive` says how long it stays loaded afterwards.
+ */
+async function withModel(core: ServerCore, r: ModelRoute, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+  const body = (typeof req.body === 'object' && req.body !== null ? req.body : {}) as {model?: unknown; keep_alive?: unknown}
+  const named = typeof body.model === 'string' ? body.model : undefined
+  const fleet = core.fleet
+  let entry: CatalogEntry
+  if (named !== undefined) entry = fleet.entries.length === 1 && r.model === 'required' ? fleet.first : fleet.require(named)
+  else if (r.model === 'optional' || fleet.entries.length === 1) entry = fleet.first
+  else
+    throw new ApiError(
+      400,
+      `you must name a model in "model": this server serves ${fleet.entries.map((e) => `\`${e.id}\``).join(', ')} (GET /v1/models)`,
+      'model',
+      'missing_required_parameter',
+    )
+  const keepAlive = r.keepAlive ? requestKeepAlive(body.keep_alive) : undefined
+  const wait = core.waitSignal(req, reply)
+  let lease: Lease
+  try {
+    lease = await fleet.acquire(entry, {signal: wait.signal, ...(keepAlive !== undefined ? {keepAlive} : {})})
+  } finally {
+    wait.done()
+  }
+  try {
+    return await r.handler(new ServerState(core, lease.host), req, reply)
+  } finally {
+    lease.release()
+  }
 }
 
 /** Fastify's own refusals (body parsing, size) as ApiErrors; everything else through toApiError. */

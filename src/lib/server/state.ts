@@ -1,16 +1,20 @@
 /**
- * What a running server owns, passed explicitly to every handler: the request environment (model
- * id, tokenizer, template, context size), the scheduler and its slots, the metrics, and the
- * requests in flight (each with an AbortController that a timeout, a client leaving or a shutdown
- * raises, and a promise that settles once its slot is free again).
+ * What a running server owns, passed explicitly to every handler. ServerCore is the server-wide
+ * part: the fleet of models (./fleet.ts), the metrics, the capabilities document, and the requests
+ * in flight (each with an AbortController that a timeout, a client leaving or a shutdown raises,
+ * and a promise that settles once its slot is free again). ServerState is what a model's routes
+ * see: the core and the one loaded model the request named (its request environment, scheduler
+ * and slots), held for the request's whole life.
  */
 import type {FastifyReply, FastifyRequest} from 'fastify'
 
 import type {GgufModelFiles} from '../gguf/index.js'
 
 import {ApiError} from './api-error.js'
+import type {Fleet} from './fleet.js'
 import type {GenerationContext} from './generation.js'
 import type {Metrics} from './metrics.js'
+import type {ModelHost} from './model-host.js'
 import type {RequestEnv} from './requests.js'
 import type {Scheduler} from './scheduler.js'
 
@@ -25,41 +29,61 @@ interface InFlight {
   readonly done: Promise<void>
 }
 
-export class ServerState {
+export class ServerCore {
   closing = false
   readonly createdAt = Math.floor(Date.now() / 1000)
   private readonly inFlight = new Set<InFlight>()
 
   constructor(
-    readonly env: RequestEnv,
-    readonly generation: GenerationContext,
-    readonly scheduler: Scheduler,
+    readonly fleet: Fleet,
     readonly metrics: Metrics,
-    readonly capabilities: Record<string, unknown>,
-    /** Per-request limit in milliseconds, counted from arrival (queue and prefill included). */
-    private readonly timeoutMs: number,
-    /** The served file's parsed header (Ollama's /api/show, /api/tags and /api/ps describe the model from it). */
-    readonly gguf?: GgufModelFiles,
+    /** /v1/capabilities, built when asked (the loaded models change). */
+    readonly capabilities: () => Record<string, unknown>,
+    /** Per-request limit in milliseconds, counted from arrival (queue, model load and prefill included). */
+    readonly timeoutMs: number,
   ) {}
 
   get inFlightCount(): number {
     return this.inFlight.size
   }
 
+  /** The request's timeout, as a reason to abort with. */
+  timeoutError(): ApiError {
+    return new ApiError(
+      408,
+      `the request did not finish within the server's timeout of ${this.timeoutMs / 1000} s (--timeout)`,
+      null,
+      'request_timeout',
+    )
+  }
+
+  /** Milliseconds left of the request's timeout. */
+  remainingMs(req: FastifyRequest): number {
+    const startedAt = (req as FastifyRequest & {startedAt?: number}).startedAt ?? performance.now()
+    return Math.max(0, this.timeoutMs - (performance.now() - startedAt))
+  }
+
+  /** Aborted when the request's timeout passes or its client leaves: what waiting for a model load honours. */
+  waitSignal(req: FastifyRequest, reply: FastifyReply): {readonly signal: AbortSignal; done(): void} {
+    const controller = new AbortController()
+    const timer = setTimeout(() => controller.abort(this.timeoutError()), this.remainingMs(req))
+    const onClose = () => {
+      if (!reply.raw.writableFinished)
+        controller.abort(new ApiError(499, 'the client closed the connection', null, 'client_closed_request'))
+    }
+    reply.raw.on('close', onClose)
+    return {
+      signal: controller.signal,
+      done: () => {
+        clearTimeout(timer)
+        reply.raw.off('close', onClose)
+      },
+    }
+  }
+
   track(req: FastifyRequest, reply: FastifyReply): RequestLife {
     const controller = new AbortController()
-    const startedAt = (req as FastifyRequest & {startedAt?: number}).startedAt ?? performance.now()
-    const remaining = Math.max(0, this.timeoutMs - (performance.now() - startedAt))
-    const timer = setTimeout(() => {
-      controller.abort(
-        new ApiError(
-          408,
-          `the request did not finish within the server's timeout of ${this.timeoutMs / 1000} s (--timeout)`,
-          null,
-          'request_timeout',
-        ),
-      )
-    }, remaining)
+    const timer = setTimeout(() => controller.abort(this.timeoutError()), this.remainingMs(req))
     const onClose = () => {
       // 'close' before the response finished: the client went away. Free its slot now.
       if (!reply.raw.writableFinished)
@@ -93,5 +117,46 @@ export class ServerState {
       for (const e of this.inFlight) e.controller.abort(new ApiError(503, 'the server is shutting down', null, 'server_shutting_down'))
       await all()
     }
+  }
+}
+
+/** The core and one loaded model: what the routes of a model (chat, embeddings, tokenize...) read. */
+export class ServerState {
+  constructor(
+    readonly core: ServerCore,
+    readonly host: ModelHost,
+  ) {}
+
+  get env(): RequestEnv {
+    return this.host.env
+  }
+
+  get generation(): GenerationContext {
+    return this.host.generation
+  }
+
+  get scheduler(): Scheduler {
+    return this.host.scheduler
+  }
+
+  /** The served file's parsed header (Ollama's /api/show describes the model from it). */
+  get gguf(): GgufModelFiles {
+    return this.host.model.gguf
+  }
+
+  get metrics(): Metrics {
+    return this.core.metrics
+  }
+
+  get closing(): boolean {
+    return this.core.closing
+  }
+
+  get createdAt(): number {
+    return this.core.createdAt
+  }
+
+  track(req: FastifyRequest, reply: FastifyReply): RequestLife {
+    return this.core.track(req, reply)
   }
 }

@@ -1,0 +1,98 @@
+/**
+ * What a server can serve: the models named by `-m` (each `PATH`, a models-folder name, or
+ * `ID=PATH`), every model of `--models-dir DIR`, or, with neither, every model of the models folder
+ * (`runner pull`'s, `runner list`'s). Only headers are read here (sizes, shards); weights load when
+ * a request first asks for a model (./fleet.ts).
+ */
+import {existsSync, statSync} from 'node:fs'
+import {basename} from 'node:path'
+
+import {ExitCode, RunnerError} from '../errors.js'
+import {shardPaths} from '../gguf/index.js'
+import {listStoredModels, modelsDir, resolveModelPath} from '../models/index.js'
+import {printable} from '../util/index.js'
+
+export interface CatalogEntry {
+  /** The id responses name: the first alias, else the file name without .gguf (a stored model: its name). */
+  readonly id: string
+  /** The id the file itself gives (the file name without .gguf, or the stored model's name). */
+  readonly fileId: string
+  /** Ids clients may send besides fileId (the first is `id`). */
+  readonly aliases: readonly string[]
+  /** The file the engine opens (the first shard of a split set). */
+  readonly path: string
+  readonly files: readonly string[]
+  /** Bytes of every file (0 when a file is missing: its load fails, by name, when a request asks). */
+  readonly bytes: number
+}
+
+export interface CatalogOptions {
+  /** -m values, in order. */
+  readonly models: readonly string[]
+  /** --alias values: extra ids of the one -m (with several -m, give ID=PATH instead). */
+  readonly aliases?: readonly string[]
+  /** --models-dir: a folder of GGUF files (and pulled models). */
+  readonly modelsDir?: string
+  readonly env?: NodeJS.ProcessEnv
+}
+
+export interface Catalog {
+  readonly entries: readonly CatalogEntry[]
+  /**
+   * One -m and nothing else: the model loads before the server listens and stays (keep_alive -1 by
+   * default), as a one-model server always has. Otherwise models load on first use.
+   */
+  readonly single: boolean
+}
+
+const usage = (message: string) => new RunnerError('SERVE_BAD_OPTION', message, ExitCode.usage)
+
+export async function buildCatalog(o: CatalogOptions): Promise<Catalog> {
+  const env = o.env ?? process.env
+  if (o.models.length > 1 && (o.aliases ?? []).length > 0)
+    throw usage('--alias names the one model of -m; with several -m, name each as -m ID=PATH')
+  const entries: CatalogEntry[] = []
+  for (const text of o.models) entries.push(await fromModelFlag(text, o.models.length === 1 ? (o.aliases ?? []) : [], env))
+  const folder = o.modelsDir ?? (o.models.length === 0 ? modelsDir(env) : undefined)
+  if (folder !== undefined) {
+    if (o.modelsDir !== undefined && !existsSync(o.modelsDir)) throw usage(`--models-dir ${printable(o.modelsDir)} does not exist`)
+    for (const m of await listStoredModels(folder))
+      entries.push({id: m.name, fileId: m.name, aliases: [], path: m.path, files: m.files, bytes: m.bytes})
+    if (entries.length === 0)
+      throw usage(
+        `no models to serve: ${printable(folder)} holds no GGUF files; give -m FILE, --models-dir DIR, or pull one (runner pull OWNER/REPO:QUANT)`,
+      )
+  }
+  refuseDuplicateIds(entries)
+  return {entries, single: o.models.length === 1 && o.modelsDir === undefined}
+}
+
+/** `-m PATH`, `-m NAME` (models folder) or `-m ID=PATH`: an existing path wins over the ID= reading. */
+async function fromModelFlag(text: string, aliases: readonly string[], env: NodeJS.ProcessEnv): Promise<CatalogEntry> {
+  const eq = text.indexOf('=')
+  const named = eq > 0 && !existsSync(text)
+  const id = named ? text.slice(0, eq) : undefined
+  const target = named ? text.slice(eq + 1) : text
+  if (named && target === '') throw usage(`-m ${printable(text)}: give a model file after ${printable(id!)}=`)
+  const path = await resolveModelPath(target, '-m', env)
+  const files = shardPaths(path) ?? [path]
+  const bytes = files.reduce((n, f) => n + (statSync(f, {throwIfNoEntry: false})?.size ?? 0), 0)
+  const fileId = basename(path).replace(/\.gguf$/i, '')
+  const all = [...new Set([...(id !== undefined ? [id] : []), ...aliases])]
+  for (const a of all) if (a.length === 0) throw usage('--alias must not be empty')
+  return {id: all[0] ?? fileId, fileId, aliases: all, path, files, bytes}
+}
+
+function refuseDuplicateIds(entries: readonly CatalogEntry[]): void {
+  const owner = new Map<string, CatalogEntry>()
+  for (const e of entries) {
+    for (const id of new Set([e.fileId, ...e.aliases])) {
+      const other = owner.get(id)
+      if (other && other !== e)
+        throw usage(
+          `two models answer to the id ${printable(id)}: ${printable(other.path)} and ${printable(e.path)}; name one with -m ID=PATH`,
+        )
+      owner.set(id, e)
+    }
+  }
+}

@@ -1,0 +1,257 @@
+// Several models behind one server (src/lib/server/fleet.ts), checked through the real clients
+// (`openai`, `ollama`) against llama.cpp's greedy continuations of each file (shared/reference):
+// each request is answered by the model it names, whichever else is loaded; models load on first
+// use, keep_alive as Ollama documents it (0: unload after the request, a duration: expires_at, -1:
+// stays), --max-models unloads the least recently used idle model, the unload and load routes, a
+// model that cannot load answers with the reason while the others serve, and loading and unloading
+// two models over and over while clients stream leaves the process's memory where it started.
+import assert from 'node:assert/strict'
+import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {tmpdir} from 'node:os'
+import {join} from 'node:path'
+import {after, before, describe, test} from 'node:test'
+
+import {Ollama} from 'ollama'
+import OpenAI from 'openai'
+
+import {hasShared, NO_SHARED_REASON, sharedPath} from '../helpers/shared.js'
+import {metric, startTestServer, type TestServer} from './helpers.js'
+
+const SKIP = hasShared() ? false : NO_SHARED_REASON
+
+interface Greedy {
+  prompt: string
+  prompt_ids: number[]
+  ids: number[]
+  text: string
+}
+const greedyOf = (name: string) =>
+  (JSON.parse(readFileSync(sharedPath('reference', `${name}.json`), 'utf8')) as {greedy: Greedy[]}).greedy[0]!
+
+/** The file and llama.cpp's greedy continuation of each model the tests serve. */
+const MODELS = {
+  stories: {file: () => sharedPath('models', 'stories260K.gguf'), ref: () => greedyOf('stories260K')},
+  llama: {file: () => sharedPath('fixtures', 'llama.gguf'), ref: () => greedyOf('llama')},
+} as const
+type Id = keyof typeof MODELS
+
+const N = 12
+
+/** A greedy completion of the model's reference prompt (as token ids) through the openai client; its text must start llama.cpp's. */
+async function answersAsLlamaCpp(client: OpenAI, id: Id, stream = false): Promise<void> {
+  const ref = MODELS[id].ref()
+  let text = ''
+  if (stream) {
+    const s = await client.completions.create({model: id, prompt: ref.prompt_ids, max_tokens: N, temperature: 0, stream: true})
+    for await (const chunk of s) {
+      assert.equal(chunk.model, id)
+      text += chunk.choices[0]?.text ?? ''
+    }
+  } else {
+    const r = await client.completions.create({model: id, prompt: ref.prompt_ids, max_tokens: N, temperature: 0})
+    assert.equal(r.model, id)
+    assert.equal(r.usage?.completion_tokens, N)
+    text = r.choices[0]!.text
+  }
+  assert.ok(text.length > 0)
+  assert.ok(ref.text.startsWith(text), `${id}: ${JSON.stringify(text)} is not a prefix of llama.cpp's ${JSON.stringify(ref.text)}`)
+}
+
+interface ListedModel {
+  id: string
+  state: string
+  in_flight: number
+  expires_at?: string
+  last_error?: {message: string; code: string}
+}
+
+async function states(url: string): Promise<Record<string, string>> {
+  const list = (await (await fetch(`${url}/v1/models`)).json()) as {data: ListedModel[]}
+  return Object.fromEntries(list.data.map((m) => [m.id, m.state]))
+}
+
+/** Unloads run after the response: wait for the state the test expects. */
+async function until(url: string, id: string, state: string): Promise<void> {
+  const t0 = Date.now()
+  while ((await states(url))[id] !== state) {
+    if (Date.now() - t0 > 10_000) throw new Error(`${id} is ${(await states(url))[id]}, not ${state}, after 10 s`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+const two = () => [`stories=${MODELS.stories.file()}`, `llama=${MODELS.llama.file()}`]
+
+describe('serving several models', {skip: SKIP}, () => {
+  let t: TestServer
+  let ollama: Ollama
+  before(async () => {
+    t = await startTestServer({models: two(), nCtx: 128, threadsPerSlot: 1})
+    ollama = new Ollama({host: t.url})
+  })
+  after(async () => t?.close())
+
+  test("nothing loads until asked; each request gets its model's answer (llama.cpp's greedy text); /api/ps and /health follow", async () => {
+    assert.deepEqual(await states(t.url), {stories: 'unloaded', llama: 'unloaded'})
+    assert.deepEqual((await ollama.ps()).models, [])
+    await answersAsLlamaCpp(t.client, 'stories')
+    assert.deepEqual(await states(t.url), {stories: 'loaded', llama: 'unloaded'})
+    await answersAsLlamaCpp(t.client, 'llama', true)
+    await answersAsLlamaCpp(t.client, 'stories', true)
+    assert.deepEqual(await states(t.url), {stories: 'loaded', llama: 'loaded'})
+    const ps = await ollama.ps()
+    assert.deepEqual(ps.models.map((m) => m.name).sort(), ['llama:latest', 'stories:latest'])
+    // Ollama's default keep_alive, 5 minutes from the last request.
+    for (const m of ps.models) {
+      const left = new Date(m.expires_at).getTime() - Date.now()
+      assert.ok(left > 4 * 60_000 && left <= 5 * 60_000, `${m.name} expires in ${left} ms`)
+      assert.ok(m.size > statBytes(m.name.startsWith('llama') ? 'llama' : 'stories'), 'the size counts the file and the KV caches')
+    }
+    const tags = await ollama.list()
+    assert.deepEqual(
+      tags.models.map((m) => m.name),
+      ['stories:latest', 'llama:latest'],
+    )
+    const health = (await (await fetch(`${t.url}/health`)).json()) as {models: {loaded: string[]; loading: string[]}}
+    assert.deepEqual(health.models.loaded.sort(), ['llama', 'stories'])
+    assert.equal(await metric(t.url, 'runner_models_loaded'), 2)
+    const caps = (await (await fetch(`${t.url}/v1/capabilities`)).json()) as {models: ListedModel[]; models_policy: {max_models: number}}
+    assert.deepEqual(
+      caps.models.map((m) => [m.id, m.state]),
+      [
+        ['stories', 'loaded'],
+        ['llama', 'loaded'],
+      ],
+    )
+    assert.equal(caps.models_policy.max_models, 3)
+  })
+
+  test('keep_alive as Ollama takes it: 0 unloads after the request, a duration moves expires_at, -1 keeps the model', async () => {
+    const ref = MODELS.llama.ref()
+    const g = await ollama.generate({
+      model: 'llama',
+      prompt: ref.prompt,
+      raw: true,
+      keep_alive: 0,
+      options: {temperature: 0, num_predict: N},
+    })
+    assert.ok(ref.text.startsWith(g.response))
+    await until(t.url, 'llama', 'unloaded')
+    assert.deepEqual(
+      (await ollama.ps()).models.map((m) => m.name),
+      ['stories:latest'],
+    )
+    assert.equal(await metric(t.url, 'runner_model_unloads_total', '{reason="keep_alive"}'), 1)
+
+    await ollama.generate({model: 'llama', prompt: ref.prompt, raw: true, keep_alive: '1h', options: {num_predict: 2}})
+    const hour = (await ollama.ps()).models.find((m) => m.name === 'llama:latest')!
+    const left = new Date(hour.expires_at).getTime() - Date.now()
+    assert.ok(left > 59 * 60_000 && left <= 60 * 60_000, `expires in ${left} ms`)
+    await ollama.generate({model: 'llama', prompt: '', keep_alive: -1})
+    const forever = (await ollama.ps()).models.find((m) => m.name === 'llama:latest')!
+    assert.ok(new Date(forever.expires_at).getFullYear() > 9000, forever.expires_at as unknown as string)
+
+    // Ollama's empty request with keep_alive 0: "unload".
+    const unloaded = await ollama.generate({model: 'llama', prompt: '', keep_alive: 0})
+    assert.equal(unloaded.done_reason, 'unload')
+    await until(t.url, 'llama', 'unloaded')
+  })
+
+  test('POST /v1/models/{id}/load and /unload; a missing or unknown model is refused naming what is served', async () => {
+    const load = await fetch(`${t.url}/v1/models/llama/load`, {method: 'POST'})
+    assert.equal(load.status, 200)
+    assert.equal(((await load.json()) as ListedModel).state, 'loaded')
+    const unload = await fetch(`${t.url}/v1/models/llama/unload`, {method: 'POST'})
+    assert.equal(unload.status, 200)
+    assert.equal(((await unload.json()) as ListedModel).state, 'unloaded')
+    const missing = await fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: {'content-type': 'application/json'},
+      body: JSON.stringify({messages: [{role: 'user', content: 'hi'}]}),
+    })
+    assert.equal(missing.status, 400)
+    assert.match(((await missing.json()) as {error: {message: string}}).error.message, /name a model in "model".*`stories`, `llama`/)
+    const e = await t.client.chat.completions.create({model: 'gpt-4o', messages: [{role: 'user', content: 'hi'}]}).catch((x: unknown) => x)
+    assert.ok(e instanceof OpenAI.NotFoundError)
+    assert.equal(e.code, 'model_not_found')
+    assert.match(e.message, /this server serves `stories`, `llama`/)
+  })
+})
+
+const statBytes = (id: Id) => readFileSync(MODELS[id].file()).length
+
+describe('a model that cannot load, a load timeout, --max-models', {skip: SKIP}, () => {
+  let dir: string
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'runner-fleet-'))
+  })
+  after(() => rmSync(dir, {recursive: true, force: true}))
+
+  test('a broken file answers its requests with the reason; the server and the other model go on', async () => {
+    const broken = join(dir, 'broken.gguf')
+    writeFileSync(broken, 'GGUF but not really')
+    const t = await startTestServer({models: [`stories=${MODELS.stories.file()}`, `broken=${broken}`], nCtx: 128, threadsPerSlot: 1})
+    try {
+      for (let i = 0; i < 2; i++) {
+        const e = await t.client.completions.create({model: 'broken', prompt: 'x', max_tokens: 2}).catch((x: unknown) => x)
+        assert.ok(e instanceof OpenAI.InternalServerError, String(e))
+        assert.equal(e.code, 'model_load_failed')
+        assert.match(e.message, /the model `broken` could not be loaded \(GGUF_/)
+      }
+      await answersAsLlamaCpp(t.client, 'stories')
+      const list = (await (await fetch(`${t.url}/v1/models`)).json()) as {data: ListedModel[]}
+      const b = list.data.find((m) => m.id === 'broken')!
+      assert.equal(b.state, 'failed')
+      assert.equal(b.last_error?.code, 'model_load_failed')
+      assert.equal(await metric(t.url, 'runner_model_load_failures_total'), 2)
+      assert.equal((await fetch(`${t.url}/health`)).status, 200)
+    } finally {
+      await t.close()
+    }
+  })
+
+  test('a request waits for its model at most --load-timeout (503 model_loading, Retry-After); the load goes on', async () => {
+    const t = await startTestServer({models: two(), nCtx: 128, threadsPerSlot: 1, loadTimeoutSeconds: 0.001})
+    try {
+      const r = await fetch(`${t.url}/v1/completions`, {
+        method: 'POST',
+        headers: {'content-type': 'application/json'},
+        body: JSON.stringify({model: 'llama', prompt: 'x', max_tokens: 2}),
+      })
+      assert.equal(r.status, 503)
+      assert.equal(r.headers.get('retry-after'), '5')
+      assert.equal(((await r.json()) as {error: {code: string}}).error.code, 'model_loading')
+      await until(t.url, 'llama', 'loaded')
+      await answersAsLlamaCpp(t.client, 'llama')
+    } finally {
+      await t.close()
+    }
+  })
+
+  test('--max-models 1: two models loaded and unloaded over and over while clients stream; answers stay right, memory comes back', async () => {
+    const t = await startTestServer({models: two(), nCtx: 128, threadsPerSlot: 1, maxModels: 1})
+    try {
+      const round = () =>
+        Promise.all([
+          answersAsLlamaCpp(t.client, 'stories', true),
+          answersAsLlamaCpp(t.client, 'llama', true),
+          answersAsLlamaCpp(t.client, 'stories'),
+        ])
+      await round()
+      const baseline = process.memoryUsage.rss()
+      const rounds = 12
+      for (let i = 0; i < rounds; i++) {
+        await round()
+        const loaded = Object.values(await states(t.url)).filter((s) => s === 'loaded' || s === 'loading').length
+        assert.ok(loaded <= 1, `${loaded} models loaded with --max-models 1`)
+      }
+      const evicted = await metric(t.url, 'runner_model_unloads_total', '{reason="evicted"}')
+      assert.ok(evicted >= rounds, `only ${evicted} evictions in ${rounds} rounds`)
+      // Each load makes a model's contexts and two prompt worker threads (an isolate each, tens of MB):
+      // kept after unloading, a dozen rounds would leave hundreds of MB behind.
+      const grown = process.memoryUsage.rss() - baseline
+      assert.ok(grown < 64 << 20, `RSS grew by ${grown} bytes over ${rounds} rounds of loads and unloads`)
+    } finally {
+      await t.close()
+    }
+  })
+})
