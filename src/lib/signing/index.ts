@@ -13,6 +13,8 @@ export {checkMappedFiles, type FileIdentity, hashFile, type HashedFile, type Has
 export {
   checkSignaturePolicy,
   matchResources,
+  modelSignatureSummary,
+  type ModelSignatureSummary,
   type SignaturePolicy,
   verifyBundle,
   type VerifiedFile,

@@ -202,3 +202,22 @@ export async function verifyModelSignature(
     files,
   }
 }
+
+/** What a command reports of a verified signature (--json and the library's model info). */
+export interface ModelSignatureSummary {
+  readonly keyFingerprint: string
+  readonly curve: CurveName
+  readonly bundle: string
+  readonly bundleSha256: string
+  readonly files: readonly {readonly name: string; readonly sha256: string}[]
+}
+
+export function modelSignatureSummary(s: VerifiedSignature): ModelSignatureSummary {
+  return {
+    keyFingerprint: s.keyFingerprint,
+    curve: s.curve,
+    bundle: s.bundlePath,
+    bundleSha256: s.bundleSha256,
+    files: s.files.map((f) => ({name: f.name, sha256: f.sha256})),
+  }
+}
