@@ -11,11 +11,11 @@ import {checkSignaturePolicy, type SignaturePolicy} from '../signing/index.js'
 export const signatureFlags = {
   'model-sig': Flags.string({
     description:
-      'check the model against this OpenSSF Model Signing bundle (model_signing sign key, or runner sign) before it is loaded; needs --model-pubkey',
+      'check the model against this OpenSSF Model Signing bundle (model_signing sign key, or runner sign) before it is loaded; needs --model-pubkey (default: none, the model is not checked)',
     helpValue: 'BUNDLE',
   }),
   'model-pubkey': Flags.string({
-    description: "the signer's ECDSA P-256/P-384/P-521 public key (PEM) that --model-sig must verify under",
+    description: "the signer's ECDSA P-256/P-384/P-521 public key (PEM) that --model-sig must verify under (default: none)",
     helpValue: 'PEM',
   }),
   'require-signed-model': Flags.boolean({
