@@ -6,6 +6,7 @@ import {
   modelArg,
   RunnerCommand,
   samplingFromFlags,
+  signaturePolicyFromFlags,
   speculationFromFlags,
 } from '../lib/cli/index.js'
 import {ExitCode} from '../lib/errors.js'
@@ -69,6 +70,7 @@ export default class Chat extends RunnerCommand {
       constraint: await constraintFromFlags(flags),
       lora: loraFromFlags(flags.lora),
       speculation: speculationFromFlags(flags),
+      signature: signaturePolicyFromFlags(flags),
     })
     if (code !== ExitCode.ok) this.exit(code)
   }

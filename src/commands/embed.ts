@@ -8,6 +8,8 @@ import {
   loraFromFlags,
   modelFlag,
   RunnerCommand,
+  signatureFlags,
+  signaturePolicyFromFlags,
   withInterrupt,
 } from '../lib/cli/index.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
@@ -53,6 +55,7 @@ export default class Embed extends RunnerCommand {
     json: Flags.boolean({description: 'print one JSON array of vectors'}),
     ...contextFlags,
     ...loraFlag,
+    ...signatureFlags,
   }
 
   async run(): Promise<void> {
@@ -70,6 +73,7 @@ export default class Embed extends RunnerCommand {
         normalize: flags.normalize,
         ...contextFromFlags(flags),
         lora: loraFromFlags(flags.lora),
+        signature: signaturePolicyFromFlags(flags),
         onProgress: loadProgress(!flags.json),
         signal,
       }),

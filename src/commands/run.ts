@@ -6,6 +6,7 @@ import {
   modelArg,
   RunnerCommand,
   samplingFromFlags,
+  signaturePolicyFromFlags,
   speculationFromFlags,
   withInterrupt,
 } from '../lib/cli/index.js'
@@ -33,6 +34,7 @@ export default class Run extends RunnerCommand {
     const sampling = samplingFromFlags(flags)
     const constraint = await constraintFromFlags(flags)
     const speculation = speculationFromFlags(flags)
+    const signature = signaturePolicyFromFlags(flags)
     const receipt =
       flags.transcript === undefined
         ? undefined
@@ -50,6 +52,7 @@ export default class Run extends RunnerCommand {
         constraint,
         ...(speculation ? {speculation} : {}),
         lora: loraFromFlags(flags.lora),
+        signature,
         receipt,
         onProgress: loadProgress(!flags.json),
         onText: flags.json ? undefined : (text) => process.stdout.write(text),
@@ -59,6 +62,7 @@ export default class Run extends RunnerCommand {
     if (flags.json) {
       this.log(JSON.stringify(runJson(r)))
     } else {
+      if (r.signature) process.stderr.write(`model signature verified: ${r.signature.curve} key ${r.signature.keyFingerprint}\n`)
       if (r.receipt) process.stderr.write(`receipt ${r.receipt.path} (chain ${r.receipt.chain}${r.receipt.signed ? ', signed' : ''})\n`)
       // A newline between the text and the summary when they meet: on a terminal, or in one file (> log 2>&1).
       if ((process.stdout.isTTY || stdoutIsStderr()) && !r.text.endsWith('\n')) process.stdout.write('\n')

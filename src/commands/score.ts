@@ -1,7 +1,7 @@
 import {Flags} from '@oclif/core'
 
 import {loraFlag, loraFromFlags, noGpuFlag, refuseGpuLayers, RunnerCommand, warnLine, withInterrupt} from '../lib/cli/index.js'
-import {ropeFlags, ropeFromFlags} from '../lib/cli/index.js'
+import {ropeFlags, ropeFromFlags, signatureFlags, signaturePolicyFromFlags} from '../lib/cli/index.js'
 import {MAX_BATCH_SIZE, MAX_CONTEXT_SIZE} from '../lib/engine/index.js'
 import {ExitCode} from '../lib/errors.js'
 import {formatScoreReport, scoreCorpus, scoreProgress} from '../lib/score/index.js'
@@ -60,6 +60,7 @@ export default class Score extends RunnerCommand {
     kld: Flags.string({description: 'report KL-divergence and top-1 agreement against a base saved with --save-logits', helpValue: 'FILE'}),
     ...loraFlag,
     ...ropeFlags,
+    ...signatureFlags,
     json: Flags.boolean({description: 'print one JSON document'}),
   }
 
@@ -72,6 +73,7 @@ export default class Score extends RunnerCommand {
         modelPath: flags.model,
         lora: loraFromFlags(flags.lora),
         rope: ropeFromFlags(flags),
+        signature: signaturePolicyFromFlags(flags),
         corpus,
         corpusFile: flags.file ?? null,
         ctx: flags['ctx-size'],

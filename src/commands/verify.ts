@@ -1,6 +1,6 @@
 import {Args, Flags} from '@oclif/core'
 
-import {RunnerCommand} from '../lib/cli/index.js'
+import {RunnerCommand, signatureFlags, signaturePolicyFromFlags} from '../lib/cli/index.js'
 import {ExitCode, RunnerError} from '../lib/errors.js'
 import {verifyReceipt} from '../lib/receipt/index.js'
 import {printable, printableJson} from '../lib/util/index.js'
@@ -57,6 +57,7 @@ export default class Verify extends RunnerCommand {
       helpValue: 'FILE',
     }),
     json: Flags.boolean({description: 'print the verdict, reason, checks and any divergence as one JSON document'}),
+    ...signatureFlags,
   }
 
   // 2 means DIVERGED and 3 UNVERIFIABLE for this command, so other failures keep to 1.
@@ -80,6 +81,7 @@ export default class Verify extends RunnerCommand {
       requireSigned: flags['require-signed'],
       prevPath: flags.prev,
       loraPaths: flags.lora ?? [],
+      signature: signaturePolicyFromFlags(flags),
       onStage,
     })
     if (onStage) process.stderr.write('\r\x1b[K')

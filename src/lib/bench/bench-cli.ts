@@ -48,6 +48,7 @@ export async function runBenchCli(
     return await runBench({
       modelPath,
       params: o.params,
+      ...(o.signature ? {signature: o.signature} : {}),
       signal: extra.signal,
       onLoadProgress: extra.onLoadProgress,
       onStart: (model) => {

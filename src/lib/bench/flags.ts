@@ -7,8 +7,9 @@
  */
 import {Flags} from '@oclif/core'
 
-import {modelFlagOrArg, noGpuFlag} from '../cli/index.js'
+import {modelFlagOrArg, noGpuFlag, type SignatureFlagValues, signatureFlags, signaturePolicyFromFlags} from '../cli/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
+import type {SignaturePolicy} from '../signing/index.js'
 import {defaultThreads, printable} from '../util/index.js'
 import type {BenchParams, KvType} from './tests.js'
 import {OUTPUT_FORMATS, type OutputFormat} from './writers.js'
@@ -38,9 +39,10 @@ export const benchFlags = {
   progress: Flags.boolean({description: 'print each phase of each test on stderr (warm-up, depth, runs), as llama-bench --progress'}),
   'no-warmup': Flags.boolean({description: 'skip the warm-up run before each test'}),
   ...noGpuFlag,
+  ...signatureFlags,
 }
 
-export interface BenchFlagValues {
+export interface BenchFlagValues extends SignatureFlagValues {
   readonly 'n-prompt'?: string[]
   readonly 'n-gen'?: string[]
   readonly pg?: string[]
@@ -98,6 +100,8 @@ export interface BenchCliOptions {
   readonly params: BenchParams
   readonly output: OutputFormat
   readonly progress: boolean
+  /** Check the model's OMS signature before it is mapped (docs/model-signing.md). */
+  readonly signature?: SignaturePolicy
 }
 
 export function benchOptionsFromFlags(flags: BenchFlagValues, argv: readonly string[]): BenchCliOptions {
@@ -130,5 +134,10 @@ export function benchOptionsFromFlags(flags: BenchFlagValues, argv: readonly str
   if (!(OUTPUT_FORMATS as readonly string[]).includes(output)) throw bad(f('output'), output, `must be one of ${OUTPUT_FORMATS.join(', ')}`)
   if (flags.json && flags.output !== undefined && output !== 'json')
     throw new RunnerError('BENCH_BAD_VALUE', `--json is -o json, so ${f('output')} ${output} has no place beside it`, ExitCode.usage)
-  return {params, output: flags.json ? 'json' : (output as OutputFormat), progress: flags.progress}
+  return {
+    params,
+    output: flags.json ? 'json' : (output as OutputFormat),
+    progress: flags.progress,
+    signature: signaturePolicyFromFlags(flags),
+  }
 }

@@ -16,6 +16,7 @@
  * Each run is timed by the wall clock around it (performance.now), as llama-bench times its runs.
  */
 import {type Context, Model} from '../engine/index.js'
+import type {SignaturePolicy} from '../signing/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {readGgufModel} from '../gguf/index.js'
 import {resolveSamplingOptions} from '../sampling/index.js'
@@ -49,6 +50,8 @@ export interface BenchEvent {
 export interface BenchOptions {
   readonly modelPath: string
   readonly params: BenchParams
+  /** Check the model's OMS signature before it is mapped (docs/model-signing.md). */
+  readonly signature?: SignaturePolicy
   readonly signal?: AbortSignal
   readonly onLoadProgress?: (done: number, total: number) => void
   /** Called once the model's header is read and the tests are checked, before the model loads. */
@@ -81,7 +84,11 @@ export async function runBench(o: BenchOptions): Promise<BenchResult[]> {
   const info = benchModelInfo(o.modelPath, readGgufModel(o.modelPath))
   checkContexts(tests, info)
   o.onStart?.(info, tests)
-  const model = await Model.load(o.modelPath, {onProgress: o.onLoadProgress, signal: o.signal})
+  const model = await Model.load(o.modelPath, {
+    onProgress: o.onLoadProgress,
+    signal: o.signal,
+    ...(o.signature ? {signature: o.signature} : {}),
+  })
   const results: BenchResult[] = []
   try {
     const rng = new SeededRandom(TOKEN_SEED)

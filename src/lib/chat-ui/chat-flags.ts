@@ -2,7 +2,7 @@
 import {Flags} from '@oclif/core'
 
 import {BUILTIN_TEMPLATE_NAMES} from '../chat/index.js'
-import {constraintFlags, contextFlags, draftFlags, loraFlag, modelFlagOrArg, samplingFlags} from '../cli/index.js'
+import {constraintFlags, contextFlags, draftFlags, loraFlag, modelFlagOrArg, samplingFlags, signatureFlags} from '../cli/index.js'
 
 export const chatFlags = {
   ...modelFlagOrArg,
@@ -18,6 +18,7 @@ export const chatFlags = {
   ...constraintFlags,
   ...draftFlags,
   ...loraFlag,
+  ...signatureFlags,
   'context-shift': Flags.boolean({
     description: 'drop the oldest turns when a message does not fit; shift a full context within a reply, keeping the system prompt',
   }),

@@ -9,6 +9,7 @@ import type {RopeOverrides} from '../arch/index.js'
 import {chatTemplateOverride, ChatTemplate} from '../chat/index.js'
 import {loadProgress, withInterrupt} from '../cli/index.js'
 import {contextSize, Model, Session} from '../engine/index.js'
+import type {SignaturePolicy} from '../signing/index.js'
 import type {Constraint} from '../grammar/index.js'
 import type {LoraSpec} from '../lora/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
@@ -45,12 +46,19 @@ export interface ChatOptions {
   readonly speculation?: SpeculationOptions
   /** llama.cpp's rope overrides (docs/long-context.md). */
   readonly rope?: RopeOverrides
+  /** Check the model's OMS signature before it is mapped (docs/model-signing.md). */
+  readonly signature?: SignaturePolicy
 }
 
 export async function runChat(options: ChatOptions): Promise<number> {
   const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY) && !options.json
   const override = chatTemplateOverride(options.chatTemplate)
-  const model = await Model.load(options.modelPath, {onProgress: loadProgress(interactive), lora: options.lora, rope: options.rope})
+  const model = await Model.load(options.modelPath, {
+    onProgress: loadProgress(interactive),
+    lora: options.lora,
+    rope: options.rope,
+    ...(options.signature ? {signature: options.signature} : {}),
+  })
   const template = ChatTemplate.forModel(model.gguf, model.tokenizer, override)
   const nCtx = contextSize(options.nCtx, model.config, {name: '-c/--ctx-size', onWarning: options.onWarning})
   const ctx = await model.createContext({

@@ -6,6 +6,7 @@ import {readFile} from 'node:fs/promises'
 
 import type {RopeOverrides} from '../arch/index.js'
 import {contextSize, Model, Session} from '../engine/index.js'
+import type {SignaturePolicy} from '../signing/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {LoraSpec} from '../lora/index.js'
 import {embed, type EmbedResult} from './embed.js'
@@ -29,6 +30,8 @@ export interface EmbedFileOptions {
   readonly rope?: RopeOverrides
   readonly onProgress?: (done: number, total: number) => void
   readonly signal?: AbortSignal
+  /** Check the model's OMS signature before it is mapped (docs/model-signing.md). */
+  readonly signature?: SignaturePolicy
 }
 
 export async function embedWithModel(options: EmbedFileOptions): Promise<EmbedResult> {
@@ -37,6 +40,7 @@ export async function embedWithModel(options: EmbedFileOptions): Promise<EmbedRe
     signal: options.signal,
     lora: options.lora,
     rope: options.rope,
+    ...(options.signature ? {signature: options.signature} : {}),
   })
   try {
     const nCtx = contextSize(options.nCtx, model.config, {name: '-c/--ctx-size', onWarning: options.onWarning})

@@ -1,3 +1,5 @@
+import {resolve} from 'node:path'
+
 import {
   camelCase,
   enumValue,
@@ -11,9 +13,10 @@ import {
   withRopeOverrides,
 } from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
-import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
+import {type GgufModelFiles, readGgufModel, shardPaths} from '../gguf/index.js'
 import {bindLoraAdapter, type LoraAdapter, type LoraPairBinding, type LoraSpec, readLoraAdapter} from '../lora/index.js'
 import {checkModel} from '../model-check/index.js'
+import {checkMappedFiles, SIGNATURE_REFUSED, type SignaturePolicy, type VerifiedSignature, verifyModelSignature} from '../signing/index.js'
 import type {Tokenizer} from '../tokenizer/index.js'
 import {defaultThreads} from '../util/index.js'
 import {abortFlags} from './abort-flags.js'
@@ -31,6 +34,16 @@ export interface LoadOptions {
   readonly lora?: readonly LoraSpec[]
   /** llama.cpp's --rope-* / --yarn-* overrides of what the file declares (docs/long-context.md). */
   readonly rope?: RopeOverrides
+  /**
+   * Check an OpenSSF Model Signing bundle (docs/model-signing.md) before anything of the model is
+   * read or mapped, and each file's identity right after it is mapped; a refusal is exit 3 and the
+   * model is never used. `model.signature` is what was verified.
+   */
+  readonly signature?: SignaturePolicy
+  /** A signature already verified for this model (verifyModelSignature): only the after-mapping check runs. */
+  readonly verifiedSignature?: VerifiedSignature
+  /** Bytes of the model hashed for its signature so far, and the total. */
+  readonly onHashProgress?: (done: number, total: number) => void
 }
 
 /** An adapter attached to a loaded model: what was asked, what the file holds, what it adapts. */
@@ -77,12 +90,21 @@ export class Model {
     handle: NativeModelHandle,
     /** LoRA adapters every context of this model applies (empty: the base model). */
     readonly adapters: readonly AttachedAdapter[] = [],
+    /** The model signature checked at load (LoadOptions.signature); undefined: none was asked for. */
+    readonly signature?: VerifiedSignature,
   ) {
     this.handle = handle
   }
 
   static async load(path: string, options: LoadOptions = {}): Promise<Model> {
+    // The signature first: a forged bundle or a changed file is refused before the model's header is even parsed.
+    const signature =
+      options.verifiedSignature ??
+      (options.signature
+        ? await verifyModelSignature(shardPaths(path) ?? [path], options.signature, {onProgress: options.onHashProgress})
+        : undefined)
     const gguf = readGgufModel(path)
+    if (signature) checkSignedFiles(signature, gguf)
     // The checks quantize, remove-sublayer and inspect make too: one function, so they never disagree.
     const checked = checkModel(gguf)
     const {tokenizer} = checked
@@ -103,8 +125,10 @@ export class Model {
         options.onProgress,
         flags.array,
       )
+      // The engine opened the paths itself: each must still be the file that was hashed.
+      if (signature) await checkMappedFiles(signature.files)
       for (const a of adapters) addon.modelAddLora(handle, a.spec.path, a.pairs.map(nativeLoraPair), a.adapter.alpha, a.spec.scale)
-      return new Model(gguf, plan, tokenizer, handle, adapters)
+      return new Model(gguf, plan, tokenizer, handle, adapters, signature)
     } catch (error) {
       if (handle) addon.modelFree(handle)
       throw engineError(error)
@@ -159,6 +183,18 @@ export class Model {
     if (this.handle) loadAddon().modelFree(this.handle)
     this.handle = undefined
   }
+}
+
+/** The files the signature covered must be the files the engine will map (the same shards, no other). */
+function checkSignedFiles(signature: VerifiedSignature, gguf: GgufModelFiles): void {
+  const signed = signature.files.map((f) => f.path).sort()
+  const mapped = gguf.shards.map((s) => resolve(s.path)).sort()
+  if (signed.length !== mapped.length || signed.some((p, i) => p !== mapped[i]))
+    throw new RunnerError(
+      SIGNATURE_REFUSED,
+      `model signature refused: the signature covers ${signed.join(', ')} but the model is ${mapped.join(', ')}`,
+      ExitCode.invalidModel,
+    )
 }
 
 /**

@@ -13,3 +13,4 @@ export {
 } from './model.js'
 export {serve, type Server, type ServeOptions} from './server.js'
 export {type GenerateResult, TextStream} from './text-stream.js'
+export type {ModelSignatureSummary, SignaturePolicy} from '../signing/index.js'

@@ -16,6 +16,7 @@ import {fitPrompt, generate, type Generation} from '../generate/index.js'
 import {resolveModelPath} from '../models/index.js'
 import {resolveSamplingOptions, type SamplingInput} from '../sampling/index.js'
 import {type ScoreResult, scoreTokens} from '../score/index.js'
+import {modelSignatureSummary, type ModelSignatureSummary, type SignaturePolicy} from '../signing/index.js'
 import {type OpenedDrafts, openDrafts, type SpeculationOptions} from '../speculative/index.js'
 import {encodePrompt} from '../tokenizer/index.js'
 import {type GenerateResult, TextStream} from './text-stream.js'
@@ -51,6 +52,12 @@ export interface LoadModelOptions {
   readonly signal?: AbortSignal
   /** Bytes of weights mapped so far, of all. */
   readonly onProgress?: (done: number, total: number) => void
+  /**
+   * Check an OpenSSF Model Signing bundle before the model is mapped (docs/model-signing.md):
+   * `{bundlePath, publicKeyPath}` (ECDSA P-256/384/521 PEM), and `require: true` to refuse a model
+   * without one. A refusal rejects with a RunnerError, code MODEL_SIGNATURE_*; `info.signature` is what was verified.
+   */
+  readonly signature?: SignaturePolicy
 }
 
 /**
@@ -127,6 +134,8 @@ export interface ModelInfo {
   readonly contextSize: number
   /** Bytes of its KV cache (sliding-window layers hold a ring of their window unless swaFull). */
   readonly kvCacheBytes: number
+  /** The model signature verified at load (`signature` option): the signer's key fingerprint, curve, bundle and files. */
+  readonly signature?: ModelSignatureSummary
 }
 
 /** The default window of {@link RunnerModel.score} (`runner score`'s --ctx default). */
@@ -153,6 +162,7 @@ export async function loadModel(path: string, options: LoadModelOptions = {}): P
     ...(options.rope ? {rope: options.rope} : {}),
     ...(options.signal ? {signal: options.signal} : {}),
     ...(options.onProgress ? {onProgress: options.onProgress} : {}),
+    ...(options.signature ? {signature: options.signature} : {}),
   }
   const model = await Model.load(await resolveModelPath(path, 'loadModel'), load)
   try {
@@ -213,6 +223,7 @@ export class RunnerModel {
       trainContextSize: c.nCtxTrain,
       contextSize: this.context.options.nCtx,
       kvCacheBytes: this.context.kvBytes,
+      ...(this.model.signature ? {signature: modelSignatureSummary(this.model.signature)} : {}),
     }
   }
 

@@ -32,6 +32,16 @@ export interface ReceiptAdapter {
   readonly scale: number
 }
 
+/** The model signature checked when the model loaded (--model-sig, docs/model-signing.md). */
+export interface ReceiptModelSignature {
+  /** sha256 hex of the signer's public key, DER SubjectPublicKeyInfo. */
+  readonly keyFingerprint: string
+  readonly curve: 'P-256' | 'P-384' | 'P-521'
+  readonly predicateType: string
+  /** sha256 hex of the bundle file. */
+  readonly bundleSha256: string
+}
+
 export interface ReceiptBody {
   readonly format: typeof RECEIPT_FORMAT
   readonly version: number
@@ -41,6 +51,8 @@ export interface ReceiptBody {
     readonly files: ReadonlyArray<{readonly name: string; readonly bytes: number; readonly sha256: string}>
     /** LoRA adapters the run applied, in order (absent: none). alpha is the file's, scale the user's. */
     readonly adapters?: ReadonlyArray<ReceiptAdapter>
+    /** The OMS signature verified before the model was mapped (absent: none was checked). */
+    readonly signature?: ReceiptModelSignature
   }
   readonly engine: {
     readonly runner: string

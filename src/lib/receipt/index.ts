@@ -4,6 +4,7 @@ export {
   RECEIPT_FORMAT,
   RECEIPT_VERSION,
   type ReceiptBody,
+  type ReceiptModelSignature,
   type ReceiptSignature,
   SIGNATURE_MARK,
   splitReceipt,
@@ -11,5 +12,13 @@ export {
 export {engineIdentity, packageSha256} from './identity.js'
 export {createKeyPairFiles, type KeyPairFiles} from './keygen.js'
 export {generateKeyPair, hex, type KeyPair, privateKeyPem, publicKeyPem, readPublicKey, readSecretKey} from './keys.js'
-export {prepareReceipt, PROFILE, type ReceiptOptions, type ReceiptSetup, type RunRecord, writeReceipt} from './record.js'
+export {
+  prepareReceipt,
+  PROFILE,
+  receiptModelSignature,
+  type ReceiptOptions,
+  type ReceiptSetup,
+  type RunRecord,
+  writeReceipt,
+} from './record.js'
 export {type Check, type Divergence, type Verdict, VERDICT_EXIT, verifyReceipt, type VerifyOptions, type VerifyReport} from './verify.js'

@@ -6,6 +6,7 @@ import {ExitCode, RunnerError} from '../errors.js'
 import type {GgufModelFiles} from '../gguf/index.js'
 import type {LoraAdapter, LoraSpec} from '../lora/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
+import type {VerifiedSignature} from '../signing/index.js'
 import {checkOutputPath, sha256File, writeFileAtomic} from '../util/index.js'
 import {
   chainedPrefix,
@@ -13,6 +14,7 @@ import {
   RECEIPT_VERSION,
   type ReceiptAdapter,
   type ReceiptBody,
+  type ReceiptModelSignature,
   type ReceiptSignature,
   receiptBytes,
   withChain,
@@ -98,6 +100,8 @@ export async function prepareReceipt(
 
 export interface RunRecord {
   readonly architecture: string
+  /** The model signature verified at load (Model.signature), recorded as model.signature. */
+  readonly signature?: VerifiedSignature
   readonly started: Date
   readonly finished: Date
   readonly config: Omit<ReceiptBody['config'], 'sampling'> & {readonly sampling: SamplingOptions}
@@ -111,9 +115,19 @@ export interface RunRecord {
   }
 }
 
-async function modelRecord(architecture: string, setup: ReceiptSetup): Promise<ReceiptBody['model']> {
+/** What a receipt records of a verified model signature. */
+export function receiptModelSignature(s: VerifiedSignature): ReceiptModelSignature {
+  return {keyFingerprint: s.keyFingerprint, curve: s.curve, predicateType: s.predicateType, bundleSha256: s.bundleSha256}
+}
+
+async function modelRecord(run: RunRecord, setup: ReceiptSetup): Promise<ReceiptBody['model']> {
   const adapters = await setup.adapters
-  return {architecture, files: await setup.modelFiles, ...(adapters.length > 0 ? {adapters} : {})}
+  return {
+    architecture: run.architecture,
+    files: await setup.modelFiles,
+    ...(adapters.length > 0 ? {adapters} : {}),
+    ...(run.signature ? {signature: receiptModelSignature(run.signature)} : {}),
+  }
 }
 
 /** Assemble, chain, sign (when set up to) and atomically write a receipt; returns its chain hash. */
@@ -123,7 +137,7 @@ export async function writeReceipt(path: string, setup: ReceiptSetup, run: RunRe
     format: RECEIPT_FORMAT,
     version: RECEIPT_VERSION,
     created: {started: run.started.toISOString(), finished: run.finished.toISOString()},
-    model: await modelRecord(run.architecture, setup),
+    model: await modelRecord(run, setup),
     engine: await setup.engine,
     profile: PROFILE,
     config: {

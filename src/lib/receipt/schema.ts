@@ -46,6 +46,12 @@ const RECEIPT_SCHEMA = {
             scale: {type: 'number'},
           }),
         },
+        signature: obj({
+          keyFingerprint: hex(32),
+          curve: {enum: ['P-256', 'P-384', 'P-521']},
+          predicateType: {type: 'string'},
+          bundleSha256: hex(32),
+        }),
       },
     ),
     engine: obj({

@@ -10,12 +10,14 @@ import {compileConstraint, type Constraint, type ConstraintKind, constraintHash}
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {type LoraSpec} from '../lora/index.js'
 import {resolveSamplingOptions, type SamplingOptions} from '../sampling/index.js'
+import {isSignatureRefusal, type SignaturePolicy, type VerifiedSignature, verifyModelSignature} from '../signing/index.js'
 import {createTokenizer, encodePrompt} from '../tokenizer/index.js'
 import {preview, quoted, sha256File} from '../util/index.js'
 import {
   chainedPrefix,
   RECEIPT_FORMAT,
   type ReceiptBody,
+  type ReceiptModelSignature,
   RECEIPT_VERSION,
   receiptBytes,
   sha256Hex,
@@ -70,6 +72,8 @@ export interface VerifyOptions {
   readonly requireSigned?: boolean
   /** The receipt this one must link to. */
   readonly prevPath?: string
+  /** Check the model's OMS signature (--model-sig, --model-pubkey, --require-signed-model) with the model files. */
+  readonly signature?: SignaturePolicy
   /** Called as each stage starts (the CLI shows progress). */
   readonly onStage?: (stage: Check['name']) => void
 }
@@ -198,9 +202,11 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
         fail('model', `wrong model: ${shard.path} has sha256 ${sha}, the receipt was made with ${files[i]!.name} (${files[i]!.sha256})`)
     }
     const lora = await checkAdapters(receipt.model.adapters ?? [], options.loraPaths ?? [], fail)
+    const modelSignature = await checkModelSignature(gguf, receipt.model.signature, options.signature, fail)
     pass(
       'model',
       `sha256 ${files.map((f) => f.sha256).join(', ')}` +
+        modelSignature.detail +
         (lora.length > 0 ? `; adapters ${(receipt.model.adapters ?? []).map((a) => `${a.sha256} at scale ${a.scale}`).join(', ')}` : ''),
     )
 
@@ -276,8 +282,13 @@ export async function verifyReceipt(options: VerifyOptions): Promise<VerifyRepor
     }
     let model: Model
     try {
-      model = await Model.load(options.modelPath, {lora, rope: receipt.config.rope})
+      model = await Model.load(options.modelPath, {
+        lora,
+        rope: receipt.config.rope,
+        ...(modelSignature.verified ? {verifiedSignature: modelSignature.verified} : {}),
+      })
     } catch (error) {
+      if (isSignatureRefusal(error)) fail('model', error.message)
       // The overrides are checked against the model's declaration at load: a bad set is the receipt's settings.
       if (error instanceof RunnerError && error.code === 'ROPE_BAD_OPTION')
         fail('settings', `the recorded settings are invalid: ${error.message}`)
@@ -524,4 +535,38 @@ async function checkAdapters(
     specs.push({path: paths[i]!, scale: a.scale})
   }
   return specs
+}
+
+/**
+ * The model's signature: checked when the flags ask (a refusal is UNVERIFIABLE), and compared with
+ * the one the receipt records (another signer's key is UNVERIFIABLE: not the recorded run's model).
+ */
+async function checkModelSignature(
+  gguf: GgufModelFiles,
+  recorded: ReceiptModelSignature | undefined,
+  policy: SignaturePolicy | undefined,
+  fail: Fail,
+): Promise<{detail: string; verified?: VerifiedSignature}> {
+  let verified: VerifiedSignature | undefined
+  try {
+    verified = policy
+      ? await verifyModelSignature(
+          gguf.shards.map((s) => s.path),
+          policy,
+        )
+      : undefined
+  } catch (error) {
+    if (isSignatureRefusal(error)) fail('model', error.message)
+    throw error
+  }
+  if (!verified)
+    return {
+      detail: recorded ? `; signed by key ${recorded.keyFingerprint} when recorded (not checked: pass --model-sig and --model-pubkey)` : '',
+    }
+  if (recorded && recorded.keyFingerprint !== verified.keyFingerprint)
+    fail(
+      'model',
+      `the model is signed by key ${verified.keyFingerprint}, but the receipt was made with a model signed by ${recorded.keyFingerprint}`,
+    )
+  return {detail: `; signature verified (${verified.curve} key ${verified.keyFingerprint})`, verified}
 }

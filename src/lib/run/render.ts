@@ -6,7 +6,8 @@ import type {RunReport} from './run-prompt.js'
 
 /** The --json document (the kernels the run used added). */
 export function runJson(r: RunReport): Record<string, unknown> {
-  const {text, tokens, promptTokens, finishReason, timings, constraint, peakRssBytes, kv, contextShift, adapters, speculation} = r
+  const {text, tokens, promptTokens, finishReason, timings, constraint, peakRssBytes, kv, contextShift, adapters, speculation, signature} =
+    r
   const kernels = kernelSet(cpuFeatures(), amxStatus().state)
   return {
     text,
@@ -22,6 +23,7 @@ export function runJson(r: RunReport): Record<string, unknown> {
     kernels,
     adapters,
     ...(speculation ? {speculation} : {}),
+    ...(signature ? {signature} : {}),
   }
 }
 

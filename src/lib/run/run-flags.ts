@@ -1,7 +1,16 @@
 /** The flags of `runner run` (src/commands/run.ts renders; this says what it accepts). */
 import {Flags} from '@oclif/core'
 
-import {constraintFlags, contextFlags, contextShiftFlags, draftFlags, loraFlag, modelFlagOrArg, samplingFlags} from '../cli/index.js'
+import {
+  constraintFlags,
+  contextFlags,
+  contextShiftFlags,
+  draftFlags,
+  loraFlag,
+  modelFlagOrArg,
+  samplingFlags,
+  signatureFlags,
+} from '../cli/index.js'
 
 export const runFlags = {
   ...modelFlagOrArg,
@@ -19,6 +28,7 @@ export const runFlags = {
   ...samplingFlags,
   ...constraintFlags,
   ...draftFlags,
+  ...signatureFlags,
   'no-bos': Flags.boolean({description: 'do not add the beginning-of-sequence token the model asks for'}),
   special: Flags.boolean({
     description:

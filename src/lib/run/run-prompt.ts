@@ -15,6 +15,7 @@ import type {Constraint} from '../grammar/index.js'
 import {type LoraSpec, readLoraAdapter} from '../lora/index.js'
 import type {SamplingOptions} from '../sampling/index.js'
 import {openDrafts, type SpeculationOptions, type SpeculationReport, speculationReport} from '../speculative/index.js'
+import {modelSignatureSummary, type ModelSignatureSummary, type SignaturePolicy} from '../signing/index.js'
 import {encodePrompt} from '../tokenizer/index.js'
 import {decodeRate} from '../util/index.js'
 
@@ -46,6 +47,8 @@ export interface RunOptions {
   readonly lora?: readonly LoraSpec[]
   /** llama.cpp's rope overrides (--rope-scaling, --yarn-*: docs/long-context.md), recorded in the receipt. */
   readonly rope?: RopeOverrides
+  /** Check the model's OMS signature before it is mapped (docs/model-signing.md); recorded in the receipt. */
+  readonly signature?: SignaturePolicy
   /** Write a receipt of the run (its inputs are checked before the model loads). */
   readonly receipt?: ReceiptOptions
   /** Speculative decoding (docs/speculative.md): the output is the same, only the speed differs. */
@@ -91,6 +94,8 @@ export interface RunReport {
   /** The LoRA adapters applied, in order. */
   readonly adapters: readonly AdapterSummary[]
   readonly receipt?: {readonly path: string; readonly chain: string; readonly signed: boolean}
+  /** The model signature verified at load (--model-sig). */
+  readonly signature?: ModelSignatureSummary
   /** With speculation asked for: the source in use (and what it drafted and the model accepted), or why it was refused. */
   readonly speculation?: SpeculationReport
 }
@@ -108,7 +113,13 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
       )
     : undefined
   // Ctrl+C while a large model loads cancels the load (ENGINE_ABORTED, exit 130): nothing is written.
-  const model = await Model.load(options.modelPath, {onProgress: options.onProgress, signal: options.signal, lora, rope: options.rope})
+  const model = await Model.load(options.modelPath, {
+    onProgress: options.onProgress,
+    signal: options.signal,
+    lora,
+    rope: options.rope,
+    ...(options.signature ? {signature: options.signature} : {}),
+  })
   try {
     const loadMs = performance.now() - t0
     const tokenizer = model.tokenizer
@@ -170,6 +181,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
       if (setup && options.receipt) {
         const written = await writeReceipt(options.receipt.path, setup, {
           architecture: model.config.architecture,
+          ...(model.signature ? {signature: model.signature} : {}),
           started,
           finished,
           config: {
@@ -229,6 +241,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
         kv: ctx.kvInfo,
         ...(shift ? {contextShift: {keep: ctx.shiftKeep(shift.keep), shifts: o.shifts.count, discarded: o.shifts.discarded}} : {}),
         ...(receipt ? {receipt} : {}),
+        ...(model.signature ? {signature: modelSignatureSummary(model.signature)} : {}),
         ...(opened ? {speculation: speculationReport(opened.status, o.draft)} : {}),
       }
     } finally {

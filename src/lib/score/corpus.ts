@@ -6,6 +6,7 @@
  */
 import type {RopeOverrides} from '../arch/index.js'
 import {contextSize, Model} from '../engine/index.js'
+import type {SignaturePolicy} from '../signing/index.js'
 import type {LoraSpec} from '../lora/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {checkOutputPath, sha256File, sha256Text} from '../util/index.js'
@@ -21,6 +22,8 @@ export interface CorpusScoreOptions {
   readonly lora?: readonly LoraSpec[]
   /** llama.cpp's rope overrides (docs/long-context.md). */
   readonly rope?: RopeOverrides
+  /** Check the model's OMS signature before it is mapped (docs/model-signing.md). */
+  readonly signature?: SignaturePolicy
   readonly corpus: string
   /** The corpus file, for the report (null: standard input). */
   readonly corpusFile: string | null
@@ -122,7 +125,12 @@ export async function scoreCorpus(o: CorpusScoreOptions) {
 }
 
 async function scoreWithModel(options: CorpusScoreOptions, progress: Progress) {
-  const model = await Model.load(options.modelPath, {signal: options.signal, lora: options.lora, rope: options.rope})
+  const model = await Model.load(options.modelPath, {
+    signal: options.signal,
+    lora: options.lora,
+    rope: options.rope,
+    ...(options.signature ? {signature: options.signature} : {}),
+  })
   try {
     // A window is a context like run's: the same policy (beyond the training context: a warning).
     const ctx = contextSize(options.ctx, model.config, {name: '--ctx', cap: SCORE_CTX_DEFAULT, onWarning: options.onWarning})

@@ -4,7 +4,7 @@
  */
 import {Flags} from '@oclif/core'
 
-import {modelFlag} from '../cli/index.js'
+import {modelFlag, type SignatureFlagValues, signatureFlags, signaturePolicyFromFlags} from '../cli/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {defaultThreads, formatRows, printable} from '../util/index.js'
 import {SCHEDULES, type Schedule} from './schedule.js'
@@ -62,9 +62,10 @@ export const trainFlags = {
   resume: Flags.string({description: 'continue from a checkpoint, bit for bit (same settings)', helpValue: 'FILE'}),
   force: Flags.boolean({description: 'replace the output if it exists (without it, an existing file is refused before training)'}),
   json: Flags.boolean({description: 'print one JSON summary (the loss and validation curves included) instead of progress'}),
+  ...signatureFlags,
 }
 
-type TrainFlagValues = {[K in keyof typeof trainFlags]?: unknown} & {model: string; data: string; out: string}
+type TrainFlagValues = {[K in keyof typeof trainFlags]?: unknown} & {model: string; data: string; out: string} & SignatureFlagValues
 
 function decimal(flag: string, text: unknown, def: number, check: (v: number) => boolean, range: string): number {
   if (text === undefined) return def
@@ -110,6 +111,7 @@ export function trainOptions(f: TrainFlagValues, signal: AbortSignal): Omit<Trai
     checkpointPath: f.checkpoint as string | undefined,
     resumePath: f.resume as string | undefined,
     force: Boolean(f.force),
+    signature: signaturePolicyFromFlags(f),
     signal,
   }
 }

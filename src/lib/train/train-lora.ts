@@ -13,6 +13,7 @@ import {readTrainingData, type TrainingData, type TrainingSample} from './data.j
 import {learningRate, type Schedule} from './schedule.js'
 import {parseTargets} from './targets.js'
 import {Model, type TrainTarget, Trainer} from '../engine/index.js'
+import type {SignaturePolicy} from '../signing/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {GgufValueType} from '../gguf/index.js'
 import {type LoraPairData, writeLoraAdapter} from '../lora/index.js'
@@ -20,6 +21,8 @@ import {checkOutputPath, deriveSeed, SeededRandom, sha256File, sha256Text} from 
 
 export interface TrainLoraOptions {
   readonly modelPath: string
+  /** Check the base model's OMS signature before it is mapped (docs/model-signing.md). */
+  readonly signature?: SignaturePolicy
   readonly dataPath: string
   readonly outPath: string
   readonly format?: string
@@ -153,7 +156,7 @@ function adapterPairs(targets: readonly TrainTarget[], rank: number, p: Float64A
 export async function trainLora(o: TrainLoraOptions): Promise<TrainLoraResult> {
   // Refused now, not after the training: an hour of work must not end on an existing file.
   await checkOutputPath(resolve(o.outPath), {replace: Boolean(o.force)})
-  const model = await Model.load(o.modelPath, {signal: o.signal})
+  const model = await Model.load(o.modelPath, {signal: o.signal, ...(o.signature ? {signature: o.signature} : {})})
   try {
     const targets = parseTargets(o.targets, model)
     const data = await readTrainingData(o.dataPath, model, {format: o.format, ctx: o.ctx})
