@@ -4,9 +4,10 @@
 // use, keep_alive as Ollama documents it (0: unload after the request, a duration: expires_at, -1:
 // stays), --max-models unloads the least recently used idle model, the unload and load routes, a
 // model that cannot load answers with the reason while the others serve, and loading and unloading
-// two models over and over while clients stream leaves the process's memory where it started.
+// two models over and over while clients stream leaves the process's memory where it started; a
+// model whose signature does not verify under the server's key (openssl's) answers 409.
 import assert from 'node:assert/strict'
-import {mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
@@ -14,7 +15,9 @@ import {after, before, describe, test} from 'node:test'
 import {Ollama} from 'ollama'
 import OpenAI from 'openai'
 
-import {hasShared, NO_SHARED_REASON, sharedPath} from '../helpers/shared.js'
+import {signModel} from '../../src/lib/signing/index.js'
+import {HAS_OPENSSL, NO_OPENSSL_REASON, opensslEcKeys, opensslFingerprint} from '../helpers/openssl.js'
+import {hasShared, NO_SHARED_REASON, runCliAsync, sharedPath} from '../helpers/shared.js'
 import {metric, startTestServer, type TestServer} from './helpers.js'
 
 const SKIP = hasShared() ? false : NO_SHARED_REASON
@@ -255,3 +258,70 @@ describe('a model that cannot load, a load timeout, --max-models', {skip: SKIP},
     }
   })
 })
+
+describe(
+  'signatures checked at each model load (OpenSSF Model Signing; keys by openssl)',
+  {skip: SKIP || (!HAS_OPENSSL && NO_OPENSSL_REASON)},
+  () => {
+    let dir: string
+    let signer: {key: string; pub: string}
+    let other: {key: string; pub: string}
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'runner-fleet-sig-'))
+      signer = opensslEcKeys(dir, 'prime256v1')
+      other = opensslEcKeys(dir, 'secp384r1')
+      copyFileSync(MODELS.stories.file(), join(dir, 'stories.gguf'))
+      copyFileSync(MODELS.llama.file(), join(dir, 'llama.gguf'))
+      copyFileSync(MODELS.stories.file(), join(dir, 'unsigned.gguf'))
+      await signModel({modelPath: join(dir, 'stories.gguf'), keyPath: signer.key})
+      // Signed, but by another key than the server trusts.
+      await signModel({modelPath: join(dir, 'llama.gguf'), keyPath: other.key})
+    })
+    after(() => rmSync(dir, {recursive: true, force: true}))
+
+    test('--models-dir with --require-signed-model: the signed model serves, the others answer 409 model_signature_refused', async () => {
+      const t = await startTestServer({
+        modelsDir: dir,
+        nCtx: 128,
+        threadsPerSlot: 1,
+        signatures: {publicKeyPath: signer.pub, require: true},
+      })
+      try {
+        await answersAsLlamaCpp(t.client, 'stories')
+        for (const [id, why] of [
+          ['llama', /the model `llama` was refused by the signature policy: .*(another key|wrong public key)/],
+          ['unsigned', /the model `unsigned` was refused by the signature policy/],
+        ] as const) {
+          const e = await t.client.completions.create({model: id, prompt: 'x', max_tokens: 2}).catch((x: unknown) => x)
+          assert.ok(e instanceof OpenAI.ConflictError, `${id}: ${String(e)}`)
+          assert.equal(e.code, 'model_signature_refused')
+          assert.match(e.message, why)
+        }
+        const caps = (await (await fetch(`${t.url}/v1/capabilities`)).json()) as {
+          signature_policy: {require_signed_model: boolean; public_key_fingerprint: string}
+          models: Array<ListedModel & {signature?: {keyFingerprint: string} | null}>
+        }
+        assert.equal(caps.signature_policy.require_signed_model, true)
+        assert.equal(caps.signature_policy.public_key_fingerprint, opensslFingerprint(signer.pub))
+        const stories = caps.models.find((m) => m.id === 'stories')!
+        assert.equal(stories.signature?.keyFingerprint, opensslFingerprint(signer.pub))
+        assert.deepEqual(
+          caps.models.filter((m) => m.id !== 'stories').map((m) => [m.id, m.state, m.last_error?.code]),
+          [
+            ['llama', 'failed', 'model_signature_refused'],
+            ['unsigned', 'failed', 'model_signature_refused'],
+          ],
+        )
+      } finally {
+        await t.close()
+      }
+    })
+
+    test('runner serve with one -m refused by the policy exits 3 before it listens', async () => {
+      const r = await runCliAsync(['serve', '-m', join(dir, 'llama.gguf'), '--model-pubkey', signer.pub, '--port', '0'])
+      assert.equal(r.status, 3, r.stderr)
+      assert.match(r.stderr, /hint|another key|wrong public key/)
+      assert.doesNotMatch(r.stdout, /listening/)
+    })
+  },
+)

@@ -10,6 +10,7 @@ import {basename} from 'node:path'
 import {ExitCode, RunnerError} from '../errors.js'
 import {shardPaths} from '../gguf/index.js'
 import {listStoredModels, modelsDir, resolveModelPath} from '../models/index.js'
+import {defaultBundlePath, type SignaturePolicy} from '../signing/index.js'
 import {printable} from '../util/index.js'
 
 export interface CatalogEntry {
@@ -24,6 +25,20 @@ export interface CatalogEntry {
   readonly files: readonly string[]
   /** Bytes of every file (0 when a file is missing: its load fails, by name, when a request asks). */
   readonly bytes: number
+  /** The signature check its load makes (docs/model-signing.md); absent: none. */
+  readonly signature?: SignaturePolicy
+}
+
+/**
+ * serve's signature policy: one signer's public key, a bundle per model (`ID=BUNDLE`, or BUNDLE for a
+ * one-model server; otherwise the model file's `FILE.sig` beside it when there is one), and whether
+ * every model must verify.
+ */
+export interface ServeSignatures {
+  readonly publicKeyPath?: string
+  /** Bundles by model id ('' for the one model of a one-model server). */
+  readonly bundles?: Readonly<Record<string, string>>
+  readonly require?: boolean
 }
 
 export interface CatalogOptions {
@@ -33,6 +48,7 @@ export interface CatalogOptions {
   readonly aliases?: readonly string[]
   /** --models-dir: a folder of GGUF files (and pulled models). */
   readonly modelsDir?: string
+  readonly signatures?: ServeSignatures
   readonly env?: NodeJS.ProcessEnv
 }
 
@@ -64,7 +80,30 @@ export async function buildCatalog(o: CatalogOptions): Promise<Catalog> {
       )
   }
   refuseDuplicateIds(entries)
-  return {entries, single: o.models.length === 1 && o.modelsDir === undefined}
+  const single = o.models.length === 1 && o.modelsDir === undefined
+  return {entries: withSignatures(entries, o.signatures ?? {}, single), single}
+}
+
+/** Each model's signature policy (ServeSignatures); a bundle for an id no model has, or without a key, is a usage error. */
+function withSignatures(entries: readonly CatalogEntry[], sig: ServeSignatures, single: boolean): CatalogEntry[] {
+  const bundles = {...sig.bundles}
+  if (bundles[''] !== undefined && !single)
+    throw usage('--model-sig BUNDLE names the bundle of the one model; with several models give --model-sig ID=BUNDLE for each')
+  for (const id of Object.keys(bundles))
+    if (id !== '' && !entries.some((e) => e.id === id || e.fileId === id || e.aliases.includes(id)))
+      throw usage(`--model-sig ${printable(id)}=...: no model has the id ${printable(id)} (ids: ${entries.map((e) => e.id).join(', ')})`)
+  if (Object.keys(bundles).length > 0 && sig.publicKeyPath === undefined)
+    throw usage('--model-sig needs --model-pubkey: the public key (PEM) the bundles were signed with')
+  if (sig.publicKeyPath === undefined && !sig.require) return [...entries]
+  return entries.map((e) => {
+    const given = bundles[e.id] ?? bundles[e.fileId] ?? e.aliases.map((a) => bundles[a]).find((b) => b !== undefined) ?? bundles['']
+    const beside = defaultBundlePath(e.path)
+    const bundlePath = given ?? (sig.publicKeyPath !== undefined && existsSync(beside) ? beside : undefined)
+    // A key and no bundle: the model loads unchecked unless every model must be signed (then its load is refused).
+    const policy: SignaturePolicy =
+      bundlePath !== undefined ? {bundlePath, publicKeyPath: sig.publicKeyPath!, require: sig.require === true} : {require: sig.require === true}
+    return {...e, signature: policy}
+  })
 }
 
 /** `-m PATH`, `-m NAME` (models folder) or `-m ID=PATH`: an existing path wins over the ID= reading. */

@@ -11,6 +11,7 @@
  */
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
+import {isSignatureRefusal, modelSignatureSummary} from '../signing/index.js'
 import {printable} from '../util/index.js'
 import {ApiError} from './api-error.js'
 import type {Catalog, CatalogEntry} from './catalog.js'
@@ -221,6 +222,7 @@ export class Fleet {
             loaded_at: new Date(r.loadedAt!).toISOString(),
             keep_alive: r.keepAlive === 'forever' ? -1 : r.keepAlive / 1000,
             expires_at: this.expiry(r.entry),
+            signature: r.host.model.signature ? modelSignatureSummary(r.host.model.signature) : null,
           }
         : {}),
       ...(r.error ? {last_error: {message: r.error.message, code: r.error.type}} : {}),
@@ -411,10 +413,6 @@ export class Fleet {
   private notify(): void {
     for (const w of this.waiters.splice(0)) w()
   }
-}
-
-function isSignatureRefusal(error: unknown): boolean {
-  return error instanceof RunnerError && /^MODEL_SIGNATURE/.test(error.code)
 }
 
 /** What a failed load tells the requests that asked for the model. */

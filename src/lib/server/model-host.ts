@@ -11,6 +11,7 @@ import {ChatTemplate} from '../chat/index.js'
 import {adapterSummary, type Context, contextSize, DecodeGroup, Model, Session} from '../engine/index.js'
 import type {LoraSpec} from '../lora/index.js'
 import {type OpenedDrafts, openDrafts, type SpeculationOptions, type SpeculationStatus} from '../speculative/index.js'
+import {modelSignatureSummary} from '../signing/index.js'
 import {toolFormatOf} from '../tools/index.js'
 import {defaultThreads, sha256File} from '../util/index.js'
 import type {CatalogEntry} from './catalog.js'
@@ -68,9 +69,11 @@ export interface ModelHost {
 }
 
 export async function openModelHost(entry: CatalogEntry, s: HostSettings, metrics: Metrics): Promise<ModelHost> {
+  // A signature policy is checked before anything of the file is mapped (docs/model-signing.md).
   const model = await Model.load(entry.path, {
     lora: s.lora,
     rope: s.rope,
+    ...(entry.signature ? {signature: entry.signature} : {}),
   })
   const contexts: Context[] = []
   let group: DecodeGroup | undefined
@@ -138,6 +141,7 @@ export async function openModelHost(entry: CatalogEntry, s: HostSettings, metric
         architecture: model.config.architecture,
         n_ctx_train: model.config.nCtxTrain,
         n_vocab: model.config.nVocab,
+        signature: model.signature ? modelSignatureSummary(model.signature) : null,
         adapters: await Promise.all(model.adapters.map(async (a) => ({...adapterSummary(a), sha256: await sha256File(a.spec.path)}))),
       },
       chat_template: {origin: template.origin, source: template.source},

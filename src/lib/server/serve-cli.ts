@@ -4,6 +4,8 @@
  * on SIGINT or SIGTERM.
  */
 
+import {existsSync} from 'node:fs'
+
 import {Flags, type Interfaces} from '@oclif/core'
 
 import {
@@ -26,6 +28,7 @@ import {MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {BUILTIN_TEMPLATE_NAMES, chatTemplateOverride} from '../chat/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {CONNECTION_DEFAULTS} from './connections.js'
+import type {ServeSignatures} from './catalog.js'
 import {describeKeepAlive, keepAliveFlag} from './keep-alive.js'
 import {LOG_FORMATS, type LogFormat} from './request-log.js'
 import {REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimitFlag, type RequestLimits} from './request-limits.js'
@@ -59,6 +62,20 @@ export const serveFlags = {
     description:
       'memory the loaded models may hold together (files and KV caches), in bytes or with K, M, G, T (powers of 1024); least recently used idle models unload to make room',
     helpValue: 'SIZE',
+  }),
+  'model-sig': Flags.string({
+    description:
+      "a model's OpenSSF Model Signing bundle, checked before it loads (docs/model-signing.md): BUNDLE for one -m, ID=BUNDLE per model with several (repeatable); default with --model-pubkey: FILE.sig beside each model file when there is one",
+    helpValue: '[ID=]BUNDLE',
+    multiple: true,
+  }),
+  'model-pubkey': Flags.string({
+    description: "the signer's ECDSA P-256/P-384/P-521 public key (PEM) every bundle must verify under (default: none)",
+    helpValue: 'PEM',
+  }),
+  'require-signed-model': Flags.boolean({
+    description: 'refuse to load a model without a verified signature: 409 model_signature_refused (exit 3 for a one-model server at start)',
+    env: 'RUNNER_REQUIRE_SIGNED_MODEL',
   }),
   'load-timeout': Flags.string({
     description: 'seconds a request waits for its model to load (then 503 model_loading with Retry-After; the load goes on)',
@@ -193,6 +210,9 @@ type ServeFlagValues = {
   readonly 'max-models': number
   readonly 'models-memory'?: string
   readonly 'load-timeout': string
+  readonly 'model-sig'?: string[]
+  readonly 'model-pubkey'?: string
+  readonly 'require-signed-model'?: boolean
   readonly host: string
   readonly port: number
   readonly parallel: number
@@ -234,6 +254,7 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
     maxModels: flags['max-models'],
     ...(flags['models-memory'] !== undefined ? {modelsMemoryBytes: sizeFlag('--models-memory', flags['models-memory'])} : {}),
     loadTimeoutSeconds: secondsFlag('--load-timeout', flags['load-timeout']),
+    ...signaturesFromFlags(flags),
     ...(speculation ? {speculation} : {}),
     lora: loraFromFlags(flags.lora),
     rope: ropeFromFlags(flags),
@@ -269,6 +290,28 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
         flags[REQUEST_LIMIT_FLAGS[k].flag.slice(2) as RequestLimitFlag],
       ]),
     ) as unknown as RequestLimits,
+  }
+}
+
+/** --model-sig (BUNDLE or ID=BUNDLE, an existing path winning), --model-pubkey, --require-signed-model. */
+function signaturesFromFlags(flags: ServeFlagValues): {signatures?: ServeSignatures} {
+  const bundles: Record<string, string> = {}
+  for (const text of flags['model-sig'] ?? []) {
+    const eq = text.indexOf('=')
+    const named = eq > 0 && !existsSync(text)
+    const id = named ? text.slice(0, eq) : ''
+    if (bundles[id] !== undefined)
+      throw new RunnerError('SERVE_BAD_OPTION', `--model-sig names two bundles for ${id === '' ? 'the model' : id}`, ExitCode.usage)
+    bundles[id] = named ? text.slice(eq + 1) : text
+  }
+  const require = flags['require-signed-model'] === true
+  if (Object.keys(bundles).length === 0 && flags['model-pubkey'] === undefined && !require) return {}
+  return {
+    signatures: {
+      ...(flags['model-pubkey'] !== undefined ? {publicKeyPath: flags['model-pubkey']} : {}),
+      bundles,
+      require,
+    },
   }
 }
 

@@ -12,10 +12,11 @@ import type {RopeOverrides} from '../arch/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import type {LoraSpec} from '../lora/index.js'
 import {MAX_TOP_LOGPROBS, SAMPLING_DEFAULTS} from '../sampling/index.js'
+import {readPublicKeyFile} from '../signing/index.js'
 import type {SpeculationOptions, SpeculationStatus} from '../speculative/index.js'
 import {MAX_CHOICES} from './schemas.js'
 import {ApiError, toApiError} from './api-error.js'
-import {buildCatalog, type CatalogEntry} from './catalog.js'
+import {buildCatalog, type CatalogEntry, type ServeSignatures} from './catalog.js'
 import {CONNECTION_DEFAULTS, type ConnectionLimits, limitedServerFactory} from './connections.js'
 import {errorBodyFor} from './error-shape.js'
 import {Fleet, type FleetPolicy, type Lease} from './fleet.js'
@@ -40,6 +41,8 @@ export interface ServeOptions {
   readonly models?: readonly string[]
   /** --models-dir: serve every GGUF file (and pulled model) of a folder. */
   readonly modelsDir?: string
+  /** Signature checks at each model's load (./catalog.ts ServeSignatures, docs/model-signing.md); refused: 409 model_signature_refused. */
+  readonly signatures?: ServeSignatures
   /** keep_alive when a request gives none (default: 5 minutes with several models, forever with one -m). */
   readonly keepAlive?: KeepAlive
   /** Most models loaded at once (default 3, as Ollama's OLLAMA_MAX_LOADED_MODELS on a CPU). */
@@ -180,6 +183,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     models: [...(options.modelPath !== undefined ? [options.modelPath] : []), ...(options.models ?? [])],
     ...(options.aliases ? {aliases: options.aliases} : {}),
     ...(options.modelsDir !== undefined ? {modelsDir: options.modelsDir} : {}),
+    ...(options.signatures ? {signatures: options.signatures} : {}),
   })
   // Adapters and a draft model are made for one base model and vocabulary: not for a fleet of them.
   if (catalog.entries.length > 1) {
@@ -231,7 +235,10 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   try {
     // One -m: loaded before the server listens, so a model that cannot load stops the start (exit 3...).
     if (catalog.single) await loadAtStart(fleet)
-    const serverPart = serverCapabilities(o, limits, requestLimits, corsOrigins, build, policy, catalog.single)
+    const serverPart = {
+      ...serverCapabilities(o, limits, requestLimits, corsOrigins, build, policy, catalog.single),
+      signature_policy: await signaturePolicyCapability(options.signatures, catalog.entries),
+    }
     const core: ServerCore = new ServerCore(
       fleet,
       metrics,
@@ -273,6 +280,19 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   } catch (error) {
     await fleet.close()
     throw error
+  }
+}
+
+/** What /v1/capabilities says of the signature policy in force: the key, whether every model must verify, each model's bundle. */
+async function signaturePolicyCapability(sig: ServeSignatures | undefined, entries: readonly CatalogEntry[]) {
+  const key = sig?.publicKeyPath !== undefined ? await readPublicKeyFile(sig.publicKeyPath) : undefined
+  return {
+    require_signed_model: sig?.require === true,
+    public_key: sig?.publicKeyPath ?? null,
+    public_key_fingerprint: key?.fingerprint ?? null,
+    format: 'OpenSSF Model Signing v1.0 bundle, key-based ECDSA P-256/P-384/P-521 (docs/model-signing.md)',
+    refused_status: 409,
+    bundles: Object.fromEntries(entries.map((e) => [e.id, e.signature?.bundlePath ?? null])),
   }
 }
 
