@@ -101,7 +101,9 @@ function withSignatures(entries: readonly CatalogEntry[], sig: ServeSignatures, 
     const bundlePath = given ?? (sig.publicKeyPath !== undefined && existsSync(beside) ? beside : undefined)
     // A key and no bundle: the model loads unchecked unless every model must be signed (then its load is refused).
     const policy: SignaturePolicy =
-      bundlePath !== undefined ? {bundlePath, publicKeyPath: sig.publicKeyPath!, require: sig.require === true} : {require: sig.require === true}
+      bundlePath !== undefined
+        ? {bundlePath, publicKeyPath: sig.publicKeyPath!, require: sig.require === true}
+        : {require: sig.require === true}
     return {...e, signature: policy}
   })
 }

@@ -74,7 +74,8 @@ export const serveFlags = {
     helpValue: 'PEM',
   }),
   'require-signed-model': Flags.boolean({
-    description: 'refuse to load a model without a verified signature: 409 model_signature_refused (exit 3 for a one-model server at start)',
+    description:
+      'refuse to load a model without a verified signature: 409 model_signature_refused (exit 3 for a one-model server at start)',
     env: 'RUNNER_REQUIRE_SIGNED_MODEL',
   }),
   'load-timeout': Flags.string({
