@@ -2,13 +2,14 @@ import {RunnerCommand} from '../lib/cli/index.js'
 import {closeOnSignal, exposureWarning, serveFlags, serveOptions, startServer, startupLine} from '../lib/server/index.js'
 
 export default class Serve extends RunnerCommand {
-  static override summary = 'Serve a GGUF model over an OpenAI-compatible HTTP API.'
+  static override summary = 'Serve GGUF models over an OpenAI-compatible HTTP API (and Anthropic, Responses, Ollama).'
   static override description =
     'Starts an HTTP server (chat and text completions, streaming, models, capabilities, health, Prometheus metrics) on ' +
     'loopback by default. --parallel slots share the model, each with its own KV cache; further requests queue up to ' +
     '--queue and are refused with 503 beyond it. A request whose prompt starts like an earlier one reuses its KV rows. ' +
     'Ctrl+C (SIGINT) or SIGTERM stops accepting, lets in-flight requests finish for a few seconds, cancels the rest ' +
-    'and exits 0. Every route, field and error: docs/http-api.md.'
+    'and exits 0. Several -m ID=FILE, --models-dir DIR, or no -m (the models folder) serve several models: each loads when a request ' +
+    'names it and unloads after keep_alive, or for room (docs/serving-many-models.md). Every route, field and error: docs/http-api.md.'
 
   static override examples = [
     {description: 'Serve on http://127.0.0.1:8080', command: '<%= config.bin %> serve -m ../shared/models/stories260K.gguf'},
@@ -40,6 +41,14 @@ export default class Serve extends RunnerCommand {
     {
       description: 'Speculative decoding on every slot, and context shift for long answers (docs/speculative.md, docs/long-context.md)',
       command: '<%= config.bin %> serve -m model.gguf --draft-lookup --context-shift --keep -1',
+    },
+    {
+      description: 'Two models, each loaded when a request names it ("model": "small"); one loaded at a time, kept 10 minutes',
+      command: '<%= config.bin %> serve -m small=stories260K.gguf -m big=model.gguf --max-models 1 --keep-alive 10m',
+    },
+    {
+      description: 'Every model of a folder, each checked against its FILE.sig bundle (runner sign) before it loads',
+      command: '<%= config.bin %> serve --models-dir ./models --model-pubkey signer.pub.pem --require-signed-model',
     },
     {
       description: 'Accept the default ids clients send (gpt-4o, ...) and browser apps from one origin',

@@ -15,7 +15,7 @@
  * - pg: pp then tg, timed together.
  * Each run is timed by the wall clock around it (performance.now), as llama-bench times its runs.
  */
-import {type Context, Model} from '../engine/index.js'
+import {type Context, Model, verifySignatureBeforeLoad} from '../engine/index.js'
 import type {SignaturePolicy} from '../signing/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {readGgufModel} from '../gguf/index.js'
@@ -81,13 +81,15 @@ export async function runBench(o: BenchOptions): Promise<BenchResult[]> {
   const tests = expandTests(o.params)
   if (tests.length === 0)
     throw new RunnerError('BENCH_NO_TESTS', 'no tests to run: -p and -n are all 0 and there is no --pg', ExitCode.usage)
+  // The signature first: a refused model is neither parsed nor announced on stdout.
+  const signed = await verifySignatureBeforeLoad(o.modelPath, o.signature)
   const info = benchModelInfo(o.modelPath, readGgufModel(o.modelPath))
   checkContexts(tests, info)
   o.onStart?.(info, tests)
   const model = await Model.load(o.modelPath, {
     onProgress: o.onLoadProgress,
     signal: o.signal,
-    ...(o.signature ? {signature: o.signature} : {}),
+    ...(signed ? {verifiedSignature: signed} : {}),
   })
   const results: BenchResult[] = []
   try {

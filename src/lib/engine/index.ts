@@ -59,6 +59,7 @@ export {
   nativeConfig,
   nativeLoraPair,
   nativeTensor,
+  verifySignatureBeforeLoad,
 } from './model.js'
 // Everything context.ts and session.ts export (the generation loop's owner reshapes them).
 export * from './context.js'

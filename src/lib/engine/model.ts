@@ -185,6 +185,15 @@ export class Model {
   }
 }
 
+/**
+ * A model's signature checked from its path alone, before its header is read (what Model.load does
+ * first): for callers that read the header themselves before loading (run with a receipt, bench).
+ * Pass the result to Model.load as `verifiedSignature`.
+ */
+export async function verifySignatureBeforeLoad(path: string, policy: SignaturePolicy | undefined): Promise<VerifiedSignature | undefined> {
+  return policy ? verifyModelSignature(shardPaths(path) ?? [path], policy) : undefined
+}
+
 /** The files the signature covered must be the files the engine will map (the same shards, no other). */
 function checkSignedFiles(signature: VerifiedSignature, gguf: GgufModelFiles): void {
   const signed = signature.files.map((f) => f.path).sort()

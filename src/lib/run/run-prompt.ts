@@ -6,7 +6,16 @@
 import {basename} from 'node:path'
 
 import type {RopeOverrides} from '../arch/index.js'
-import {type AdapterSummary, adapterSummary, contextSize, type Draft, type KvCacheSize, Model, Session} from '../engine/index.js'
+import {
+  type AdapterSummary,
+  adapterSummary,
+  contextSize,
+  type Draft,
+  type KvCacheSize,
+  Model,
+  Session,
+  verifySignatureBeforeLoad,
+} from '../engine/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {fitPrompt, type FinishReason, generate, keptTokens} from '../generate/index.js'
 import {readGgufModel} from '../gguf/index.js'
@@ -105,6 +114,8 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
   const sampling = options.receipt ? {...options.sampling, logprobs: true} : options.sampling
   const t0 = performance.now()
   const lora = options.lora ?? []
+  // The signature before the receipt reads the header: a refused model is not parsed at all.
+  const signed = await verifySignatureBeforeLoad(options.modelPath, options.signature)
   const setup = options.receipt
     ? await prepareReceipt(
         readGgufModel(options.modelPath),
@@ -118,7 +129,7 @@ export async function runPrompt(options: RunOptions): Promise<RunReport> {
     signal: options.signal,
     lora,
     rope: options.rope,
-    ...(options.signature ? {signature: options.signature} : {}),
+    ...(signed ? {verifiedSignature: signed} : {}),
   })
   try {
     const loadMs = performance.now() - t0

@@ -65,8 +65,8 @@ const usage = (message: string) => new RunnerError('SERVE_BAD_OPTION', message, 
 
 export async function buildCatalog(o: CatalogOptions): Promise<Catalog> {
   const env = o.env ?? process.env
-  if (o.models.length > 1 && (o.aliases ?? []).length > 0)
-    throw usage('--alias names the one model of -m; with several -m, name each as -m ID=PATH')
+  if (o.models.length !== 1 && (o.aliases ?? []).length > 0)
+    throw usage('--alias names the one model of -m; with several models (or --models-dir alone), name each as -m ID=PATH')
   const entries: CatalogEntry[] = []
   for (const text of o.models) entries.push(await fromModelFlag(text, o.models.length === 1 ? (o.aliases ?? []) : [], env))
   const folder = o.modelsDir ?? (o.models.length === 0 ? modelsDir(env) : undefined)
@@ -99,11 +99,12 @@ function withSignatures(entries: readonly CatalogEntry[], sig: ServeSignatures, 
     const given = bundles[e.id] ?? bundles[e.fileId] ?? e.aliases.map((a) => bundles[a]).find((b) => b !== undefined) ?? bundles['']
     const beside = defaultBundlePath(e.path)
     const bundlePath = given ?? (sig.publicKeyPath !== undefined && existsSync(beside) ? beside : undefined)
-    // A key and no bundle: the model loads unchecked unless every model must be signed (then its load is refused).
-    const policy: SignaturePolicy =
-      bundlePath !== undefined
-        ? {bundlePath, publicKeyPath: sig.publicKeyPath!, require: sig.require === true}
-        : {require: sig.require === true}
+    // A key and no bundle for this model: its load is refused (model-host.ts), as a bundle-less key is elsewhere.
+    const policy: SignaturePolicy = {
+      ...(bundlePath !== undefined ? {bundlePath} : {}),
+      ...(sig.publicKeyPath !== undefined ? {publicKeyPath: sig.publicKeyPath} : {}),
+      require: sig.require === true,
+    }
     return {...e, signature: policy}
   })
 }

@@ -9,6 +9,8 @@
  * answers the requests that asked for it with the reason and is tried again by the next request;
  * the server and its other models go on.
  */
+import {statSync} from 'node:fs'
+
 import {ExitCode, RunnerError} from '../errors.js'
 import {type GgufModelFiles, readGgufModel} from '../gguf/index.js'
 import {isSignatureRefusal, modelSignatureSummary} from '../signing/index.js'
@@ -61,6 +63,10 @@ interface Resident {
   error?: {readonly message: string; readonly status: number; readonly type: string}
   /** What the last failed load threw (a one-model server's start reports it as it is). */
   cause?: unknown
+  /** The files (and bundle) as they were when the load failed: the failure stands until one changes. */
+  failedOn?: string
+  /** POST .../unload while requests used it: unload once they are done, whatever their keep_alive. */
+  unloadRequested?: boolean
 }
 
 export class Fleet {
@@ -192,7 +198,7 @@ export class Fleet {
   async unload(entry: CatalogEntry): Promise<{state: ModelState; inFlight: number}> {
     const r = this.residentOf(entry)
     if (r.state === 'loading' || r.refs > 0) {
-      r.keepAlive = 0
+      r.unloadRequested = true
       return {state: r.state, inFlight: r.refs}
     }
     await this.unloadResident(r, 'request')
@@ -256,6 +262,9 @@ export class Fleet {
         await r.unloading
         continue
       }
+      // A load that failed fails again while its files (and bundle) are as they were: not re-read per request.
+      if (r.state === 'failed' && r.error && r.failedOn === filesState(r.entry))
+        throw new ApiError(r.error.status, r.error.message, 'model', r.error.type)
       if (r.state !== 'loading') this.startLoad(r)
       return this.bounded(r, r.loading!, signal)
     }
@@ -307,14 +316,23 @@ export class Fleet {
     const attempt = (async () => {
       await this.makeRoom(r, r.entry.bytes)
       const host = await openModelHost(r.entry, this.settings, this.metrics)
+      // The budget once more with what it really holds (its KV caches were not known before): idle
+      // models make room without waiting; a model that alone passes the budget is refused.
+      const budget = this.policy.memoryBytes
+      if (this.closed || (budget !== undefined && host.bytes > budget)) {
+        await host.close()
+        if (this.closed) throw new ApiError(503, 'the server is shutting down', null, 'server_shutting_down')
+        throw overBudget(r.entry, host.bytes, budget!)
+      }
+      await this.evictIdle(r, host.bytes)
       if (host.speculation?.active) this.metrics.speculation = host.speculation.source
       r.host = host
       r.state = 'loaded'
       r.loadedAt = Date.now()
       this.metrics.modelLoads++
       this.log(`runner serve: loaded ${printable(r.entry.id)} in ${((performance.now() - started) / 1000).toFixed(1)} s`)
-      // The budget once more with what it really holds (its KV caches were not known before).
-      await this.makeRoom(r, 0)
+      // Every request that waited may have gone (timeout, client left): the keep_alive starts now.
+      if (r.refs === 0) this.scheduleIdle(r)
       return host
     })()
     // Requests see a failure as an ApiError in their API's shape; the next request tries again.
@@ -324,6 +342,7 @@ export class Fleet {
       r.admitted = false
       r.error = failure
       r.cause = error
+      r.failedOn = filesState(r.entry)
       this.metrics.modelLoadFailures++
       this.log(`runner serve: ${failure.message}`)
       throw new ApiError(failure.status, failure.message, 'model', failure.type)
@@ -345,47 +364,73 @@ export class Fleet {
    * Wait until `r` fits beside the loaded models: within --max-models and the memory budget,
    * unloading idle models (least recently used first) or waiting for one to become idle.
    */
-  private async makeRoom(r: Resident, extraBytes: number): Promise<void> {
+  private async makeRoom(r: Resident, bytes: number): Promise<void> {
     const budget = this.policy.memoryBytes
-    if (budget !== undefined && r.entry.bytes > budget) {
-      throw new ApiError(
-        507,
-        `the model \`${r.entry.id}\` (${r.entry.bytes} bytes of files) is larger than the server's memory budget of ${budget} bytes (--models-memory)`,
-        'model',
-        'model_exceeds_memory_budget',
-      )
-    }
+    if (budget !== undefined && bytes > budget) throw overBudget(r.entry, bytes, budget)
     for (;;) {
       if (this.closed) throw new ApiError(503, 'the server is shutting down', null, 'server_shutting_down')
-      const others = this.residents.filter((x) => x !== r && (x.admitted || x.state === 'unloading'))
-      const held = others.reduce((n, x) => n + (x.host?.bytes ?? x.entry.bytes), 0) + (r.host?.bytes ?? 0) + extraBytes
-      const fits = others.length + 1 <= this.policy.maxModels && (budget === undefined || held <= budget)
-      if (fits) {
+      const others = this.occupying(r)
+      if (this.fits(others, bytes)) {
         r.admitted = true
         return
       }
-      const idle = others.filter((x) => x.state === 'loaded' && x.refs === 0).sort((a, b) => a.lastUsed - b.lastUsed)[0]
+      const idle = this.leastRecentlyUsedIdle(others)
       if (idle) await this.unloadResident(idle, 'evicted')
       else await new Promise<void>((resolve) => this.waiters.push(resolve))
     }
+  }
+
+  /** After a load: unload idle models (least recently used first) while the budget is passed; never waits. */
+  private async evictIdle(r: Resident, bytes: number): Promise<void> {
+    for (;;) {
+      const others = this.occupying(r)
+      const idle = this.fits(others, bytes) ? undefined : this.leastRecentlyUsedIdle(others)
+      if (!idle) return
+      await this.unloadResident(idle, 'evicted')
+    }
+  }
+
+  /** The other models that count against --max-models and the budget: admitted loads, loaded and unloading ones. */
+  private occupying(r: Resident): Resident[] {
+    return this.residents.filter((x) => x !== r && (x.admitted || x.state === 'unloading'))
+  }
+
+  private fits(others: readonly Resident[], bytes: number): boolean {
+    const budget = this.policy.memoryBytes
+    const held = others.reduce((n, x) => n + (x.host?.bytes ?? x.entry.bytes), 0) + bytes
+    return others.length + 1 <= this.policy.maxModels && (budget === undefined || held <= budget)
+  }
+
+  private leastRecentlyUsedIdle(others: readonly Resident[]): Resident | undefined {
+    return others.filter((x) => x.state === 'loaded' && x.refs === 0).sort((a, b) => a.lastUsed - b.lastUsed)[0]
   }
 
   private letGo(r: Resident, keepAlive: KeepAlive | undefined): void {
     r.refs--
     r.lastUsed = Date.now()
     if (keepAlive !== undefined) r.keepAlive = keepAlive
-    if (r.refs === 0 && r.state === 'loaded') {
-      const keep = r.keepAlive
-      if (keep === 0) void this.unloadResident(r, 'keep_alive')
-      else if (keep !== 'forever') {
-        clearTimeout(r.timer)
-        r.timer = setTimeout(() => {
-          if (r.refs === 0) void this.unloadResident(r, 'expired')
-        }, keep)
-        r.timer.unref()
-      }
-    }
+    if (r.refs === 0 && r.state === 'loaded') this.scheduleIdle(r)
     this.notify()
+  }
+
+  /** An idle loaded model: unload it now (keep_alive 0, or asked to), later (a duration), or never (-1). */
+  private scheduleIdle(r: Resident): void {
+    clearTimeout(r.timer)
+    const keep = r.keepAlive
+    if (r.unloadRequested || keep === 0) this.unloadQuietly(r, r.unloadRequested ? 'request' : 'keep_alive')
+    else if (keep !== 'forever') {
+      r.timer = setTimeout(() => {
+        if (r.refs === 0) this.unloadQuietly(r, 'expired')
+      }, keep)
+      r.timer.unref()
+    }
+  }
+
+  /** An unload nobody awaits: its failure is logged, never an unhandled rejection. */
+  private unloadQuietly(r: Resident, reason: UnloadReason): void {
+    this.unloadResident(r, reason).catch((error: unknown) =>
+      this.log(`runner serve: error while unloading ${printable(r.entry.id)}: ${error instanceof Error ? error.message : String(error)}`),
+    )
   }
 
   private async unloadResident(r: Resident, reason: UnloadReason): Promise<void> {
@@ -401,6 +446,7 @@ export class Fleet {
       r.state = 'unloaded'
       r.admitted = false
       r.unloading = undefined
+      r.unloadRequested = false
       // The next load starts from the server's default again.
       r.keepAlive = this.policy.keepAlive
       this.metrics.recordUnload(reason)
@@ -415,9 +461,31 @@ export class Fleet {
   }
 }
 
+/** 507 for a model that alone passes --models-memory; a RunnerError, so a one-model server exits 2 at start. */
+function overBudget(entry: CatalogEntry, bytes: number, budget: number): RunnerError {
+  return new RunnerError(
+    'MODEL_EXCEEDS_MEMORY_BUDGET',
+    `the model \`${entry.id}\` needs ${bytes} bytes (its files and KV caches), more than the server's memory budget of ${budget} bytes (--models-memory)`,
+    ExitCode.usage,
+  )
+}
+
+/** The files' and bundle's sizes and modification times: what a cached load failure stands on. */
+function filesState(entry: CatalogEntry): string {
+  const paths = [...entry.files, ...(entry.signature?.bundlePath !== undefined ? [entry.signature.bundlePath] : [])]
+  return JSON.stringify(
+    paths.map((p) => {
+      const st = statSync(p, {throwIfNoEntry: false, bigint: true})
+      return st ? [String(st.size), String(st.mtimeNs), String(st.ino)] : null
+    }),
+  )
+}
+
 /** What a failed load tells the requests that asked for the model. */
 function loadFailure(entry: CatalogEntry, error: unknown): {message: string; status: number; type: string} {
   if (error instanceof ApiError) return {message: error.message, status: error.status, type: error.code ?? error.type}
+  if (error instanceof RunnerError && error.code === 'MODEL_EXCEEDS_MEMORY_BUDGET')
+    return {message: error.message, status: 507, type: 'model_exceeds_memory_budget'}
   const reason = error instanceof Error ? error.message : String(error)
   if (isSignatureRefusal(error))
     return {

@@ -11,9 +11,10 @@ import {ChatTemplate} from '../chat/index.js'
 import {adapterSummary, type Context, contextSize, DecodeGroup, Model, Session} from '../engine/index.js'
 import type {LoraSpec} from '../lora/index.js'
 import {type OpenedDrafts, openDrafts, type SpeculationOptions, type SpeculationStatus} from '../speculative/index.js'
-import {modelSignatureSummary} from '../signing/index.js'
+import {ExitCode, RunnerError} from '../errors.js'
+import {defaultBundlePath, modelSignatureSummary, SIGNATURE_REQUIRED} from '../signing/index.js'
 import {toolFormatOf} from '../tools/index.js'
-import {defaultThreads, sha256File} from '../util/index.js'
+import {defaultThreads, printable, sha256File} from '../util/index.js'
 import type {CatalogEntry} from './catalog.js'
 import {embeddingCapabilities} from './embeddings.js'
 import type {GenerationContext} from './generation.js'
@@ -70,10 +71,17 @@ export interface ModelHost {
 
 export async function openModelHost(entry: CatalogEntry, s: HostSettings, metrics: Metrics): Promise<ModelHost> {
   // A signature policy is checked before anything of the file is mapped (docs/model-signing.md).
+  const sig = entry.signature
+  if (sig?.publicKeyPath !== undefined && sig.bundlePath === undefined)
+    throw new RunnerError(
+      SIGNATURE_REQUIRED,
+      `no signature bundle for this model: --model-pubkey is given, but neither --model-sig ${entry.id}=BUNDLE nor ${printable(defaultBundlePath(entry.path))} (what runner sign writes) exists`,
+      ExitCode.invalidModel,
+    )
   const model = await Model.load(entry.path, {
     lora: s.lora,
     rope: s.rope,
-    ...(entry.signature ? {signature: entry.signature} : {}),
+    ...(sig && (sig.bundlePath !== undefined || sig.require) ? {signature: sig} : {}),
   })
   const contexts: Context[] = []
   let group: DecodeGroup | undefined

@@ -4,7 +4,8 @@
  * request does). Every model the server can serve is listed, loaded or not, with its `state`
  * (./fleet.ts); the other accepted ids are in its `aliases` (llama-server's field). Retrieving any
  * accepted id answers with its model, the way Anthropic's API resolves an alias to its model. POST
- * /v1/models/{id}/load and /unload load a model ahead of requests and unload it now.
+ * /v1/models/{id}/load and /unload (llama-server's router: POST /models/load and /models/unload with
+ * {"model": id}) load a model ahead of requests and unload it now.
  */
 import type {FastifyReply, FastifyRequest} from 'fastify'
 
@@ -125,8 +126,13 @@ export async function listModels(core: ServerCore, req: FastifyRequest): Promise
   return {object: 'list', data: core.fleet.entries.map((e) => openAiModel(core, e))}
 }
 
+/** The model a load or unload names: the path's {id}, or llama-server's body `{"model": id}`. */
 function pathModel(core: ServerCore, req: FastifyRequest): CatalogEntry {
-  return core.fleet.require((req.params as {model: string}).model)
+  const fromPath = (req.params as {model?: string}).model
+  if (fromPath !== undefined) return core.fleet.require(fromPath)
+  const body = req.body as {model?: unknown} | undefined
+  if (typeof body?.model !== 'string') throw badParam('model', 'give the model to load or unload as {"model": "ID"}')
+  return core.fleet.require(body.model)
 }
 
 export async function retrieveModel(core: ServerCore, req: FastifyRequest): Promise<unknown> {
@@ -144,12 +150,12 @@ export async function loadModelRoute(core: ServerCore, req: FastifyRequest, repl
   } finally {
     wait.done()
   }
-  return core.fleet.describeEntry(entry)
+  return {success: true, ...core.fleet.describeEntry(entry)}
 }
 
 /** POST /v1/models/{id}/unload: at once when idle, else when the requests using it end (202). */
 export async function unloadModelRoute(core: ServerCore, req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
   const entry = pathModel(core, req)
   const {inFlight} = await core.fleet.unload(entry)
-  return reply.code(inFlight > 0 ? 202 : 200).send(core.fleet.describeEntry(entry))
+  return reply.code(inFlight > 0 ? 202 : 200).send({success: true, ...core.fleet.describeEntry(entry)})
 }

@@ -121,6 +121,22 @@ export const ROUTES: readonly Route[] = [
   },
   {
     method: 'POST',
+    url: '/models/load',
+    model: 'none',
+    auth: true,
+    summary: 'llama-server router\'s load: {"model": id}',
+    handler: loadModelRoute,
+  },
+  {
+    method: 'POST',
+    url: '/models/unload',
+    model: 'none',
+    auth: true,
+    summary: 'llama-server router\'s unload: {"model": id}',
+    handler: unloadModelRoute,
+  },
+  {
+    method: 'POST',
     url: '/v1/messages/count_tokens',
     model: 'required',
     auth: true,

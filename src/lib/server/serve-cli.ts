@@ -44,7 +44,8 @@ export const serveFlags = {
     multiple: true,
   }),
   'models-dir': Flags.string({
-    description: 'serve every GGUF file (and pulled model) of this folder, each loaded when a request names it',
+    description:
+      'serve every GGUF file (and pulled model) of this folder, each loaded when a request names it (default: none; without -m, the models folder)',
     helpValue: 'DIR',
   }),
   'keep-alive': Flags.string({
@@ -53,14 +54,16 @@ export const serveFlags = {
     helpValue: 'DURATION',
   }),
   'max-models': Flags.integer({
-    description: 'most models loaded at once; loading one more first unloads the least recently used idle model',
+    aliases: ['models-max'],
+    description:
+      "most models loaded at once (llama-server's --models-max); loading one more first unloads the least recently used idle model",
     default: SERVE_DEFAULTS.maxModels,
     min: 1,
     max: 1024,
   }),
   'models-memory': Flags.string({
     description:
-      'memory the loaded models may hold together (files and KV caches), in bytes or with K, M, G, T (powers of 1024); least recently used idle models unload to make room',
+      'memory the loaded models may hold together (files and KV caches), in bytes or with K, M, G, T (powers of 1024); least recently used idle models unload to make room (default: no budget)',
     helpValue: 'SIZE',
   }),
   'model-sig': Flags.string({
@@ -76,7 +79,6 @@ export const serveFlags = {
   'require-signed-model': Flags.boolean({
     description:
       'refuse to load a model without a verified signature: 409 model_signature_refused (exit 3 for a one-model server at start)',
-    env: 'RUNNER_REQUIRE_SIGNED_MODEL',
   }),
   'load-timeout': Flags.string({
     description: 'seconds a request waits for its model to load (then 503 model_loading with Retry-After; the load goes on)',
