@@ -193,7 +193,7 @@ export class Fleet {
 
   /**
    * Unload a model now (POST /v1/models/{id}/unload): at once when idle, else when its last request
-   * ends (its keep_alive becomes 0). Resolves to the state it is left in.
+   * ends or its load finishes, whatever keep_alive those requests gave. Resolves to the state it is left in.
    */
   async unload(entry: CatalogEntry): Promise<{state: ModelState; inFlight: number}> {
     const r = this.residentOf(entry)
@@ -342,7 +342,9 @@ export class Fleet {
       r.admitted = false
       r.error = failure
       r.cause = error
-      r.failedOn = filesState(r.entry)
+      // What the file itself decides (not a GGUF, refused signature, past the budget) stands until it
+      // changes; anything else (out of memory...) is tried again by the next request.
+      r.failedOn = failureStands(error) ? filesState(r.entry) : undefined
       this.metrics.modelLoadFailures++
       this.log(`runner serve: ${failure.message}`)
       throw new ApiError(failure.status, failure.message, 'model', failure.type)
@@ -467,6 +469,13 @@ function overBudget(entry: CatalogEntry, bytes: number, budget: number): RunnerE
     'MODEL_EXCEEDS_MEMORY_BUDGET',
     `the model \`${entry.id}\` needs ${bytes} bytes (its files and KV caches), more than the server's memory budget of ${budget} bytes (--models-memory)`,
     ExitCode.usage,
+  )
+}
+
+function failureStands(error: unknown): boolean {
+  return (
+    error instanceof RunnerError &&
+    (error.exitCode === ExitCode.invalidModel || error.exitCode === ExitCode.unsupported || error.code === 'MODEL_EXCEEDS_MEMORY_BUDGET')
   )
 }
 
