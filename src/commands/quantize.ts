@@ -1,6 +1,15 @@
 import {Args, Flags} from '@oclif/core'
 
-import {loraFromFlags, modelInputArg, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {
+  keepIfStillSigned,
+  loraFromFlags,
+  modelInputArg,
+  RunnerCommand,
+  signatureFlags,
+  signaturePolicyFromFlags,
+  withInterrupt,
+} from '../lib/cli/index.js'
+import {verifySignatureBeforeLoad} from '../lib/engine/index.js'
 import {
   formatQuantizeSummary,
   QUANTIZE_EXAMPLES,
@@ -60,10 +69,14 @@ export default class Quantize extends RunnerCommand {
     }),
     force: Flags.boolean({description: 'replace the output file if it exists (without it, an existing file is refused)'}),
     json: Flags.boolean({description: 'print one JSON summary on stdout (no progress line on stderr)'}),
+    ...signatureFlags,
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(Quantize)
+    // The input's signature before anything of it is read (docs/model-signing.md); the output is
+    // kept only if the input is still the file that was checked once it has been read.
+    const signed = await verifySignatureBeforeLoad(args.input, signaturePolicyFromFlags(flags))
     const result = await withInterrupt((signal) =>
       quantizeFile({
         input: args.input,
@@ -80,6 +93,7 @@ export default class Quantize extends RunnerCommand {
         signal,
       }),
     )
+    if (signed) await keepIfStillSigned(signed, args.output)
     if (flags.json) this.log(JSON.stringify(quantizeJson(result, flags.type)))
     else process.stderr.write(`${formatQuantizeSummary(result.summary, result.merged)}\n`)
   }

@@ -1,6 +1,7 @@
 import {Args, Flags} from '@oclif/core'
 
-import {modelInputArg, RunnerCommand, withInterrupt} from '../lib/cli/index.js'
+import {keepIfStillSigned, modelInputArg, RunnerCommand, signatureFlags, signaturePolicyFromFlags, withInterrupt} from '../lib/cli/index.js'
+import {verifySignatureBeforeLoad} from '../lib/engine/index.js'
 import {readGgufModel} from '../lib/gguf/index.js'
 import {parseRemovals, removeSublayers} from '../lib/quantize/index.js'
 import {formatBytes, formatRows} from '../lib/util/index.js'
@@ -35,13 +36,17 @@ export default class RemoveSublayer extends RunnerCommand {
   static override flags = {
     force: Flags.boolean({description: 'replace the output file if it exists (without it, an existing file is refused)'}),
     json: Flags.boolean({description: 'print one JSON summary'}),
+    ...signatureFlags,
   }
 
   async run(): Promise<void> {
     const {args, flags} = await this.parse(RemoveSublayer)
     const removals = parseRemovals(args.sublayers)
+    // The input's signature before its header is read (docs/model-signing.md).
+    const signed = await verifySignatureBeforeLoad(args.input, signaturePolicyFromFlags(flags))
     const model = readGgufModel(args.input)
     const summary = await withInterrupt((signal) => removeSublayers(model, args.output, removals, {exclusive: !flags.force, signal}))
+    if (signed) await keepIfStillSigned(signed, args.output)
     if (flags.json) {
       this.log(JSON.stringify(summary))
       return

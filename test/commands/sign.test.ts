@@ -2,7 +2,7 @@
 // gives its fingerprint (pkey -pubin -outform DER | sha256), which the receipt must record; openssl
 // checks the bundle's raw signature over the DSSE PAE (dgst -sha256 -verify).
 import assert from 'node:assert/strict'
-import {copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
+import {copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync} from 'node:fs'
 import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
@@ -99,5 +99,27 @@ describe('runner sign and --model-sig', {skip: SKIP}, () => {
     assert.match(req.stderr, /--require-signed-model.*pass --model-sig BUNDLE and --model-pubkey PEM/)
     assert.equal(half.status, 2, half.stderr)
     assert.match(half.stderr, /--model-sig needs --model-pubkey/)
+  })
+
+  test('quantize and remove-sublayer check the input: signed, they write; a forged bundle or another key exits 3 and writes nothing', async () => {
+    const q8 = join(dir, 'q8.gguf')
+    const cut = join(dir, 'cut.gguf')
+    mkdirSync(join(dir, 'other-signer'), {recursive: true})
+    const other = opensslEcKeys(join(dir, 'other-signer'), 'prime256v1')
+    const [q, r, wrongKey, wrongCut] = await Promise.all([
+      runCliAsync(['quantize', MODEL, q8, '--type', 'Q8_0', '--model-sig', BUNDLE, '--model-pubkey', keys.pub, '--json']),
+      runCliAsync(['remove-sublayer', MODEL, cut, 'attn:1', '--model-sig', BUNDLE, '--model-pubkey', keys.pub, '--json']),
+      runCliAsync(['quantize', MODEL, join(dir, 'never.gguf'), '--type', 'Q8_0', '--model-sig', BUNDLE, '--model-pubkey', other.pub]),
+      runCliAsync(['remove-sublayer', MODEL, join(dir, 'never-cut.gguf'), 'attn:1', '--model-sig', BUNDLE, '--model-pubkey', other.pub]),
+    ])
+    assert.equal(q.status, 0, q.stderr)
+    assert.equal(r.status, 0, r.stderr)
+    assert.ok(readFileSync(q8).length > 0 && readFileSync(cut).length > 0)
+    for (const w of [wrongKey, wrongCut]) {
+      assert.equal(w.status, 3, w.stderr)
+      assert.match(w.stderr, /MODEL_SIGNATURE_REFUSED/)
+    }
+    assert.throws(() => readFileSync(join(dir, 'never.gguf')), /ENOENT/)
+    assert.throws(() => readFileSync(join(dir, 'never-cut.gguf')), /ENOENT/)
   })
 })

@@ -21,7 +21,7 @@ export {
   contextShiftFlags,
 } from './engine-flags.js'
 export {type RopeFlagValues, ropeFlags, ropeFromFlags} from './rope-flags.js'
-export {type SignatureFlagValues, signatureFlags, signaturePolicyFromFlags} from './signature-flags.js'
+export {keepIfStillSigned, type SignatureFlagValues, signatureFlags, signaturePolicyFromFlags} from './signature-flags.js'
 export {type Interrupt, listenForInterrupt, withInterrupt} from './interrupt.js'
 export {ByteProgress, type ByteProgressOptions, formatEta, loadProgress, type ProgressStream} from './progress.js'
 export {RunnerCommand} from './runner-command.js'

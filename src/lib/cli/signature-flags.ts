@@ -1,12 +1,14 @@
 /**
  * Model signature flags (docs/model-signing.md), on every command that loads a model (run, chat,
- * embed, score, bench, train-lora, verify; serve per model): --model-sig BUNDLE with --model-pubkey
+ * embed, score, bench, train-lora, verify, quantize, remove-sublayer; serve per model): --model-sig BUNDLE with --model-pubkey
  * PEM checks an OpenSSF Model Signing bundle before the model is mapped; --require-signed-model
  * refuses a model without one (RUNNER_REQUIRE_SIGNED_MODEL=1 sets it for every command).
  */
 import {Flags} from '@oclif/core'
 
-import {checkSignaturePolicy, type SignaturePolicy} from '../signing/index.js'
+import {rm} from 'node:fs/promises'
+
+import {checkMappedFiles, checkSignaturePolicy, type SignaturePolicy, type VerifiedSignature} from '../signing/index.js'
 
 export const signatureFlags = {
   'model-sig': Flags.string({
@@ -38,4 +40,18 @@ export function signaturePolicyFromFlags(flags: SignatureFlagValues): SignatureP
   }
   checkSignaturePolicy(policy)
   return policy
+}
+
+/**
+ * For commands that read a signed model's file themselves (quantize, remove-sublayer): once it has
+ * been read, the input must still be the file that was checked (same device, inode, size, times);
+ * if not, what was written from it is removed and the command is refused (exit 3).
+ */
+export async function keepIfStillSigned(signed: VerifiedSignature, output: string): Promise<void> {
+  try {
+    await checkMappedFiles(signed.files)
+  } catch (error) {
+    await rm(output, {force: true})
+    throw error
+  }
 }
