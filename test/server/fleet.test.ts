@@ -12,6 +12,7 @@ import {tmpdir} from 'node:os'
 import {join} from 'node:path'
 import {after, before, describe, test} from 'node:test'
 
+import Anthropic from '@anthropic-ai/sdk'
 import {Ollama} from 'ollama'
 import OpenAI from 'openai'
 
@@ -159,6 +160,25 @@ describe('serving several models', {skip: SKIP}, () => {
     const unloaded = await ollama.generate({model: 'llama', prompt: '', keep_alive: 0})
     assert.equal(unloaded.done_reason, 'unload')
     await until(t.url, 'llama', 'unloaded')
+  })
+
+  test("Anthropic's client: models.list pages through every model with its state; messages name theirs", async () => {
+    const a = new Anthropic({baseURL: t.url, apiKey: 'unused', maxRetries: 0})
+    const all = await a.models.list()
+    assert.deepEqual(
+      all.data.map((m) => m.id),
+      ['stories', 'llama'],
+    )
+    const first = await a.models.list({limit: 1})
+    assert.deepEqual([first.data.map((m) => m.id), first.has_more, first.last_id], [['stories'], true, 'stories'])
+    const next = await a.models.list({limit: 1, after_id: 'stories'})
+    assert.deepEqual([next.data.map((m) => m.id), next.has_more], [['llama'], false])
+    const msg = await a.messages.create({model: 'llama', max_tokens: 4, temperature: 0, messages: [{role: 'user', content: 'Hi'}]})
+    assert.equal(msg.model, 'llama')
+    assert.equal(msg.usage.output_tokens, 4)
+    const info = await a.models.retrieve('llama')
+    assert.equal((info as unknown as {state: string}).state, 'loaded')
+    assert.ok((info.max_input_tokens ?? 0) > 0)
   })
 
   test('POST /v1/models/{id}/load and /unload; a missing or unknown model is refused naming what is served', async () => {
