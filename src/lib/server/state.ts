@@ -65,23 +65,28 @@ export class ServerCore {
 
   /** Aborted when the request's timeout passes or its client leaves: what waiting for a model load honours. */
   waitSignal(req: FastifyRequest, reply: FastifyReply): {readonly signal: AbortSignal; done(): void} {
-    const controller = new AbortController()
-    const timer = setTimeout(() => controller.abort(this.timeoutError()), this.remainingMs(req))
-    const onClose = () => {
-      if (!reply.raw.writableFinished)
-        controller.abort(new ApiError(499, 'the client closed the connection', null, 'client_closed_request'))
-    }
-    reply.raw.on('close', onClose)
+    const {controller, done} = this.abortable(req, reply)
+    return {signal: controller.signal, done}
+  }
+
+  /** As waitSignal, and counted in flight until `end` (shutdown waits for it, then aborts it with 503). */
+  track(req: FastifyRequest, reply: FastifyReply): RequestLife {
+    const {controller, done} = this.abortable(req, reply)
+    let finish!: () => void
+    const entry: InFlight = {controller, done: new Promise<void>((resolve) => (finish = resolve))}
+    this.inFlight.add(entry)
     return {
       signal: controller.signal,
-      done: () => {
-        clearTimeout(timer)
-        reply.raw.off('close', onClose)
+      end: () => {
+        done()
+        this.inFlight.delete(entry)
+        finish()
       },
     }
   }
 
-  track(req: FastifyRequest, reply: FastifyReply): RequestLife {
+  /** A controller the request's timeout (408) and its client leaving (499) abort; `done` stops both. */
+  private abortable(req: FastifyRequest, reply: FastifyReply): {controller: AbortController; done: () => void} {
     const controller = new AbortController()
     const timer = setTimeout(() => controller.abort(this.timeoutError()), this.remainingMs(req))
     const onClose = () => {
@@ -90,16 +95,11 @@ export class ServerCore {
         controller.abort(new ApiError(499, 'the client closed the connection', null, 'client_closed_request'))
     }
     reply.raw.on('close', onClose)
-    let finish!: () => void
-    const entry: InFlight = {controller, done: new Promise<void>((resolve) => (finish = resolve))}
-    this.inFlight.add(entry)
     return {
-      signal: controller.signal,
-      end: () => {
+      controller,
+      done: () => {
         clearTimeout(timer)
         reply.raw.off('close', onClose)
-        this.inFlight.delete(entry)
-        finish()
       },
     }
   }
