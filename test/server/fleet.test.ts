@@ -148,11 +148,14 @@ describe('serving several models', {skip: SKIP}, () => {
     )
     assert.equal(await metric(t.url, 'runner_model_unloads_total', '{reason="keep_alive"}'), 1)
 
-    await ollama.generate({model: 'llama', prompt: ref.prompt, raw: true, keep_alive: '1h', options: {num_predict: 2}})
+    // Ollama's load_duration: the wait for the load this request caused; 0 once loaded.
+    const loading = await ollama.generate({model: 'llama', prompt: ref.prompt, raw: true, keep_alive: '1h', options: {num_predict: 2}})
+    assert.ok(loading.load_duration > 0 && loading.load_duration < loading.total_duration, String(loading.load_duration))
     const hour = (await ollama.ps()).models.find((m) => m.name === 'llama:latest')!
     const left = new Date(hour.expires_at).getTime() - Date.now()
     assert.ok(left > 59 * 60_000 && left <= 60 * 60_000, `expires in ${left} ms`)
-    await ollama.generate({model: 'llama', prompt: '', keep_alive: -1})
+    const warm = await ollama.generate({model: 'llama', prompt: ref.prompt, raw: true, keep_alive: -1, options: {num_predict: 2}})
+    assert.equal(warm.load_duration, 0)
     const forever = (await ollama.ps()).models.find((m) => m.name === 'llama:latest')!
     assert.ok(new Date(forever.expires_at).getFullYear() > 9000, forever.expires_at as unknown as string)
 

@@ -39,6 +39,8 @@ export interface FleetPolicy {
 
 export interface Lease {
   readonly host: ModelHost
+  /** Milliseconds this request waited for the model to load (0: it was loaded): Ollama's load_duration. */
+  readonly loadMs: number
   /** The request is done with the model (idempotent). */
   release(): void
 }
@@ -164,11 +166,14 @@ export class Fleet {
     const r = this.residentOf(entry)
     r.refs++
     clearTimeout(r.timer)
+    const t0 = performance.now()
     try {
+      const loaded = r.state === 'loaded'
       const host = await this.ready(r, o.signal)
       let released = false
       return {
         host,
+        loadMs: loaded ? 0 : performance.now() - t0,
         release: () => {
           if (released) return
           released = true

@@ -62,7 +62,7 @@ async function embed(s: ServerState, req: FastifyRequest, reply: FastifyReply) {
     model: body.model,
     embeddings: result.embeddings.map(vector),
     total_duration: Math.round((performance.now() - t0) * 1e6),
-    load_duration: 0,
+    load_duration: Math.round(s.loadMs * 1e6),
     prompt_eval_count: result.tokenCounts.reduce((a, b) => a + b, 0),
   }
 }

@@ -12,6 +12,8 @@ export interface OllamaMeta {
   readonly kind: OllamaKind
   /** The model name as the client sent it (Ollama echoes it). */
   readonly model: string
+  /** Milliseconds the request waited for the model to load (0: it was loaded). */
+  readonly loadMs?: number
 }
 
 /** Ollama's reasons: "stop" (end of text, a stop string), "length" (num_predict, a full context), "load". */
@@ -64,8 +66,8 @@ export function ollamaChunk(
 
 /**
  * The final object: the whole text when not streamed (`text`), empty after a stream. Durations in
- * nanoseconds: total from the request's arrival (queue included); load 0 (the model was loaded at
- * startup); prompt and decode from the generation loop. prompt_eval_count is the prompt's tokens,
+ * nanoseconds: total from the request's arrival (queue included); load: the wait for the model to
+ * load when this request found it unloaded (else 0); prompt and decode from the generation loop. prompt_eval_count is the prompt's tokens,
  * the prefix taken from the cache included.
  */
 export function ollamaDone(
@@ -83,7 +85,7 @@ export function ollamaDone(
     done: true,
     done_reason: DONE_REASON[o.ended],
     total_duration: ns(performance.now() - arrivedAt),
-    load_duration: 0,
+    load_duration: ns(meta.loadMs ?? 0),
     prompt_eval_count: o.promptTokens,
     prompt_eval_duration: ns(o.timings.promptMs),
     eval_count: o.completionTokens,
@@ -92,7 +94,7 @@ export function ollamaDone(
   }
 }
 
-/** Ollama's answer to a request with nothing to generate: the model is loaded (here, always). */
+/** Ollama's answer to a request with nothing to generate: the model is loaded (now), or will unload after it. */
 export function ollamaLoaded(meta: OllamaMeta, reason: 'load' | 'unload' = 'load'): unknown {
   return {model: meta.model, created_at: new Date().toISOString(), ...content(meta.kind, ''), done: true, done_reason: reason}
 }

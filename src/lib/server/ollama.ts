@@ -80,7 +80,7 @@ async function generationRoute(s: ServerState, kind: OllamaKind, req: FastifyReq
   const arrivedAt = (req as FastifyRequest & {startedAt?: number}).startedAt ?? performance.now()
   const p = await (kind === 'chat' ? prepareOllamaChat(s.env, req.body) : prepareOllamaGenerate(s.env, req.body))
   // Ollama echoes the name the client used ("stories260K" or "stories260K:latest").
-  const meta: OllamaMeta = {kind, model: (req.body as {model: string}).model}
+  const meta: OllamaMeta = {kind, model: (req.body as {model: string}).model, loadMs: s.loadMs}
   if (p.load) {
     // An empty request loads the model; with keep_alive 0 it unloads it once this request ends (Ollama's "unload").
     const reason = parseKeepAlive((req.body as {keep_alive?: unknown}).keep_alive) === 0 ? 'unload' : 'load'

@@ -587,7 +587,7 @@ async function withModel(core: ServerCore, r: ModelRoute, req: FastifyRequest, r
     wait.done()
   }
   try {
-    return await r.handler(new ServerState(core, lease.host), req, reply)
+    return await r.handler(new ServerState(core, lease.host, lease.loadMs), req, reply)
   } finally {
     lease.release()
   }

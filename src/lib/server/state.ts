@@ -125,6 +125,8 @@ export class ServerState {
   constructor(
     readonly core: ServerCore,
     readonly host: ModelHost,
+    /** Milliseconds the request waited for its model to load (0: it was loaded). */
+    readonly loadMs = 0,
   ) {}
 
   get env(): RequestEnv {
