@@ -50,6 +50,10 @@ export default class Chat extends RunnerCommand {
       description: 'One JSON document per answer (token ids, cached tokens, timings)',
       command: 'echo "Hi" | <%= config.bin %> chat -m model.gguf --json',
     },
+    {
+      description: 'Chat only with a model whose signature verifies (runner sign writes model.gguf.sig)',
+      command: '<%= config.bin %> chat -m model.gguf --model-sig model.gguf.sig --model-pubkey signer.pub.pem',
+    },
   ]
 
   static override args = modelArg

@@ -41,6 +41,10 @@ export default class Embed extends RunnerCommand {
       description: 'Raw pooled states, not scaled to unit length',
       command: '<%= config.bin %> embed -m model.gguf -p "hello" --no-normalize',
     },
+    {
+      description: 'Embed with a model whose signature verifies',
+      command: '<%= config.bin %> embed -m model.gguf --model-sig model.gguf.sig --model-pubkey signer.pub.pem -p "hello"',
+    },
   ]
 
   static override flags = {

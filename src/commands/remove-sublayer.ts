@@ -25,6 +25,10 @@ export default class RemoveSublayer extends RunnerCommand {
       command: '<%= config.bin %> remove-sublayer ../shared/models/stories260K.gguf /tmp/cut.gguf attn:3 --force',
     },
     {description: 'What it costs, measured', command: '<%= config.bin %> score -m /tmp/cut.gguf --file corpus.txt --kld base.bin'},
+    {
+      description: 'The same, from an input whose signature verifies',
+      command: '<%= config.bin %> remove-sublayer model.gguf /tmp/cut.gguf attn:2 --model-sig model.gguf.sig --model-pubkey signer.pub.pem',
+    },
   ]
 
   static override args = {

@@ -29,6 +29,10 @@ export default class Score extends RunnerCommand {
       command:
         '<%= config.bin %> score -m model-f16.gguf --file corpus.txt --save-logits base.bin && <%= config.bin %> score -m model-q4_0.gguf --file corpus.txt --kld base.bin',
     },
+    {
+      description: 'Score only a model whose signature verifies',
+      command: '<%= config.bin %> score -m model.gguf --model-sig model.gguf.sig --model-pubkey signer.pub.pem --file corpus.txt',
+    },
   ]
 
   static override flags = {

@@ -47,6 +47,10 @@ export default class Serve extends RunnerCommand {
       command: '<%= config.bin %> serve -m small=stories260K.gguf -m big=model.gguf --max-models 1 --keep-alive 10m',
     },
     {
+      description: 'The models folder within 24 GiB of weights and KV caches; a request waits at most 2 minutes for its model',
+      command: '<%= config.bin %> serve --models-memory 24G --load-timeout 120',
+    },
+    {
       description: 'Every model of a folder, each checked against its FILE.sig bundle (runner sign) before it loads',
       command: '<%= config.bin %> serve --models-dir ./models --model-pubkey signer.pub.pem --require-signed-model',
     },

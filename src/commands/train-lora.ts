@@ -26,6 +26,11 @@ export default class TrainLora extends RunnerCommand {
       command: '<%= config.bin %> train-lora -m model.gguf --data style.txt --out style.gguf --resume style.ckpt',
     },
     {description: 'Use it', command: '<%= config.bin %> run model.gguf --lora style.gguf -p "Once upon a time"'},
+    {
+      description: 'Train on a base model whose signature verifies',
+      command:
+        '<%= config.bin %> train-lora -m base.gguf --model-sig base.gguf.sig --model-pubkey signer.pub.pem --data style.txt --out style.gguf',
+    },
   ]
 
   static override flags = trainFlags

@@ -21,4 +21,8 @@ export const BENCH_EXAMPLES = [
     description: 'JSON with every run (samples_ns, samples_ts); --json is the same',
     command: '<%= config.bin %> bench model.gguf -r 3 -o json',
   },
+  {
+    description: 'Benchmark a model whose signature verifies (the hash is not timed)',
+    command: '<%= config.bin %> bench -m model.gguf --model-sig model.gguf.sig --model-pubkey signer.pub.pem',
+  },
 ]

@@ -29,4 +29,9 @@ export const QUANTIZE_EXAMPLES = [
     description: 'Quantize and remove the attention of block 2 in one pass',
     command: '<%= config.bin %> quantize in.gguf out.gguf --type Q8_0 --pure --remove-sublayer attn:2',
   },
+  {
+    description: 'Quantize only an input whose signature verifies (the output is removed if the input changes meanwhile)',
+    command:
+      '<%= config.bin %> quantize model-f16.gguf model-q8.gguf --type Q8_0 --model-sig model-f16.gguf.sig --model-pubkey signer.pub.pem',
+  },
 ]

@@ -42,4 +42,8 @@ export const RUN_EXAMPLES = [
     description: 'A signed receipt anyone with the model can replay (runner verify)',
     command: '<%= config.bin %> run -m model.gguf -p "Hello" --seed 7 --transcript r.json --sign-key alice.key',
   },
+  {
+    description: 'Only a model whose OpenSSF Model Signing bundle verifies under your key (docs/model-signing.md)',
+    command: '<%= config.bin %> run -m model.gguf --model-sig model.gguf.sig --model-pubkey signer.pub.pem -p "Hi"',
+  },
 ]

@@ -109,13 +109,19 @@ function withSignatures(entries: readonly CatalogEntry[], sig: ServeSignatures, 
   })
 }
 
-/** `-m PATH`, `-m NAME` (models folder) or `-m ID=PATH`: an existing path wins over the ID= reading. */
-async function fromModelFlag(text: string, aliases: readonly string[], env: NodeJS.ProcessEnv): Promise<CatalogEntry> {
+/**
+ * `ID=VALUE` (serve's -m ID=FILE, --model-sig ID=BUNDLE) or a plain VALUE: an existing path wins over
+ * the ID= reading, so a file whose name holds `=` still works.
+ */
+export function splitId(text: string): {readonly id?: string; readonly value: string} {
   const eq = text.indexOf('=')
-  const named = eq > 0 && !existsSync(text)
-  const id = named ? text.slice(0, eq) : undefined
-  const target = named ? text.slice(eq + 1) : text
-  if (named && target === '') throw usage(`-m ${printable(text)}: give a model file after ${printable(id!)}=`)
+  return eq > 0 && !existsSync(text) ? {id: text.slice(0, eq), value: text.slice(eq + 1)} : {value: text}
+}
+
+/** `-m PATH`, `-m NAME` (models folder) or `-m ID=PATH`. */
+async function fromModelFlag(text: string, aliases: readonly string[], env: NodeJS.ProcessEnv): Promise<CatalogEntry> {
+  const {id, value: target} = splitId(text)
+  if (id !== undefined && target === '') throw usage(`-m ${printable(text)}: give a model file after ${printable(id)}=`)
   const path = await resolveModelPath(target, '-m', env)
   const files = shardPaths(path) ?? [path]
   const bytes = files.reduce((n, f) => n + (statSync(f, {throwIfNoEntry: false})?.size ?? 0), 0)

@@ -60,6 +60,8 @@ export interface ModelHost {
   readonly scheduler: Scheduler
   /** The mapped files and every slot's KV cache (what the memory budget counts). */
   readonly bytes: number
+  /** One slot's KV cache (/metrics' prefix-cache bytes). */
+  readonly kvBytesPerSlot: number
   /** This model's part of /v1/capabilities (model, template, slots, speculation, prefix cache, its limits). */
   readonly capabilities: Record<string, unknown>
   readonly speculation: SpeculationStatus | undefined
@@ -195,6 +197,7 @@ export async function openModelHost(entry: CatalogEntry, s: HostSettings, metric
       generation,
       scheduler,
       bytes,
+      kvBytesPerSlot: kvBytes,
       capabilities,
       speculation: drafted?.status,
       ...(group ? {group} : {}),

@@ -4,8 +4,6 @@
  * on SIGINT or SIGTERM.
  */
 
-import {existsSync} from 'node:fs'
-
 import {Flags, type Interfaces} from '@oclif/core'
 
 import {
@@ -28,7 +26,7 @@ import {MAX_CONTEXT_SIZE} from '../engine/index.js'
 import {BUILTIN_TEMPLATE_NAMES, chatTemplateOverride} from '../chat/index.js'
 import {ExitCode, RunnerError} from '../errors.js'
 import {CONNECTION_DEFAULTS} from './connections.js'
-import type {ServeSignatures} from './catalog.js'
+import {type ServeSignatures, splitId} from './catalog.js'
 import {describeKeepAlive, keepAliveFlag} from './keep-alive.js'
 import {LOG_FORMATS, type LogFormat} from './request-log.js'
 import {REQUEST_LIMIT_DEFAULTS, REQUEST_LIMIT_FLAGS, type RequestLimitFlag, type RequestLimits} from './request-limits.js'
@@ -300,12 +298,10 @@ export function serveOptions(flags: ServeFlagValues): ServeOptions {
 function signaturesFromFlags(flags: ServeFlagValues): {signatures?: ServeSignatures} {
   const bundles: Record<string, string> = {}
   for (const text of flags['model-sig'] ?? []) {
-    const eq = text.indexOf('=')
-    const named = eq > 0 && !existsSync(text)
-    const id = named ? text.slice(0, eq) : ''
+    const {id = '', value} = splitId(text)
     if (bundles[id] !== undefined)
       throw new RunnerError('SERVE_BAD_OPTION', `--model-sig names two bundles for ${id === '' ? 'the model' : id}`, ExitCode.usage)
-    bundles[id] = named ? text.slice(eq + 1) : text
+    bundles[id] = value
   }
   const require = flags['require-signed-model'] === true
   if (Object.keys(bundles).length === 0 && flags['model-pubkey'] === undefined && !require) return {}

@@ -318,9 +318,7 @@ function gaugeReadings(fleet: Fleet, prefixCache: boolean): GaugeReadings {
   for (const h of hosts) {
     const held = prefixCache ? h.scheduler.slots.reduce((n, s) => n + s.session.cached.length, 0) : 0
     tokens += held
-    bytes += Math.round(
-      held * ((h.capabilities.slots as {kv_bytes_per_slot: number; n_ctx_per_slot: number}).kv_bytes_per_slot / h.env.nCtx),
-    )
+    bytes += Math.round(held * (h.kvBytesPerSlot / h.env.nCtx))
   }
   const groups = hosts.flatMap((h) => (h.group ? [h.group.stats()] : []))
   return {
